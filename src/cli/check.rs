@@ -1,0 +1,116 @@
+//! `spamnb check`: a verdict for each message, as text, TSV or JSON lines.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use rayon::prelude::*;
+
+use super::Format;
+use crate::config::Config;
+use crate::mailbox;
+use crate::model::Verdict;
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Output format; tsv is PATH<TAB>VERDICT<TAB>SCORE<TAB>PROBABILITY
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Show the features that moved each verdict most, with their weights
+    #[arg(long)]
+    explain: bool,
+    /// Files, Maildirs, folders, mbox files, or - for one message on stdin
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+}
+
+/// Below this many messages, reading counts from sled's cache beats loading the table.
+const PRELOAD_FROM: usize = 20;
+const CHUNK: usize = 256;
+
+pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let store = super::open_store(config)?;
+    let (sources, problems) = mailbox::expand(&args.paths);
+    if sources.len() >= PRELOAD_FROM {
+        store.preload()?;
+    }
+    let engine = super::engine(config, store);
+    let mut unreadable = problems;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for chunk in sources.chunks(CHUNK) {
+        let read: Vec<_> = mailbox::read_all(chunk).collect();
+        let verdicts: Vec<_> = read
+            .par_iter()
+            .map(|(_, raw)| raw.as_ref().ok().map(|raw| engine.check(raw)))
+            .collect();
+        for ((source, raw), verdict) in read.into_iter().zip(verdicts) {
+            let name = source.name();
+            match (raw, verdict) {
+                (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
+                (Err(e), _) => {
+                    // One line per input still: scripts pair lines with their inputs.
+                    print(&mut out, &name, &unreadable_verdict(), args)?;
+                    unreadable.push(e);
+                }
+                (Ok(_), None) => unreachable!("a readable message always has a verdict"),
+            }
+        }
+    }
+    out.flush()?;
+    for u in &unreadable {
+        eprintln!("spamnb: {u}");
+    }
+    Ok(if unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+fn unreadable_verdict() -> Verdict {
+    Verdict {
+        decision: crate::model::Decision::Unsure,
+        score: 0.0,
+        probability: 0.5,
+        reasons: Vec::new(),
+        rules: Vec::new(),
+        note: Some("unreadable".into()),
+    }
+}
+
+fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std::io::Result<()> {
+    match args.format {
+        Format::Tsv => writeln!(out, "{name}\t{}\t{:.4}\t{:.6}", v.decision.name(), v.score, v.probability)?,
+        Format::Json => {
+            let mut obj = serde_json::json!({
+                "path": name,
+                "verdict": v.decision,
+                "score": v.score,
+                "probability": v.probability,
+                "rules": v.rules,
+            });
+            if let Some(note) = &v.note {
+                obj["note"] = note.as_str().into();
+            }
+            if args.explain {
+                obj["reasons"] = serde_json::to_value(&v.reasons).expect("reasons serialize");
+            }
+            writeln!(out, "{obj}")?;
+        }
+        Format::Text => {
+            write!(out, "{name}: {} (score {:.2}, probability {:.4})", v.decision.name(), v.score, v.probability)?;
+            if let Some(note) = &v.note {
+                write!(out, " — {note}")?;
+            }
+            writeln!(out)?;
+            if args.explain {
+                if !v.rules.is_empty() {
+                    writeln!(out, "  rules: {}", v.rules.join(", "))?;
+                }
+                for r in &v.reasons {
+                    let towards = if r.weight > 0.0 { "spam" } else { "ham " };
+                    writeln!(out, "  {towards} {:+8.3}  {} ×{}", r.weight, r.feature, r.count)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

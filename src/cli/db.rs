@@ -1,0 +1,95 @@
+//! `spamnb stats`, `export` and `import`: looking into, saving and restoring the database.
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::Format;
+use crate::config::Config;
+use crate::model::CountSource;
+use crate::store::{self, Store};
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Where to write the dump [default: stdout]
+    file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The dump to load [default: stdin]
+    file: Option<PathBuf>,
+}
+
+pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
+    let store = super::open_store(config)?;
+    let s = store.stats()?;
+    let t = s.totals;
+    match args.format {
+        Format::Json => println!(
+            "{}",
+            serde_json::json!({
+                "database": config.db,
+                "schema_version": s.schema_version,
+                "messages": { "spam": t.messages[1], "ham": t.messages[0] },
+                "ledger_entries": s.ledger_entries,
+                "tokens": t.vocabulary,
+                "occurrences": { "spam": t.occurrences[1], "ham": t.occurrences[0] },
+                "size_on_disk": s.size_on_disk,
+            })
+        ),
+        Format::Text | Format::Tsv => {
+            println!("database        {}", config.db.display());
+            println!("schema version  {}", s.schema_version);
+            println!("spam learned    {}", t.messages[1]);
+            println!("ham learned     {}", t.messages[0]);
+            println!("ledger entries  {}", s.ledger_entries);
+            println!("distinct tokens {}", t.vocabulary);
+            println!("size on disk    {:.1} MB", s.size_on_disk as f64 / 1e6);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
+    let store = super::open_store(config)?;
+    let mut out: Box<dyn Write> = match &args.file {
+        Some(p) => Box::new(BufWriter::new(
+            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    };
+    store::export(&*store, &mut out).context("writing the export")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
+    let store = super::open_store(config)?;
+    let name = args.file.as_ref().map_or("stdin".into(), |p| p.display().to_string());
+    let tokens = match &args.file {
+        Some(p) => {
+            let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+            store::import(&*store, &mut BufReader::new(f))
+        }
+        None => store::import(&*store, &mut std::io::stdin().lock()),
+    }
+    .with_context(|| format!("importing {name}"))?;
+    let t = store.totals();
+    eprintln!(
+        "imported {tokens} tokens, {} spam and {} ham messages into {}",
+        t.messages[1],
+        t.messages[0],
+        config.db.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,114 @@
+//! The `spamnb` command line: argument parsing, configuration, and one module per command.
+
+mod check;
+mod db;
+mod filter;
+mod learn;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::store::SledStore;
+
+#[derive(Debug, Parser)]
+#[command(name = "spamnb", version, about = "Spam filtering with naive Bayes over words and handcrafted rules")]
+pub struct Args {
+    /// Configuration file [default: ~/.config/spamnb/spamnb.toml, then /etc/spamnb/spamnb.toml]
+    #[arg(long, global = true, env = "SPAMNB_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Database directory [default: from the configuration, else ~/.local/share/spamnb/db]
+    #[arg(long, global = true, env = "SPAMNB_DB")]
+    pub db: Option<PathBuf>,
+    /// Log more (-v info, -vv debug); SPAMNB_LOG takes a full filter
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Learn messages as spam or ham, or forget them
+    Learn(learn::LearnArgs),
+    /// Classify messages and print a verdict for each
+    Check(check::CheckArgs),
+    /// Read a message on stdin, write it to stdout with X-Spam-* headers added
+    Filter(filter::FilterArgs),
+    /// Show what the database holds
+    Stats(db::StatsArgs),
+    /// Write the whole model and ledger as plain text
+    Export(db::ExportArgs),
+    /// Load a plain-text export into a new database
+    Import(db::ImportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Tsv,
+    Json,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        // The filter loads its configuration itself: its errors must not lose the mail.
+        Command::Filter(a) => Ok(filter::run(&args, a)),
+        Command::Learn(a) => learn::run(&load_config(&args)?, a),
+        Command::Check(a) => check::run(&load_config(&args)?, a),
+        Command::Stats(a) => db::stats(&load_config(&args)?, a),
+        Command::Export(a) => db::export(&load_config(&args)?, a),
+        Command::Import(a) => db::import(&load_config(&args)?, a),
+    }
+}
+
+/// The configuration file, with `--db` laid over it.
+pub fn load_config(args: &Args) -> anyhow::Result<Config> {
+    let mut config = Config::load(args.config.as_deref())?;
+    if let Some(db) = &args.db {
+        config.db = db.clone();
+    }
+    Ok(config)
+}
+
+pub fn open_store(config: &Config) -> anyhow::Result<Arc<SledStore>> {
+    ensure_parent(&config.db)?;
+    let store = SledStore::open(&config.db, &config.store)?;
+    Ok(Arc::new(store))
+}
+
+pub fn engine(config: &Config, store: Arc<SledStore>) -> Engine {
+    Engine {
+        extractor: config.extractor.clone(),
+        model: config.model.clone(),
+        store,
+    }
+}
+
+fn ensure_parent(db: &Path) -> anyhow::Result<()> {
+    if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create the directory {} for the database", parent.display()))?;
+    }
+    Ok(())
+}
+
+/// A progress bar on stderr when it is a terminal, hidden otherwise.
+fn progress(len: usize, what: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || len < 2 {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{prefix} {bar:40} {pos}/{len} {per_sec} eta {eta}")
+            .expect("progress template is valid"),
+    );
+    bar.set_prefix(what.to_string());
+    bar
+}

@@ -1,0 +1,169 @@
+//! The configuration file (TOML), validated into an immutable [`Config`].
+//!
+//! Every key is optional; `contrib/spamnb.toml` documents them all. Command-line flags
+//! override the file.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::features::Extractor;
+use crate::model::ModelConfig;
+use crate::store::StoreOptions;
+use crate::tokenize::TokenizerOptions;
+
+/// Where the configuration is looked for when `--config` and `SPAMNB_CONFIG` are not given:
+/// the user's own, then the system's.
+pub fn default_paths() -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    if let Some(dir) = dirs::config_dir() {
+        paths.push(dir.join("spamnb").join("spamnb.toml"));
+    }
+    paths.push(PathBuf::from("/etc/spamnb/spamnb.toml"));
+    paths
+}
+
+/// Where the database lives when nothing says otherwise.
+pub fn default_db() -> PathBuf {
+    dirs::data_dir()
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("spamnb")
+        .join("db")
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file this came from, if any.
+    pub source: Option<PathBuf>,
+    pub db: PathBuf,
+    pub store: StoreOptions,
+    pub extractor: Extractor,
+    pub model: ModelConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            source: None,
+            db: default_db(),
+            store: StoreOptions::default(),
+            extractor: Extractor {
+                tokenizer: TokenizerOptions::default(),
+                scan_limit: DEFAULT_SCAN_LIMIT,
+            },
+            model: ModelConfig::default(),
+        }
+    }
+}
+
+/// SpamAssassin's spamc sends at most 500 KB by default; mail beyond a megabyte is almost
+/// always attachments, which add nothing a classifier can read.
+pub const DEFAULT_SCAN_LIMIT: usize = 1 << 20;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    /// Directory of the sled database.
+    db: Option<PathBuf>,
+    /// Megabytes of sled's page cache.
+    cache_mb: Option<u64>,
+    /// Bytes of each message that are parsed.
+    scan_limit: Option<usize>,
+    #[serde(default)]
+    model: ModelConfig,
+    #[serde(default)]
+    tokenizer: TokenizerOptions,
+}
+
+impl Config {
+    /// Reads `path`, or with `None` the first default path that exists, or built-in defaults.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let path = match path {
+            Some(p) => p.to_path_buf(),
+            None => match default_paths().into_iter().find(|p| p.is_file()) {
+                Some(p) => p,
+                None => return Ok(Config::default()),
+            },
+        };
+        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
+            path: path.clone(),
+            line: None,
+            message: format!("cannot read it: {e}"),
+        })?;
+        Config::parse(&text, &path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError {
+            path: path.into(),
+            line: e.span().map(|s| text[..s.start].matches('\n').count() + 1),
+            message: e.message().to_string(),
+        })?;
+        let invalid = |message: String| ConfigError {
+            path: path.into(),
+            line: None,
+            message,
+        };
+        let defaults = Config::default();
+        if raw.model.alpha <= 0.0 || !raw.model.alpha.is_finite() {
+            return Err(invalid(format!("model.alpha must be above 0, not {}", raw.model.alpha)));
+        }
+        if raw.model.ham_threshold > raw.model.spam_threshold {
+            return Err(invalid(format!(
+                "model.ham_threshold ({}) must not be above model.spam_threshold ({})",
+                raw.model.ham_threshold, raw.model.spam_threshold
+            )));
+        }
+        let scan_limit = raw.scan_limit.unwrap_or(DEFAULT_SCAN_LIMIT);
+        if scan_limit < 1024 {
+            return Err(invalid(format!("scan_limit must be at least 1024 bytes, not {scan_limit}")));
+        }
+        Ok(Config {
+            source: Some(path.into()),
+            db: raw.db.unwrap_or(defaults.db),
+            store: StoreOptions {
+                cache_bytes: raw.cache_mb.map_or(defaults.store.cache_bytes, |mb| mb << 20),
+            },
+            extractor: Extractor {
+                tokenizer: raw.tokenizer,
+                scan_limit,
+            },
+            model: raw.model,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_validates() {
+        let p = Path::new("spamnb.toml");
+        let c = Config::parse("db = \"/tmp/x\"\ncache_mb = 8\n[model]\nalpha = 0.5\n[tokenizer]\npair_tokens = true\n", p).unwrap();
+        assert_eq!(c.db, PathBuf::from("/tmp/x"));
+        assert_eq!(c.store.cache_bytes, 8 << 20);
+        assert_eq!(c.model.alpha, 0.5);
+        assert!(c.extractor.tokenizer.pair_tokens);
+
+        for (text, line, wanted) in [
+            ("db = \"x\"\nbogus = 1\n", Some(2), "unknown field"),
+            ("[model]\nalpha = 0\n", None, "alpha must be above 0"),
+            ("[model]\nspam_threshold = -10.0\n", None, "must not be above"),
+            ("[model\n", Some(1), ""),
+        ] {
+            let e = Config::parse(text, p).unwrap_err();
+            assert_eq!(e.line, line, "{text:?}: {e}");
+            assert!(e.to_string().contains(wanted), "{text:?}: {e}");
+            assert!(e.to_string().starts_with("spamnb.toml"), "{e}");
+        }
+    }
+}

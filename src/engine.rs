@@ -1,0 +1,56 @@
+//! [`Engine`]: the one path from raw mail to a verdict or a lesson, shared by every front
+//! end, so that a message scored through Postfix and the same file given to `spamnb check`
+//! get the same verdict, to the bit.
+
+use std::sync::Arc;
+
+use crate::features::Extractor;
+use crate::message::digest;
+use crate::model::{Class, ModelConfig, Verdict, classify};
+use crate::store::{Error, Lesson, Outcome, Store};
+
+pub struct Engine {
+    pub extractor: Extractor,
+    pub model: ModelConfig,
+    pub store: Arc<dyn Store>,
+}
+
+impl Engine {
+    pub fn check(&self, raw: &[u8]) -> Verdict {
+        classify(&self.extractor.features(raw), &*self.store, &self.model)
+    }
+
+    /// What learning (`target` a class) or forgetting (`None`) `raw` means for the store.
+    pub fn lesson(&self, raw: &[u8], target: Option<Class>, user: Option<&str>) -> Lesson {
+        Lesson {
+            digest: digest(raw),
+            target,
+            features: self.extractor.features(raw),
+            user: user.map(str::to_string),
+        }
+    }
+
+    pub fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
+        self.store.learn(lessons)
+    }
+}
+
+/// The engine the daemon's sessions use, swapped whole when SIGHUP reloads the
+/// configuration. Each session takes [`SharedEngine::current`] once when it starts, so a
+/// reload never changes the rules under a message being scored. A std RwLock: it is held
+/// only to clone or replace an `Arc`, never across an await.
+pub struct SharedEngine(std::sync::RwLock<Arc<Engine>>);
+
+impl SharedEngine {
+    pub fn new(engine: Engine) -> SharedEngine {
+        SharedEngine(std::sync::RwLock::new(Arc::new(engine)))
+    }
+
+    pub fn current(&self) -> Arc<Engine> {
+        self.0.read().expect("engine lock is never poisoned").clone()
+    }
+
+    pub fn replace(&self, engine: Engine) {
+        *self.0.write().expect("engine lock is never poisoned") = Arc::new(engine);
+    }
+}

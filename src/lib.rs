@@ -1,0 +1,32 @@
+//! spamnb: a spam filter for mail pipelines. Naive Bayes over word tokens and the hits of
+//! handcrafted rules, with counts in an embedded sled database.
+//!
+//! The flow, one pure core and thin front ends around it:
+//!
+//! ```text
+//! bytes ─ message ─▶ Message ─ tokenize ─▶ Features ─ model ─▶ Verdict ─ spam_headers ─▶ tagged mail
+//!                                              │ learn
+//!                                              ▼
+//!                                            store (sled): counts, totals, ledger
+//! ```
+//!
+//! - [`message`]: raw bytes to a decoded [`message::Message`] view (mail-parser).
+//! - [`tokenize`]: words, header-tagged and URL tokens.
+//! - [`features`]: the bag of features, and the [`features::Extractor`] that makes one.
+//! - [`model`]: multinomial naive Bayes: scoring, decision, explanation.
+//! - [`store`]: the [`store::Store`] trait and its sled implementation.
+//! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
+//! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
+//! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
+//! - [`config`], [`cli`]: the configuration file and the command line.
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod features;
+pub mod mailbox;
+pub mod message;
+pub mod model;
+pub mod spam_headers;
+pub mod store;
+pub mod tokenize;

@@ -1,0 +1,243 @@
+//! Where mail comes from on the command line: a file, a Maildir, a folder of message files,
+//! an mbox, or `-` for stdin. Each becomes a list of [`MailSource`]s, read one at a time.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// One message to read: a file, one message of an mbox, or stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailSource {
+    File(PathBuf),
+    /// The `index`-th message (from 0) of an mbox file.
+    Mbox { path: PathBuf, index: usize },
+    Stdin,
+}
+
+impl MailSource {
+    /// How the message is named in output: the path as given, `PATH#N` (from 1) in an mbox.
+    pub fn name(&self) -> String {
+        match self {
+            MailSource::File(p) => p.display().to_string(),
+            MailSource::Mbox { path, index } => format!("{}#{}", path.display(), index + 1),
+            MailSource::Stdin => "-".into(),
+        }
+    }
+}
+
+/// An input that could not be read, and why.
+#[derive(Debug)]
+pub struct Unreadable {
+    pub name: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.name, self.reason)
+    }
+}
+
+/// Expands command-line inputs into messages, in a stable order. Inputs that cannot be
+/// listed are reported in the second list; the rest go on.
+pub fn expand(inputs: &[PathBuf]) -> (Vec<MailSource>, Vec<Unreadable>) {
+    let mut sources = Vec::new();
+    let mut problems = Vec::new();
+    for input in inputs {
+        if input.as_os_str() == "-" {
+            sources.push(MailSource::Stdin);
+            continue;
+        }
+        match fs::metadata(input) {
+            Err(e) => problems.push(unreadable(input, &e)),
+            Ok(meta) if meta.is_dir() => expand_dir(input, &mut sources, &mut problems),
+            Ok(_) => expand_file(input, &mut sources, &mut problems),
+        }
+    }
+    (sources, problems)
+}
+
+fn expand_dir(dir: &Path, sources: &mut Vec<MailSource>, problems: &mut Vec<Unreadable>) {
+    // A Maildir: its messages are in cur/ and new/; tmp/ holds deliveries in progress.
+    if dir.join("cur").is_dir() || dir.join("new").is_dir() {
+        for sub in ["cur", "new"] {
+            let sub = dir.join(sub);
+            if sub.is_dir() {
+                walk(&sub, false, sources, problems);
+            }
+        }
+        return;
+    }
+    walk(dir, true, sources, problems);
+}
+
+fn walk(dir: &Path, recurse: bool, sources: &mut Vec<MailSource>, problems: &mut Vec<Unreadable>) {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return problems.push(unreadable(dir, &e)),
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        match fs::metadata(&path) {
+            Err(e) => problems.push(unreadable(&path, &e)),
+            Ok(m) if m.is_dir() && recurse && !hidden => expand_dir(&path, sources, problems),
+            Ok(m) if m.is_file() && !hidden => expand_file(&path, sources, problems),
+            Ok(_) => {}
+        }
+    }
+}
+
+fn expand_file(path: &Path, sources: &mut Vec<MailSource>, problems: &mut Vec<Unreadable>) {
+    match is_mbox(path) {
+        Err(e) => problems.push(unreadable(path, &e)),
+        Ok(false) => sources.push(MailSource::File(path.to_path_buf())),
+        Ok(true) => match mbox_messages(path) {
+            Err(e) => problems.push(unreadable(path, &e)),
+            // One message saved with its envelope line, as many archives keep them.
+            Ok(messages) if messages.len() == 1 => sources.push(MailSource::File(path.to_path_buf())),
+            Ok(messages) => sources.extend((0..messages.len()).map(|index| MailSource::Mbox {
+                path: path.to_path_buf(),
+                index,
+            })),
+        },
+    }
+}
+
+/// An mbox starts with a `From ` separator line; a single message never does.
+fn is_mbox(path: &Path) -> io::Result<bool> {
+    let mut head = [0u8; 5];
+    let mut file = fs::File::open(path)?;
+    let n = file.read(&mut head)?;
+    Ok(&head[..n] == b"From ")
+}
+
+/// The messages of an mbox, split with mail-parser's reader (mboxrd `>From ` unquoting). A
+/// file cut off mid-message yields what it holds: the last message is shorter, not lost.
+fn mbox_messages(path: &Path) -> io::Result<Vec<Vec<u8>>> {
+    let file = io::BufReader::new(fs::File::open(path)?);
+    Ok(mail_parser::mailbox::mbox::MessageIterator::new(file)
+        .filter_map(|m| m.ok())
+        .map(|m| m.unwrap_contents())
+        .collect())
+}
+
+/// Reads one message. Mbox messages are read by splitting the whole file again; callers
+/// reading many messages of one mbox should use [`read_all`].
+pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
+    let named = |e: io::Error| Unreadable {
+        name: source.name(),
+        reason: describe(&e),
+    };
+    match source {
+        MailSource::File(p) => fs::read(p).map(strip_envelope_line).map_err(named),
+        MailSource::Stdin => {
+            let mut buf = Vec::new();
+            io::stdin().read_to_end(&mut buf).map_err(named)?;
+            Ok(buf)
+        }
+        MailSource::Mbox { path, index } => mbox_messages(path)
+            .map_err(named)?
+            .into_iter()
+            .nth(*index)
+            .ok_or_else(|| Unreadable {
+                name: source.name(),
+                reason: "the mbox changed while it was read".into(),
+            }),
+    }
+}
+
+/// Reads many messages, each mbox file once, in the order given.
+pub fn read_all(sources: &[MailSource]) -> impl Iterator<Item = (&MailSource, Result<Vec<u8>, Unreadable>)> {
+    let mut open_mbox: Option<(PathBuf, std::vec::IntoIter<Vec<u8>>)> = None;
+    sources.iter().map(move |source| {
+        let MailSource::Mbox { path, .. } = source else {
+            return (source, read(source));
+        };
+        if open_mbox.as_ref().is_none_or(|(p, _)| p != path) {
+            match mbox_messages(path) {
+                Ok(messages) => open_mbox = Some((path.clone(), messages.into_iter())),
+                Err(e) => {
+                    return (
+                        source,
+                        Err(Unreadable {
+                            name: source.name(),
+                            reason: describe(&e),
+                        }),
+                    );
+                }
+            }
+        }
+        let next = open_mbox.as_mut().and_then(|(_, it)| it.next());
+        (
+            source,
+            next.ok_or_else(|| Unreadable {
+                name: source.name(),
+                reason: "the mbox changed while it was read".into(),
+            }),
+        )
+    })
+}
+
+/// Drops an mbox `From ` envelope line: it belongs to the mailbox, not to the message.
+fn strip_envelope_line(mut raw: Vec<u8>) -> Vec<u8> {
+    if raw.starts_with(b"From ") {
+        let end = raw.iter().position(|&b| b == b'\n').map_or(raw.len(), |i| i + 1);
+        raw.drain(..end);
+    }
+    raw
+}
+
+fn unreadable(path: &Path, e: &io::Error) -> Unreadable {
+    Unreadable {
+        name: path.display().to_string(),
+        reason: describe(e),
+    }
+}
+
+fn describe(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::PermissionDenied => "permission denied".into(),
+        io::ErrorKind::NotFound => "no such file or directory".into(),
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands_maildirs_folders_and_mboxes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for sub in ["md/cur", "md/new", "md/tmp", "tree/a", "tree/.hidden"] {
+            fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        fs::write(root.join("md/cur/1:2,S"), "Subject: one\n\nx\n").unwrap();
+        fs::write(root.join("md/new/2"), "Subject: two\n\nx\n").unwrap();
+        fs::write(root.join("md/tmp/3"), "Subject: half\n").unwrap();
+        fs::write(root.join("tree/a/m1"), "Subject: m1\n\nx\n").unwrap();
+        fs::write(root.join("tree/.hidden/m2"), "x").unwrap();
+        fs::write(root.join("tree/a/m3"), "From a@b Mon Jan  1 00:00:00 2024\nSubject: m3\n\nx\n").unwrap();
+        fs::write(
+            root.join("box"),
+            "From a@b Mon Jan  1 00:00:00 2024\nSubject: a\n\n>From quoted\n\nFrom c@d Mon Jan  1 00:00:00 2024\nSubject: b\n\ncut off",
+        )
+        .unwrap();
+        let inputs = [root.join("md"), root.join("tree"), root.join("box"), root.join("missing")];
+        let (sources, problems) = expand(&inputs);
+        let names: Vec<String> = sources
+            .iter()
+            .map(|s| s.name().replace(&root.display().to_string(), ""))
+            .collect();
+        assert_eq!(names, ["/md/cur/1:2,S", "/md/new/2", "/tree/a/m1", "/tree/a/m3", "/box#1", "/box#2"]);
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].to_string().contains("missing: no such file"), "{}", problems[0]);
+        let read: Vec<Vec<u8>> = read_all(&sources).map(|(_, r)| r.unwrap()).collect();
+        assert!(read[3].starts_with(b"Subject: m3"), "the envelope line is not part of the message");
+        assert!(String::from_utf8_lossy(&read[4]).contains("From quoted"));
+        assert!(String::from_utf8_lossy(&read[5]).contains("cut off"), "a truncated mbox keeps its last message");
+    }
+}

@@ -1,0 +1,428 @@
+//! Raw bytes to a [`Message`]: the decoded view of a mail that tokens and rules read.
+//!
+//! Parsing never fails. mail-parser does the MIME work; what it cannot make sense of
+//! (or a panic inside it) leaves a message scored as raw text, with the trouble recorded
+//! in [`Message::anomalies`] so that it can itself count as evidence.
+
+use std::borrow::Cow;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::LazyLock;
+
+use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
+use regex::Regex;
+use sha2::{Digest as _, Sha256};
+
+/// The headers spamnb writes itself. They are removed from incoming mail (a sender could
+/// forge them) and left out of a message's digest (so a tagged copy is the same message).
+pub fn is_own_header(name: &str) -> bool {
+    name.len() > 7 && name[..7].eq_ignore_ascii_case("x-spam-")
+}
+
+/// One header field: its name as written and its value decoded (RFC 2047 words, folding).
+#[derive(Debug, Clone)]
+pub struct Header {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Attachment {
+    pub name: Option<String>,
+    pub content_type: String,
+    pub size: usize,
+}
+
+/// Something odd about a message's form, which spammers' tools produce more often than
+/// mail clients do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Anomaly {
+    /// mail-parser found no message structure; the bytes are scored as raw text.
+    Unparsed,
+    /// mail-parser panicked; the bytes are scored as raw text.
+    ParserPanic,
+    /// Only the first `scan_limit` bytes were looked at.
+    Truncated,
+    /// A part's transfer encoding or charset could not be decoded cleanly.
+    EncodingProblem,
+    /// The message holds HTML and no plain-text alternative.
+    HtmlOnly,
+    /// The bytes are not valid UTF-8 where text was expected outside a declared charset.
+    BinaryGarbage,
+}
+
+impl Anomaly {
+    pub fn name(self) -> &'static str {
+        match self {
+            Anomaly::Unparsed => "unparsed",
+            Anomaly::ParserPanic => "parser_panic",
+            Anomaly::Truncated => "truncated",
+            Anomaly::EncodingProblem => "encoding_problem",
+            Anomaly::HtmlOnly => "html_only",
+            Anomaly::BinaryGarbage => "binary_garbage",
+        }
+    }
+}
+
+/// A parsed mail, as plain data: what tokenizers and rules look at.
+#[derive(Debug, Clone, Default)]
+pub struct Message<'a> {
+    /// The bytes that were parsed (at most the scan limit of the original).
+    pub raw: &'a [u8],
+    /// Top-level header fields in order.
+    pub headers: Vec<Header>,
+    /// Decoded text of every text part, and HTML parts rendered to text.
+    pub text: String,
+    /// The HTML parts as sent, for rules that look at markup.
+    pub html: String,
+    /// Every URL found in the text and in the HTML's attributes.
+    pub urls: Vec<String>,
+    pub attachments: Vec<Attachment>,
+    pub anomalies: Vec<Anomaly>,
+}
+
+impl<'a> Message<'a> {
+    /// Parses at most `scan_limit` bytes of `raw`. Never fails and never panics.
+    pub fn parse(raw: &'a [u8], scan_limit: usize) -> Message<'a> {
+        let truncated = raw.len() > scan_limit;
+        let raw = &raw[..raw.len().min(scan_limit)];
+        let parsed = catch_unwind(AssertUnwindSafe(|| parse_mime(raw)));
+        let mut msg = match parsed {
+            Ok(Some(msg)) => msg,
+            Ok(None) => raw_text_message(raw, Anomaly::Unparsed),
+            Err(_) => raw_text_message(raw, Anomaly::ParserPanic),
+        };
+        if truncated {
+            msg.anomalies.push(Anomaly::Truncated);
+        }
+        msg
+    }
+
+    /// The decoded values of every header called `name` (case-insensitive), in order.
+    pub fn header_values<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s str> + 's {
+        self.headers
+            .iter()
+            .filter(move |h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value.as_str())
+    }
+
+    pub fn header<'s>(&'s self, name: &'s str) -> Option<&'s str> {
+        self.header_values(name).next()
+    }
+
+    /// The raw body: everything after the header block, undecoded.
+    pub fn raw_body(&self) -> &'a [u8] {
+        body_offset(self.raw).map_or(&[][..], |at| &self.raw[at..])
+    }
+}
+
+/// Where the body starts: after the first empty line (CRLF or LF).
+fn body_offset(raw: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    for line in raw.split_inclusive(|&b| b == b'\n') {
+        at += line.len();
+        if line == b"\n" || line == b"\r\n" {
+            return Some(at);
+        }
+    }
+    None
+}
+
+fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
+    let parsed = MessageParser::default().parse(raw)?;
+    // mail-parser accepts almost anything; a "message" with no header at all is text.
+    if parsed.headers().is_empty() {
+        return None;
+    }
+    let mut msg = Message {
+        raw,
+        ..Message::default()
+    };
+    for h in parsed.headers() {
+        let name = h.name.as_str().to_string();
+        let value = match &h.value {
+            HeaderValue::Text(t) => t.to_string(),
+            HeaderValue::TextList(ts) => ts.join(", "),
+            HeaderValue::Address(addrs) => addrs
+                .iter()
+                .map(|a| match (&a.name, &a.address) {
+                    (Some(n), Some(addr)) => format!("\"{n}\" <{addr}>"),
+                    (None, Some(addr)) => format!("<{addr}>"),
+                    (Some(n), None) => n.to_string(),
+                    (None, None) => String::new(),
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+            // Structured values lose their original spelling when re-rendered; the raw
+            // field, unfolded, keeps what the sender wrote.
+            _ => raw_header_value(raw, h.offset_start as usize, h.offset_end as usize),
+        };
+        msg.headers.push(Header { name, value });
+    }
+
+    let mut has_plain = false;
+    for part in parsed.parts.iter() {
+        if part.is_encoding_problem && !msg.anomalies.contains(&Anomaly::EncodingProblem) {
+            msg.anomalies.push(Anomaly::EncodingProblem);
+        }
+    }
+    for (i, part) in parsed.parts.iter().enumerate() {
+        let is_attachment = parsed.attachments.contains(&(i as u32));
+        match &part.body {
+            PartType::Text(text) if !is_attachment => {
+                has_plain = true;
+                push_text(&mut msg.text, text);
+            }
+            PartType::Html(html) if !is_attachment => {
+                msg.html.push_str(html);
+                msg.html.push('\n');
+                push_text(&mut msg.text, &mail_parser::decoders::html::html_to_text(html));
+            }
+            PartType::Multipart(_) => {}
+            body => {
+                let content_type = part
+                    .content_type()
+                    .map(|ct| match &ct.c_subtype {
+                        Some(sub) => format!("{}/{}", ct.c_type, sub),
+                        None => ct.c_type.to_string(),
+                    })
+                    .unwrap_or_else(|| "application/octet-stream".into())
+                    .to_ascii_lowercase();
+                msg.attachments.push(Attachment {
+                    name: part.attachment_name().map(str::to_string),
+                    content_type,
+                    size: body.len(),
+                });
+            }
+        }
+    }
+    if !has_plain && !msg.html.is_empty() {
+        msg.anomalies.push(Anomaly::HtmlOnly);
+    }
+    msg.urls = find_urls(&msg.text, &msg.html);
+    Some(msg)
+}
+
+/// A message that could not be parsed as MIME: all of it is text.
+fn raw_text_message(raw: &[u8], why: Anomaly) -> Message<'_> {
+    let text = String::from_utf8_lossy(raw);
+    let mut anomalies = vec![why];
+    if matches!(text, Cow::Owned(_)) && looks_binary(raw) {
+        anomalies.push(Anomaly::BinaryGarbage);
+    }
+    let urls = find_urls(&text, "");
+    Message {
+        raw,
+        text: text.into_owned(),
+        urls,
+        anomalies,
+        ..Message::default()
+    }
+}
+
+fn looks_binary(raw: &[u8]) -> bool {
+    let control = raw
+        .iter()
+        .filter(|&&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t'))
+        .count();
+    control * 20 > raw.len()
+}
+
+fn push_text(out: &mut String, text: &str) {
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out.push_str(text);
+}
+
+fn raw_header_value(raw: &[u8], start: usize, end: usize) -> String {
+    let bytes = raw.get(start..end.min(raw.len())).unwrap_or_default();
+    let value = String::from_utf8_lossy(bytes);
+    value.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b(?:https?://|www\.)[^\s<>"'()\[\]{}]+"#).expect("URL pattern is valid")
+});
+static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#).expect("attribute pattern is valid")
+});
+
+/// URLs written in the text, and the targets of links, images and forms in the HTML.
+fn find_urls(text: &str, html: &str) -> Vec<String> {
+    let mut urls: Vec<String> = Vec::new();
+    let mut push = |u: &str| {
+        let u = u.trim_end_matches(['.', ',', ';', ':', '!', '?']);
+        if !u.is_empty() && !urls.iter().any(|seen| seen == u) && urls.len() < 1000 {
+            urls.push(u.to_string());
+        }
+    };
+    for m in URL_IN_TEXT.find_iter(text) {
+        push(m.as_str());
+    }
+    for c in URL_IN_HTML.captures_iter(html) {
+        let target = &c[1];
+        if target.contains("://") || target.starts_with("www.") {
+            push(target);
+        }
+    }
+    for m in URL_IN_TEXT.find_iter(html) {
+        push(m.as_str());
+    }
+    urls
+}
+
+/// The host part of a URL, lowercased, without port or credentials.
+pub fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit('@').next()?;
+    let host = if host.starts_with('[') {
+        host.split(']').next().map(|h| &h[1..])?
+    } else {
+        host.split(':').next()?
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// A message's identity in the ledger: SHA-256 (first 16 bytes) of the message with
+/// spamnb's own headers left out and line endings made LF, so that the copy Postfix
+/// hands the milter, the tagged copy in a Maildir and the original file are one message.
+pub type Digest = [u8; 16];
+
+pub fn digest(raw: &[u8]) -> Digest {
+    let mut hasher = Sha256::new();
+    let mut in_headers = true;
+    let mut skipping = false;
+    for line in raw.split_inclusive(|&b| b == b'\n') {
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        if in_headers {
+            if content.is_empty() {
+                in_headers = false;
+            } else if content[0] == b' ' || content[0] == b'\t' {
+                if skipping {
+                    continue;
+                }
+            } else {
+                let name = content.split(|&b| b == b':').next().unwrap_or_default();
+                skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
+                if skipping {
+                    continue;
+                }
+            }
+        }
+        hasher.update(content);
+        hasher.update(b"\n");
+    }
+    let full = hasher.finalize();
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full[..16]);
+    out
+}
+
+/// Text from a message made safe for one log line or terminal: control characters
+/// (CR and LF among them, which would let a sender forge log lines) become `\u{..}` escapes.
+pub fn escape_control(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: usize = 1 << 20;
+
+    #[test]
+    fn decodes_headers_text_and_html() {
+        let raw = b"From: =?utf-8?q?J=C3=BCrgen?= <j@example.org>\r\n\
+Subject: =?utf-8?b?SGVsbG8gd29ybGQ=?=\r\n\
+MIME-Version: 1.0\r\n\
+Content-Type: multipart/alternative; boundary=XX\r\n\
+\r\n\
+--XX\r\n\
+Content-Type: text/plain; charset=iso-8859-1\r\n\
+Content-Transfer-Encoding: quoted-printable\r\n\
+\r\n\
+Gr=FC=DFe, see http://example.com/a.\r\n\
+--XX\r\n\
+Content-Type: text/html\r\n\
+\r\n\
+<html><body><p>Hi <a href=\"https://evil.example.net/x\">click</a></p></body></html>\r\n\
+--XX--\r\n";
+        let msg = Message::parse(raw, LIMIT);
+        assert_eq!(msg.header("subject"), Some("Hello world"));
+        assert!(msg.header("from").unwrap().contains("Jürgen"), "{:?}", msg.headers);
+        assert!(msg.text.contains("Grüße"), "{}", msg.text);
+        assert!(msg.text.contains("click"), "{}", msg.text);
+        assert!(msg.html.contains("<a href"), "{}", msg.html);
+        assert_eq!(msg.urls, ["http://example.com/a", "https://evil.example.net/x"]);
+        assert!(msg.anomalies.is_empty(), "{:?}", msg.anomalies);
+    }
+
+    #[test]
+    fn attachments_are_described_not_read() {
+        let raw = b"Subject: doc\nContent-Type: multipart/mixed; boundary=B\n\n--B\n\
+Content-Type: text/plain\n\nsee attached\n--B\nContent-Type: application/zip; name=\"inv.zip\"\n\
+Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding: base64\n\nUEsDBA==\n--B--\n";
+        let msg = Message::parse(raw, LIMIT);
+        assert_eq!(msg.attachments.len(), 1, "{:?}", msg.attachments);
+        assert_eq!(msg.attachments[0].name.as_deref(), Some("inv.zip"));
+        assert_eq!(msg.attachments[0].content_type, "application/zip");
+        assert!(!msg.text.contains("UEsDBA"));
+    }
+
+    #[test]
+    fn garbage_is_scored_as_text() {
+        let raw: Vec<u8> = (0..4096u32).map(|i| (i * 7919 % 256) as u8).collect();
+        let msg = Message::parse(&raw, LIMIT);
+        assert!(msg.anomalies.contains(&Anomaly::Unparsed) || !msg.headers.is_empty());
+        let empty = Message::parse(b"", LIMIT);
+        assert!(empty.anomalies.contains(&Anomaly::Unparsed), "{:?}", empty.anomalies);
+    }
+
+    #[test]
+    fn scan_limit_truncates_and_says_so() {
+        let mut raw = b"Subject: big\n\n".to_vec();
+        raw.extend(std::iter::repeat_n(b'a', 10_000));
+        let msg = Message::parse(&raw, 100);
+        assert_eq!(msg.raw.len(), 100);
+        assert!(msg.anomalies.contains(&Anomaly::Truncated));
+    }
+
+    #[test]
+    fn digest_ignores_own_headers_and_line_endings() {
+        let plain = b"Subject: hi\nFrom: a@b\n\nbody\n";
+        let tagged = b"X-Spam-Flag: YES\r\nSubject: hi\r\nX-Spam-Status: Yes, score=9\r\n tests=A,B\r\nFrom: a@b\r\n\r\nbody\r\n";
+        assert_eq!(digest(plain), digest(tagged));
+        assert_ne!(digest(plain), digest(b"Subject: hi\nFrom: a@b\n\nbody!\n"));
+        // A body line that looks like our header is content, not ours.
+        assert_ne!(digest(b"S: x\n\nX-Spam-Flag: YES\n"), digest(b"S: x\n\n"));
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_control("plain text"), "plain text");
+        assert_eq!(escape_control("a\r\nfake: line\x1b[31m"), "a\\u{d}\\u{a}fake: line\\u{1b}[31m");
+    }
+
+    #[test]
+    fn url_hosts() {
+        for (url, host) in [
+            ("http://Example.COM/path", Some("example.com")),
+            ("https://user:pw@host.net:8080/x?y", Some("host.net")),
+            ("www.shop.example.", Some("www.shop.example")),
+            ("http://[::1]/", Some("::1")),
+            ("http:///", None),
+        ] {
+            assert_eq!(url_host(url).as_deref(), host, "{url}");
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Where learned counts live: the [`Store`] trait, and its sled implementation.
+//!
+//! The trait is the seam for other backends (a networked one shared by many MTA hosts);
+//! nothing about sled leaks past it.
+
+mod dump;
+mod sled_store;
+
+use std::path::PathBuf;
+
+pub use dump::{export, import};
+pub use sled_store::{SledStore, StoreOptions};
+
+use crate::features::Features;
+use crate::message::Digest;
+use crate::model::{Class, CountSource, TokenCounts, Totals};
+
+/// The database layout this spamnb reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "the database {path} is in use by another process (a running spamnb daemon?); \
+         stop that process, or run this command while the daemon is up so it goes through its socket"
+    )]
+    Locked { path: PathBuf },
+    #[error("cannot open the database {path}: {reason}")]
+    Open { path: PathBuf, reason: String },
+    #[error(
+        "{path} is not a spamnb database (it holds other files); point --db at a new or empty directory"
+    )]
+    Foreign { path: PathBuf },
+    #[error(
+        "the database {path} has schema version {found}, this spamnb reads version {expected}; \
+         export it with the spamnb that wrote it and import it with this one"
+    )]
+    Schema {
+        path: PathBuf,
+        found: u32,
+        expected: u32,
+    },
+    #[error("the database {path} is damaged: {reason}; rebuild it with `spamnb import` from an export")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("database write failed: {0}")]
+    Write(String),
+    #[error("line {line}: {reason}")]
+    Import { line: usize, reason: String },
+    #[error("cannot import into {path}: it already holds learned mail; import into a new database")]
+    NotEmpty { path: PathBuf },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// One message to learn (`target` a class) or forget (`target` None).
+#[derive(Debug, Clone)]
+pub struct Lesson {
+    pub digest: Digest,
+    pub target: Option<Class>,
+    pub features: Features,
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Learned,
+    /// It had been learned as the other class; its counts moved.
+    Relearned,
+    AlreadyKnown,
+    Forgotten,
+    /// Forget asked for a message that was never learned.
+    NotLearned,
+}
+
+/// What the ledger remembers of a learned message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LedgerEntry {
+    pub class: Class,
+    /// Seconds since the Unix epoch when it was learned.
+    pub learned_at: u64,
+    pub user: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    pub totals: Totals,
+    pub ledger_entries: u64,
+    pub size_on_disk: u64,
+    pub schema_version: u32,
+}
+
+pub trait Store: CountSource + Send + Sync {
+    fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error>;
+
+    /// Applies the lessons in order, all of them or none: a crash never leaves part of a
+    /// message learned.
+    fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error>;
+
+    fn stats(&self) -> Result<Stats, Error>;
+
+    /// Makes everything learned so far durable.
+    fn flush(&self) -> Result<(), Error>;
+
+    /// Every feature with its counts, in key order.
+    fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error>;
+
+    /// Every ledger entry, in digest order.
+    fn for_each_ledger_entry(&self, each: &mut dyn FnMut(&Digest, &LedgerEntry)) -> Result<(), Error>;
+
+    /// Loads a whole model into an empty store in one atomic step.
+    fn replace_all(
+        &self,
+        totals: Totals,
+        tokens: &[(String, TokenCounts)],
+        ledger: &[(Digest, LedgerEntry)],
+    ) -> Result<(), Error>;
+}

@@ -1,0 +1,334 @@
+//! A [`Message`] to word tokens: body words, header-tagged tokens, URL and domain tokens.
+//!
+//! Tagging keeps "free" in a Subject apart from "free" in a body (`subj:free`). Scripts
+//! written without spaces (Chinese, Japanese, Thai, Lao, Khmer, Myanmar) have no word
+//! boundaries a segmenter can find without a dictionary, so their runs become overlapping
+//! character bigrams, the way search engines index them (Lucene's CJK analyzer).
+
+use serde::Deserialize;
+use unicode_segmentation::UnicodeSegmentation;
+
+use crate::features::Features;
+use crate::message::{Message, url_host};
+
+/// Which token families a message is turned into. Each family can be switched off to
+/// measure what it is worth (`spamnb eval` does).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TokenizerOptions {
+    /// Tokens from Subject, From, To, Received, Content-Type, X-Mailer, Message-ID and
+    /// the names of all headers present.
+    pub header_tokens: bool,
+    /// `url:HOST` and `url:PARENT.DOMAIN` for each link.
+    pub url_tokens: bool,
+    /// Adjacent body word pairs (`a+b`) beside single words.
+    pub pair_tokens: bool,
+    /// Words shorter than this (in characters) are dropped, except in no-space scripts.
+    pub min_token_chars: usize,
+    /// Words longer than this become `long:<first char>:<length / 10>`.
+    pub max_token_chars: usize,
+}
+
+impl Default for TokenizerOptions {
+    fn default() -> Self {
+        TokenizerOptions {
+            header_tokens: true,
+            url_tokens: true,
+            pair_tokens: false,
+            min_token_chars: 2,
+            max_token_chars: 40,
+        }
+    }
+}
+
+/// Adds every token of `msg` to `out`.
+pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
+    let mut previous: Option<String> = None;
+    words(&msg.text, opts, &mut |w| {
+        if opts.pair_tokens {
+            if let Some(prev) = &previous {
+                out.add(&format!("{prev}+{w}"));
+            }
+            previous = Some(w.to_string());
+        }
+        out.add(w);
+    });
+    if opts.header_tokens {
+        header_tokens(msg, opts, out);
+    }
+    if opts.url_tokens {
+        for url in &msg.urls {
+            url_tokens(url, out);
+        }
+    }
+    for anomaly in &msg.anomalies {
+        out.add(&format!("anomaly:{}", anomaly.name()));
+    }
+    for att in &msg.attachments {
+        out.add(&format!("att:type:{}", att.content_type));
+        if let Some(ext) = att.name.as_deref().and_then(|n| n.rsplit_once('.')) {
+            out.add(&format!("att:ext:{}", ext.1.to_lowercase()));
+        }
+    }
+}
+
+fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
+    for h in &msg.headers {
+        out.add(&format!("hdr:{}", h.name.to_ascii_lowercase()));
+        let name = h.name.to_ascii_lowercase();
+        let tag = match name.as_str() {
+            "subject" => "subj",
+            "from" | "reply-to" | "return-path" | "sender" => "from",
+            "to" | "cc" => "to",
+            "x-mailer" | "user-agent" => "mailer",
+            "received" => {
+                received_tokens(&h.value, out);
+                continue;
+            }
+            "message-id" => {
+                if let Some((_, domain)) = h.value.trim_matches(['<', '>', ' ']).rsplit_once('@') {
+                    out.add(&format!("mid:{}", domain.to_ascii_lowercase()));
+                }
+                continue;
+            }
+            "content-type" => {
+                let ct = h.value.split(';').next().unwrap_or_default().trim();
+                out.add(&format!("ct:{}", ct.to_ascii_lowercase()));
+                if let Some(cs) = charset_of(&h.value) {
+                    out.add(&format!("charset:{cs}"));
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        if tag == "from" || tag == "to" {
+            for addr in addresses(&h.value) {
+                out.add(&format!("{tag}:addr:{addr}"));
+                if let Some((_, domain)) = addr.rsplit_once('@') {
+                    out.add(&format!("{tag}:dom:{domain}"));
+                }
+            }
+        }
+        if tag != "to" {
+            words(&h.value, opts, &mut |w| out.add(&format!("{tag}:{w}")));
+        }
+    }
+}
+
+fn charset_of(content_type: &str) -> Option<String> {
+    let lower = content_type.to_ascii_lowercase();
+    let at = lower.find("charset=")? + "charset=".len();
+    let cs = lower[at..].trim_start_matches('"');
+    let end = cs.find(['"', ';', ' ']).unwrap_or(cs.len());
+    (end > 0).then(|| cs[..end].to_string())
+}
+
+/// Lowercased e-mail addresses in a header value.
+fn addresses(value: &str) -> impl Iterator<Item = String> + '_ {
+    value
+        .split([',', ' ', '<', '>', '"', '(', ')', ';'])
+        .filter(|s| s.contains('@') && s.len() <= 254)
+        .map(|s| s.to_lowercase())
+}
+
+/// Host names and addresses a message passed through: `rcvd:mail.example.org`, and
+/// `rcvd:example.org` for the domain around it.
+fn received_tokens(value: &str, out: &mut Features) {
+    let is_host_char = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '-';
+    for part in value.split(|c: char| !is_host_char(c)) {
+        let part = part.trim_matches('.').to_ascii_lowercase();
+        if part.len() < 4 || part.len() > 80 || !part.contains('.') {
+            continue;
+        }
+        if part.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            // Class-C network of an IPv4 address: the host part changes, the network doesn't.
+            if let Some((net, _)) = part.rsplit_once('.') {
+                out.add(&format!("rcvd:ip:{net}"));
+            }
+            continue;
+        }
+        out.add(&format!("rcvd:{part}"));
+        if let Some(parent) = registered_domain(&part)
+            && parent != part
+        {
+            out.add(&format!("rcvd:{parent}"));
+        }
+    }
+}
+
+fn url_tokens(url: &str, out: &mut Features) {
+    let Some(host) = url_host(url) else {
+        return;
+    };
+    if host.bytes().all(|b| b.is_ascii_digit() || b == b'.') || host.contains(':') {
+        out.add("url:ip-literal");
+        return;
+    }
+    out.add(&format!("url:{host}"));
+    // Every parent domain down to two labels: mail from one sender's many hosts shares them.
+    let mut rest = host.as_str();
+    while let Some((_, parent)) = rest.split_once('.') {
+        if !parent.contains('.') {
+            break;
+        }
+        out.add(&format!("url:{parent}"));
+        rest = parent;
+    }
+}
+
+/// The last two labels of a host name (an approximation of the registered domain that needs
+/// no public-suffix list).
+fn registered_domain(host: &str) -> Option<&str> {
+    let mut dots = host.rmatch_indices('.');
+    dots.next()?;
+    Some(dots.next().map_or(host, |(at, _)| &host[at + 1..]))
+}
+
+/// Calls `emit` with each normalised word of `text`.
+pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
+    let mut buf = String::new();
+    for (no_space, run) in script_runs(text) {
+        if no_space {
+            bigrams(run, emit);
+            continue;
+        }
+        for word in run.unicode_words() {
+            let chars = word.chars().count();
+            if chars < opts.min_token_chars {
+                continue;
+            }
+            if chars > opts.max_token_chars {
+                let first = word.chars().next().unwrap_or('?').to_lowercase();
+                emit(&format!("long:{first}:{}", chars / 10));
+                continue;
+            }
+            buf.clear();
+            if word.is_ascii() {
+                buf.push_str(word);
+                buf.make_ascii_lowercase();
+            } else {
+                buf.extend(word.chars().flat_map(char::to_lowercase));
+            }
+            emit(&buf);
+        }
+    }
+}
+
+fn bigrams(run: &str, emit: &mut dyn FnMut(&str)) {
+    let chars: Vec<char> = run.chars().filter(|c| c.is_alphanumeric()).collect();
+    if chars.len() == 1 {
+        emit(&chars[0].to_string());
+    }
+    let mut pair = String::with_capacity(8);
+    for w in chars.windows(2) {
+        pair.clear();
+        pair.push(w[0]);
+        pair.push(w[1]);
+        emit(&pair);
+    }
+}
+
+/// Splits text into maximal runs that are, or are not, in a script written without spaces.
+fn script_runs(text: &str) -> impl Iterator<Item = (bool, &str)> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let kind = is_no_space_script(first);
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| is_no_space_script(c) != kind)
+            .map_or(rest.len(), |(at, _)| at);
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some((kind, run))
+    })
+}
+
+fn is_no_space_script(c: char) -> bool {
+    matches!(c as u32,
+        0x0E00..=0x0EFF       // Thai, Lao
+        | 0x1000..=0x109F     // Myanmar
+        | 0x1780..=0x17FF     // Khmer
+        | 0x3040..=0x30FF     // Hiragana, Katakana
+        | 0x31F0..=0x31FF     // Katakana phonetic extensions
+        | 0x3400..=0x4DBF     // CJK extension A
+        | 0x4E00..=0x9FFF     // CJK unified ideographs
+        | 0xF900..=0xFAFF     // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F     // halfwidth Katakana
+        | 0x20000..=0x2FA1F) // CJK extensions B–F, compatibility supplement
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens_of(raw: &[u8], opts: &TokenizerOptions) -> Features {
+        let msg = Message::parse(raw, 1 << 20);
+        let mut f = Features::new();
+        tokenize(&msg, opts, &mut f);
+        f
+    }
+
+    fn word_list(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        words(text, &TokenizerOptions::default(), &mut |w| out.push(w.to_string()));
+        out
+    }
+
+    #[test]
+    fn words_are_normalised() {
+        for (text, expected) in [
+            ("FREE Money, now!", vec!["free", "money", "now"]),
+            ("a I x", vec![]),
+            ("Straße ÄRGER", vec!["straße", "ärger"]),
+            ("don't e-mail", vec!["don't", "e", "mail"].into_iter().filter(|w| w.len() > 1).collect()),
+            ("price 3.50 2002", vec!["price", "3.50", "2002"]),
+        ] {
+            assert_eq!(word_list(text), expected, "input {text:?}");
+        }
+        let long = "x".repeat(55);
+        assert_eq!(word_list(&long), ["long:x:5"]);
+    }
+
+    #[test]
+    fn no_space_scripts_become_bigrams() {
+        assert_eq!(word_list("免费发票"), ["免费", "费发", "发票"]);
+        assert_eq!(word_list("限定セール。今すぐ"), ["限定", "定セ", "セー", "ール", "今す", "すぐ"]);
+        assert_eq!(word_list("ลดราคา"), ["ลด", "ดร", "รา", "าค", "คา"]);
+        assert_eq!(word_list("buy 免费 now"), ["buy", "免费", "now"]);
+    }
+
+    #[test]
+    fn headers_are_tagged() {
+        let raw = b"From: \"Big Deals\" <deals@Shop.Example.com>\nTo: you@example.org\n\
+Subject: Free offer\nReceived: from mx1.spam.example.net ([192.0.2.44]) by mail.example.org\n\
+Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\n\nfree stuff at http://www.shop.example.com/buy\n";
+        let f = tokens_of(raw, &TokenizerOptions::default());
+        for t in [
+            "subj:free", "subj:offer", "free", "stuff", "from:addr:deals@shop.example.com",
+            "from:dom:shop.example.com", "from:big", "to:dom:example.org", "rcvd:mx1.spam.example.net",
+            "rcvd:example.net", "rcvd:ip:192.0.2", "mid:shop.example.com", "ct:text/plain",
+            "charset:utf-8", "hdr:received", "url:www.shop.example.com", "url:shop.example.com",
+            "url:example.com",
+        ] {
+            assert!(f.count(t) > 0, "missing {t}; got {:?}", f.sorted());
+        }
+        assert_eq!(f.count("free"), 1, "body free counted apart from subject free");
+        let plain = tokens_of(raw, &TokenizerOptions { header_tokens: false, url_tokens: false, ..Default::default() });
+        assert!(plain.iter().all(|(t, _)| !t.contains(':')), "{:?}", plain.sorted());
+    }
+
+    #[test]
+    fn pair_tokens_when_asked() {
+        let opts = TokenizerOptions { pair_tokens: true, ..Default::default() };
+        let f = tokens_of(b"Subject: x\n\nclick here now\n", &opts);
+        assert_eq!(f.count("click+here"), 1, "{:?}", f.sorted());
+        assert_eq!(f.count("here+now"), 1);
+    }
+
+    #[test]
+    fn ip_literal_urls() {
+        let f = tokens_of(b"Subject: x\n\ngo to http://192.0.2.7/login now\n", &TokenizerOptions::default());
+        assert_eq!(f.count("url:ip-literal"), 1, "{:?}", f.sorted());
+    }
+}
