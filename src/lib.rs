@@ -22,6 +22,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod daemon;
 pub mod engine;
 pub mod features;
 pub mod mailbox;

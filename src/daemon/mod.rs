@@ -1,0 +1,3 @@
+//! `spamnb daemon`: the listeners, and the servers of each protocol behind them.
+
+pub mod listen;

@@ -1,0 +1,90 @@
+//! What every integration test needs: the binary, temp dirs, messages, the corpus.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The `spamnb` binary under test, with a private config (none) and database.
+pub fn spamnb(db: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spamnb"));
+    c.env("SPAMNB_DB", db).env("SPAMNB_CONFIG", "/dev/null").env_remove("SPAMNB_LOG");
+    c
+}
+
+/// Runs `cmd` with `stdin` fed to it.
+pub fn run_with_stdin(cmd: &mut Command, stdin: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    out
+}
+
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A small message written for a test.
+pub fn message(subject: &str, body: &str) -> String {
+    format!(
+        "From: sender@example.org\nTo: you@example.net\nSubject: {subject}\nMessage-ID: <{}@example.org>\n\n{body}\n",
+        subject.len() * 31 + body.len()
+    )
+}
+
+pub fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("mkdir");
+    }
+    std::fs::write(&path, contents).expect("write");
+    path
+}
+
+/// The SpamAssassin public corpus (`SA_CORPUS`, or where the benchmark unpacks it), if present.
+pub fn corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("SA_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("spamnb-corpus/package/data"));
+    if dir.join("spam-1").is_dir() {
+        return Some(dir);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must provide the corpus (SA_CORPUS)");
+    eprintln!("skipped: corpus not unpacked (set SA_CORPUS)");
+    None
+}
+
+/// Whether an outside program a test drives is installed. In CI a missing one is a failure.
+pub fn have(program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+        || Path::new("/usr/sbin").join(program).exists();
+    assert!(found || std::env::var_os("CI").is_none(), "CI must install {program}");
+    if !found {
+        eprintln!("skipped: {program} is not installed");
+    }
+    found
+}
+
+/// Files of one corpus group, sorted, at most `n`.
+pub fn corpus_files(root: &Path, group: &str, n: usize) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(group))
+        .expect("corpus group")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    files.truncate(n);
+    files
+}
