@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::daemon::config::{ControlConfig, DaemonConfig, HttpConfig, SpamdConfig};
+use crate::daemon::milter_config::MilterConfig;
 use crate::features::Extractor;
 use crate::model::ModelConfig;
 use crate::store::StoreOptions;
@@ -39,6 +41,12 @@ pub struct Config {
     pub store: StoreOptions,
     pub extractor: Extractor,
     pub model: ModelConfig,
+    /// `[daemon]`, `[spamd]`, `[control]`, `[http]`, `[milter]`: see `crate::daemon::config`.
+    pub daemon: DaemonConfig,
+    pub spamd: SpamdConfig,
+    pub control: ControlConfig,
+    pub http: HttpConfig,
+    pub milter: MilterConfig,
 }
 
 impl Default for Config {
@@ -52,6 +60,11 @@ impl Default for Config {
                 scan_limit: DEFAULT_SCAN_LIMIT,
             },
             model: ModelConfig::default(),
+            daemon: DaemonConfig::default(),
+            spamd: SpamdConfig::default(),
+            control: ControlConfig::default(),
+            http: HttpConfig::default(),
+            milter: MilterConfig::default(),
         }
     }
 }
@@ -81,6 +94,16 @@ struct RawConfig {
     model: ModelConfig,
     #[serde(default)]
     tokenizer: TokenizerOptions,
+    #[serde(default)]
+    daemon: DaemonConfig,
+    #[serde(default)]
+    spamd: SpamdConfig,
+    #[serde(default)]
+    control: ControlConfig,
+    #[serde(default)]
+    http: HttpConfig,
+    #[serde(default)]
+    milter: MilterConfig,
 }
 
 impl Config {
@@ -114,7 +137,10 @@ impl Config {
         };
         let defaults = Config::default();
         if raw.model.alpha <= 0.0 || !raw.model.alpha.is_finite() {
-            return Err(invalid(format!("model.alpha must be above 0, not {}", raw.model.alpha)));
+            return Err(invalid(format!(
+                "model.alpha must be above 0, not {}",
+                raw.model.alpha
+            )));
         }
         if raw.model.ham_threshold > raw.model.spam_threshold {
             return Err(invalid(format!(
@@ -124,19 +150,38 @@ impl Config {
         }
         let scan_limit = raw.scan_limit.unwrap_or(DEFAULT_SCAN_LIMIT);
         if scan_limit < 1024 {
-            return Err(invalid(format!("scan_limit must be at least 1024 bytes, not {scan_limit}")));
+            return Err(invalid(format!(
+                "scan_limit must be at least 1024 bytes, not {scan_limit}"
+            )));
         }
+        raw.daemon.validate().map_err(&invalid)?;
+        if raw.spamd.max_message_bytes < 1024 {
+            return Err(invalid(format!(
+                "spamd.max_message_bytes must be at least 1024, not {}",
+                raw.spamd.max_message_bytes
+            )));
+        }
+        raw.http
+            .bind()
+            .map_err(|e| invalid(format!("http.listen: {e}")))?;
         Ok(Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
             store: StoreOptions {
-                cache_bytes: raw.cache_mb.map_or(defaults.store.cache_bytes, |mb| mb << 20),
+                cache_bytes: raw
+                    .cache_mb
+                    .map_or(defaults.store.cache_bytes, |mb| mb << 20),
             },
             extractor: Extractor {
                 tokenizer: raw.tokenizer,
                 scan_limit,
             },
             model: raw.model,
+            daemon: raw.daemon,
+            spamd: raw.spamd,
+            control: raw.control,
+            http: raw.http,
+            milter: raw.milter,
         })
     }
 }
@@ -157,7 +202,11 @@ mod tests {
         for (text, line, wanted) in [
             ("db = \"x\"\nbogus = 1\n", Some(2), "unknown field"),
             ("[model]\nalpha = 0\n", None, "alpha must be above 0"),
-            ("[model]\nspam_threshold = -10.0\n", None, "must not be above"),
+            (
+                "[model]\nspam_threshold = -10.0\n",
+                None,
+                "must not be above",
+            ),
             ("[model\n", Some(1), ""),
         ] {
             let e = Config::parse(text, p).unwrap_err();

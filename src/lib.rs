@@ -18,6 +18,7 @@
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
+//! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
@@ -29,5 +30,6 @@ pub mod mailbox;
 pub mod message;
 pub mod model;
 pub mod spam_headers;
+pub mod spamd;
 pub mod store;
 pub mod tokenize;
