@@ -41,7 +41,9 @@ impl Route {
                 let engine = super::engine(config, store.clone());
                 Ok(Route::Local { store, engine })
             }
-            Err(locked @ Error::Locked { .. }) => {
+            // Locked: the daemon holds it. Open: this user may not write it, but may be
+            // allowed the daemon's socket (group spamnb under systemd).
+            Err(locked @ (Error::Locked { .. } | Error::Open { .. })) => {
                 let sockets = control_sockets(config);
                 match Client::connect(&sockets, DAEMON_TIMEOUT) {
                     Ok(client) => {

@@ -1,2 +1,4 @@
 mod cli;
 mod util;
+mod daemon;
+mod spamd;
