@@ -562,3 +562,49 @@ fn systemd_unit_verifies() {
         "systemd-analyze verify:\n{errors}"
     );
 }
+
+#[test]
+fn the_example_config_is_valid_and_documents_every_section() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/spamnb.toml");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_spamnb"))
+        .arg("--config")
+        .arg(&example)
+        .arg("--db")
+        .arg(dir.path().join("db"))
+        .arg("stats")
+        .output()
+        .expect("spamnb stats");
+    assert!(
+        out.status.success(),
+        "contrib/spamnb.toml: {}",
+        util::text(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&example).expect("read");
+    for key in [
+        "db =",
+        "cache_mb =",
+        "scan_limit =",
+        "[model]",
+        "[tokenizer]",
+        "[daemon]",
+        "log_format =",
+        "max_connections =",
+        "max_sessions =",
+        "read_timeout =",
+        "session_timeout =",
+        "drain_timeout =",
+        "runtime_dir =",
+        "[spamd]",
+        "allow_tell =",
+        "max_message_bytes =",
+        "[control]",
+        "[http]",
+        "[milter]",
+    ] {
+        assert!(
+            text.contains(key),
+            "contrib/spamnb.toml does not document {key}"
+        );
+    }
+}
