@@ -31,22 +31,21 @@ const CHUNK: usize = 256;
 
 pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let store = super::open_store(config)?;
-    let (sources, problems) = mailbox::expand(&args.paths);
-    if sources.len() >= PRELOAD_FROM {
+    let inputs = mailbox::expand(&args.paths);
+    if inputs.len() >= PRELOAD_FROM {
         store.preload()?;
     }
     let engine = super::engine(config, store);
-    let mut unreadable = problems;
+    let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for chunk in sources.chunks(CHUNK) {
+    for chunk in inputs.chunks(CHUNK) {
         let read: Vec<_> = mailbox::read_all(chunk).collect();
         let verdicts: Vec<_> = read
             .par_iter()
             .map(|(_, raw)| raw.as_ref().ok().map(|raw| engine.check(raw)))
             .collect();
-        for ((source, raw), verdict) in read.into_iter().zip(verdicts) {
-            let name = source.name();
+        for ((name, raw), verdict) in read.into_iter().zip(verdicts) {
             match (raw, verdict) {
                 (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
                 (Err(e), _) => {
@@ -62,7 +61,11 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     for u in &unreadable {
         eprintln!("spamnb: {u}");
     }
-    Ok(if unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn unreadable_verdict() -> Verdict {
@@ -78,7 +81,13 @@ fn unreadable_verdict() -> Verdict {
 
 fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std::io::Result<()> {
     match args.format {
-        Format::Tsv => writeln!(out, "{name}\t{}\t{:.4}\t{:.6}", v.decision.name(), v.score, v.probability)?,
+        Format::Tsv => writeln!(
+            out,
+            "{name}\t{}\t{:.4}\t{:.6}",
+            v.decision.name(),
+            v.score,
+            v.probability
+        )?,
         Format::Json => {
             let mut obj = serde_json::json!({
                 "path": name,
@@ -96,7 +105,13 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
             writeln!(out, "{obj}")?;
         }
         Format::Text => {
-            write!(out, "{name}: {} (score {:.2}, probability {:.4})", v.decision.name(), v.score, v.probability)?;
+            write!(
+                out,
+                "{name}: {} (score {:.2}, probability {:.4})",
+                v.decision.name(),
+                v.score,
+                v.probability
+            )?;
             if let Some(note) = &v.note {
                 write!(out, " — {note}")?;
             }
@@ -107,7 +122,11 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
                 }
                 for r in &v.reasons {
                     let towards = if r.weight > 0.0 { "spam" } else { "ham " };
-                    writeln!(out, "  {towards} {:+8.3}  {} ×{}", r.weight, r.feature, r.count)?;
+                    writeln!(
+                        out,
+                        "  {towards} {:+8.3}  {} ×{}",
+                        r.weight, r.feature, r.count
+                    )?;
                 }
             }
         }
