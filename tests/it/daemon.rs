@@ -584,6 +584,12 @@ fn the_example_config_is_valid_and_documents_every_section() {
     for key in [
         "db =",
         "cache_mb =",
+        "spam_threshold =",
+        "min_token_weight =",
+        "normalize_length =",
+        "min_feature_messages =",
+        "html_tokens =",
+        "caps_tokens =",
         "scan_limit =",
         "[model]",
         "[tokenizer]",

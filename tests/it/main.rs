@@ -1,4 +1,5 @@
 mod cli;
-mod util;
 mod daemon;
+mod model;
 mod spamd;
+mod util;
