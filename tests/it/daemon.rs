@@ -104,7 +104,8 @@ impl Daemon {
             text.lines()
                 .find_map(|l| {
                     l.split_once(&marker)
-                        .map(|(_, rest)| rest.trim().to_string())
+                        // The address ends the message: at a space, or a quote in JSON.
+                        .map(|(_, rest)| rest.split(['"', ' ']).next().unwrap_or("").to_string())
                 })
                 .unwrap_or_else(|| panic!("no {marker:?} in the log:\n{text}"))
         };
