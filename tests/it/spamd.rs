@@ -60,6 +60,14 @@ fn spamc_gets_what_spamd_would_give() {
     assert!(rest.contains("Content analysis details:"), "{report}");
     assert!(rest.contains("learned evidence for spam"), "{report}");
 
+    // -r (REPORT_IFSPAM): the report for spam, nothing for ham, exit 0 either way.
+    let out = d.spamc(&["-r"], spam);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("Content analysis details:"), "{}", text(&out.stdout));
+    let out = d.spamc(&["-r"], ham);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+
     // -E: the tagged message on stdout, exit 1 for spam and 0 for ham.
     let out = d.spamc(&["-E"], spam);
     assert_eq!(out.status.code(), Some(1));
