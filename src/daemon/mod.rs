@@ -200,6 +200,7 @@ pub type ConfigLoader = dyn Fn() -> Result<Config, String> + Send + Sync;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
 pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
+    raise_open_files_limit();
     let runtime_dir = config.daemon.runtime_dir();
     make_runtime_dir(&runtime_dir)?;
     let store = Arc::new(SledStore::open(&config.db, &config.store)?);
@@ -428,6 +429,32 @@ fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// Raises the soft limit of open files to the hard one, as daemons do: every connection
+/// is a descriptor, and the common soft default of 1024 would let a thousand idle clients
+/// starve the listeners. Under systemd `LimitNOFILE=` has done it already (and the unit's
+/// system-call filter refuses this call, which is harmless).
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed by pointer,
+    // which lives on this stack frame for the duration of the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        let wanted = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+            tracing::debug!("cannot raise the open-files limit above {}", limit.rlim_cur);
+        }
+    }
 }
 
 /// Sets up `tracing` for the daemon: text or JSON lines on stderr (journald picks them up).

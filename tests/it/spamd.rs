@@ -63,7 +63,11 @@ fn spamc_gets_what_spamd_would_give() {
     // -r (REPORT_IFSPAM): the report for spam, nothing for ham, exit 0 either way.
     let out = d.spamc(&["-r"], spam);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).contains("Content analysis details:"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Content analysis details:"),
+        "{}",
+        text(&out.stdout)
+    );
     let out = d.spamc(&["-r"], ham);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(text(&out.stdout), "");
@@ -134,6 +138,27 @@ fn spamc_gets_what_spamd_would_give() {
     assert_eq!(out.stdout, *ham);
 }
 
+/// This test process holds more than a thousand sockets: lift the soft limit (often
+/// 1024) to the hard one.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: the calls read and write only the struct on this stack frame.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+    }
+    assert!(
+        limit.rlim_cur >= 2400,
+        "the test needs 2400 open files; the hard limit is {}",
+        limit.rlim_max
+    );
+}
+
 /// One number from the Prometheus text.
 fn metric(text: &str, name: &str) -> u64 {
     text.lines()
@@ -177,6 +202,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
     );
     let (_, hams) = unseen(1);
     let ham = &hams[0];
+    raise_open_files_limit();
     let good = |d: &Daemon| {
         let started = Instant::now();
         let out = d.spamc(&["-c"], ham);
