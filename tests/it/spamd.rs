@@ -378,3 +378,112 @@ fn logs_escape_control_characters_from_mail() {
         }
     }
 }
+
+/// The procmail and Sieve recipes of contrib/, run by the real procmail and Pigeonhole's
+/// sieve-test on mail tagged by the daemon through spamc: spam lands in Junk, ham in the inbox.
+#[test]
+fn contrib_recipes_file_spam() {
+    if !util::have("spamc") || !util::have("procmail") || !util::have("sieve-test") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // sieve-test refuses root, so it runs as nobody and must read these files.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let Some(db) = trained_db(dir.path(), 100) else {
+        return;
+    };
+    let d = Daemon::start(dir.path(), &db, &Sections::default());
+    let (spams, hams) = unseen(20);
+    let is_spam = |m: &Vec<u8>| d.spamc(&["-c"], m).status.code() == Some(1);
+    let spam = spams
+        .iter()
+        .find(|m| is_spam(m))
+        .expect("some unseen spam is caught");
+    let ham = hams
+        .iter()
+        .find(|m| !is_spam(m))
+        .expect("some unseen ham passes");
+    let contrib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+
+    // procmail: contrib/procmailrc with spamc pointed at this daemon, and an inbox at the end.
+    let maildir = dir.path().join("Maildir");
+    for sub in ["cur", "new", "tmp", ".Junk/cur", ".Junk/new", ".Junk/tmp"] {
+        std::fs::create_dir_all(maildir.join(sub)).expect("maildir");
+    }
+    let (host, port) = d.spamd.rsplit_once(':').expect("host:port");
+    let recipe = std::fs::read_to_string(contrib.join("procmailrc")).expect("procmailrc");
+    assert!(recipe.contains("| spamc\n"), "{recipe}");
+    let rc = format!(
+        "MAILDIR={}/\n{}\n:0\n./\n",
+        maildir.display(),
+        recipe.replace("| spamc\n", &format!("| spamc -d {host} -p {port}\n"))
+    );
+    let rc_path = util::write(dir.path(), "procmailrc", rc);
+    for m in [spam, ham] {
+        let out = util::run_with_stdin(
+            std::process::Command::new("procmail")
+                .arg("-m")
+                .arg(&rc_path),
+            m,
+        );
+        assert!(out.status.success(), "procmail: {}", text(&out.stderr));
+    }
+    let delivered = |sub: &str| -> Vec<String> {
+        std::fs::read_dir(maildir.join(sub))
+            .expect("maildir new")
+            .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("read"))
+            .collect()
+    };
+    let junk = delivered(".Junk/new");
+    let inbox = delivered("new");
+    assert_eq!(
+        (junk.len(), inbox.len()),
+        (1, 1),
+        "junk {junk:?}\ninbox {inbox:?}"
+    );
+    assert!(junk[0].contains("\nX-Spam-Flag: YES\n"));
+    assert!(inbox[0].contains("\nX-Spam-Flag: NO\n"));
+
+    // Sieve: contrib/spam.sieve on the same tagged mail.
+    let sieve = util::write(
+        dir.path(),
+        "spam.sieve",
+        std::fs::read(contrib.join("spam.sieve")).expect("sieve"),
+    );
+    for (mail, folder) in [(&junk[0], "Junk"), (&inbox[0], "INBOX")] {
+        let eml = util::write(dir.path(), "tagged.eml", mail);
+        for p in [&sieve, &eml] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        }
+        let mut cmd = if current_uid() == 0 {
+            let mut c = std::process::Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sieve-test",
+            ]);
+            c
+        } else {
+            std::process::Command::new("sieve-test")
+        };
+        let out = cmd
+            .arg(&sieve)
+            .arg(&eml)
+            .env("HOME", dir.path())
+            .output()
+            .expect("sieve-test");
+        let said = text(&out.stdout);
+        assert!(
+            said.contains(&format!("store message in folder: {folder}")),
+            "{folder}: {said}\n{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
