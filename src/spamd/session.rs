@@ -105,9 +105,12 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
             unreachable!("answer is only called for scoring methods")
         }
     };
+    // Before SPAMC/1.3 a reply had one header: the message's length for PROCESS and
+    // HEADERS, the Spam line for the others.
+    let rewrites = matches!(head.method, Method::Process | Method::Headers);
     Reply::Result {
         version: head.version,
-        spam: Some(spam),
+        spam: (head.version >= 13 || !rewrites).then_some(spam),
         headers: Vec::new(),
         body,
     }
@@ -416,6 +419,15 @@ mod tests {
             out,
             "SPAMD/1.1 0 EX_OK\r\nSpam: True ; 6.0 / 5.0\r\n\r\nSUBJ_ALL_CAPS,HTML_ONLY\r\n"
         );
+        h.method = Method::Process;
+        let raw = b"S: x\n\nb\n";
+        let out = answer(&h, &verdict(Decision::Spam, 6.0), raw, &model).encode();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.starts_with("SPAMD/1.1 0 EX_OK\r\nContent-length: "),
+            "{out}"
+        );
+        assert!(!out.contains("Spam: "), "{out}");
     }
 
     #[test]
