@@ -34,6 +34,12 @@ pub async fn serve(request: Request, peer: Peer, ctx: &Context, protocol: Protoc
         }
         Method::Tell => tell(request, peer, ctx, &config).await,
         Method::Flush => flush(ctx).await,
+        // The model holds words of users' mail: it is told only to local clients.
+        Method::Stats | Method::Export if peer != Peer::Local => Reply::error(
+            Code::NoPerm,
+            "Service Unavailable: STATS and EXPORT are served on the local sockets only",
+        ),
+        Method::Stats | Method::Export => database(head.method, ctx).await,
         _ => check(request, ctx, &config, protocol).await,
     }
 }
@@ -101,7 +107,12 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
             Some(header_block(&full).to_vec())
         }
         Method::Verdict => Some(serde_json::to_vec(verdict).expect("a verdict serializes")),
-        Method::Ping | Method::Skip | Method::Tell | Method::Flush => {
+        Method::Ping
+        | Method::Skip
+        | Method::Tell
+        | Method::Flush
+        | Method::Stats
+        | Method::Export => {
             unreachable!("answer is only called for scoring methods")
         }
     };
@@ -260,6 +271,49 @@ async fn flush(ctx: &Context) -> Reply {
             spam: None,
             headers: Vec::new(),
             body: None,
+        },
+        Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
+        Err(e) => Reply::error(
+            Code::Software,
+            format!("Service Unavailable: internal error: {e}"),
+        ),
+    }
+}
+
+/// STATS and EXPORT: what `spamnb stats` and `spamnb export` read from the database,
+/// for a CLI that cannot open it while the daemon holds it.
+async fn database(method: Method, ctx: &Context) -> Reply {
+    let engine = ctx.engine.current();
+    let work = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, crate::store::Error> {
+        let store = &*engine.store;
+        match method {
+            Method::Stats => {
+                let s = store.stats()?;
+                let t = s.totals;
+                let json = serde_json::json!({
+                    "schema_version": s.schema_version,
+                    "ledger_entries": s.ledger_entries,
+                    "size_on_disk": s.size_on_disk,
+                    "messages": t.messages,
+                    "occurrences": t.occurrences,
+                    "presences": t.presences,
+                    "vocabulary": t.vocabulary,
+                });
+                Ok(json.to_string().into_bytes())
+            }
+            _ => {
+                let mut out = Vec::new();
+                crate::store::export(store, &mut out)?;
+                Ok(out)
+            }
+        }
+    });
+    match work.await {
+        Ok(Ok(body)) => Reply::Result {
+            version: 15,
+            spam: None,
+            headers: Vec::new(),
+            body: Some(body),
         },
         Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
         Err(e) => Reply::error(
