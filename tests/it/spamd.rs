@@ -236,6 +236,11 @@ fn hostile_clients_do_not_hurt_good_ones() {
             "{bad:?}: {reply:?}"
         );
     }
+    // The model (words of users' mail) is never handed to a TCP client.
+    for method in ["EXPORT", "STATS"] {
+        let reply = ask(&d.spamd, format!("{method} SPAMC/1.5\r\n\r\n").as_bytes());
+        assert!(reply.starts_with("SPAMD/1.0 77 "), "{method}: {reply:?}");
+    }
     // A 4 GB length is refused before a byte of the body is read or allocated.
     let mut s = TcpStream::connect(&d.spamd).expect("connect");
     s.write_all(b"PROCESS SPAMC/1.5\r\nContent-length: 4294967296\r\n\r\n")
