@@ -195,7 +195,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
         &db,
         &Sections {
             // Long enough that a thousand connects (slow on a loaded machine) all overlap.
-            daemon: "max_connections = 1100\nread_timeout = 5",
+            daemon: "max_connections = 1100\nread_timeout = 10",
             spamd: "max_message_bytes = 1048576",
             ..Default::default()
         },
@@ -258,7 +258,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
     }
     assert!(read_reply(&mut s, Duration::from_secs(5)).starts_with("SPAMD/1.0 65 "));
 
-    // A client that stops mid-request is timed out (read_timeout is 5 s here).
+    // A client that stops mid-request is timed out (read_timeout is 10 s here).
     let mut stalled = TcpStream::connect(&d.spamd).expect("connect");
     write!(
         stalled,
@@ -274,13 +274,19 @@ fn hostile_clients_do_not_hurt_good_ones() {
     let idle: Vec<TcpStream> = (0..1000)
         .map(|_| TcpStream::connect(&d.spamd).expect("idle connect"))
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    let idle_since = Instant::now();
+    // All accepted (on a loaded machine some connects wait out a SYN retransmission).
+    let open = || {
+        metric(
+            &d.http_get("/metrics"),
+            "spamnb_sessions_open{protocol=\"spamd\"}",
+        )
+    };
+    while open() < 1000 && idle_since.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!((1000..1100).contains(&open()), "{} sessions open", open());
     good(&d);
-    let open = metric(
-        &d.http_get("/metrics"),
-        "spamnb_sessions_open{protocol=\"spamd\"}",
-    );
-    assert!((900..1100).contains(&open), "{open} sessions open");
     // Past max_connections (1100), new connections are closed at once.
     let mut over: Vec<TcpStream> = (0..150)
         .map(|_| TcpStream::connect(&d.spamd).expect("connect"))
@@ -311,10 +317,10 @@ fn hostile_clients_do_not_hurt_good_ones() {
     );
 
     // The stalled client got spamd's timeout reply; idle ones are closed by the timeout too.
-    let reply = read_reply(&mut stalled, Duration::from_secs(10));
+    let reply = read_reply(&mut stalled, Duration::from_secs(15));
     assert!(reply.starts_with("SPAMD/1.0 79 Timeout"), "{reply:?}");
-    assert!(stalled_at.elapsed() < Duration::from_secs(15));
-    std::thread::sleep(Duration::from_secs(6));
+    assert!(stalled_at.elapsed() < Duration::from_secs(25));
+    std::thread::sleep(Duration::from_secs(11).saturating_sub(idle_since.elapsed()));
     let mut still_open = 0;
     for mut s in idle {
         s.set_read_timeout(Some(Duration::from_millis(50)))
