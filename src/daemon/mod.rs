@@ -228,6 +228,9 @@ async fn serve(
     build: Box<EngineBuilder>,
     load: Box<ConfigLoader>,
 ) -> Result<(), Error> {
+    // Handlers first: systemd may send SIGHUP as soon as it hears READY, and an
+    // unhandled SIGHUP would end the process.
+    let signals = Signals::install();
     let binds = binds(&config, runtime_dir);
     let ctx = Context::new(build(&config), config);
     let shutdown = CancellationToken::new();
@@ -262,7 +265,7 @@ async fn serve(
     notify::notify("READY=1\nSTATUS=serving");
     tracing::info!("spamnb {} ready", env!("CARGO_PKG_VERSION"));
 
-    signals(&ctx, &*build, &*load).await;
+    signals.wait(&ctx, &*build, &*load).await;
 
     notify::notify("STOPPING=1\nSTATUS=draining");
     tracing::info!("stopping: no new connections; waiting for open sessions");
@@ -281,22 +284,44 @@ async fn serve(
     Ok(())
 }
 
-/// Waits for SIGTERM or SIGINT; reloads on SIGHUP meanwhile.
-async fn signals(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop the daemon with SIGKILL");
-        return std::future::pending().await;
-    };
-    loop {
-        tokio::select! {
-            _ = term.recv() => return,
-            _ = int.recv() => return,
-            _ = hup.recv() => reload(ctx, build, load),
+/// The signals the daemon acts on, installed before it says it is ready.
+struct Signals(
+    Option<(
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+    )>,
+);
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(term), Ok(int), Ok(hup)) => Signals(Some((term, int, hup))),
+            _ => {
+                tracing::error!("cannot install signal handlers; stop the daemon with SIGKILL");
+                Signals(None)
+            }
+        }
+    }
+
+    /// Waits for SIGTERM or SIGINT; reloads on SIGHUP meanwhile.
+    async fn wait(self, ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
+        let Some((mut term, mut int, mut hup)) = self.0 else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => return,
+                _ = int.recv() => return,
+                // Reading and compiling a configuration is blocking work: let the
+                // runtime move the sessions on this thread elsewhere meanwhile.
+                _ = hup.recv() => tokio::task::block_in_place(|| reload(ctx, build, load)),
+            }
         }
     }
 }
