@@ -17,6 +17,7 @@
 //! - [`store`]: the [`store::Store`] trait and its sled implementation.
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
+//! - [`milter`]: the milter protocol (Postfix, Sendmail): codec, session, server.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
@@ -27,6 +28,7 @@ pub mod engine;
 pub mod features;
 pub mod mailbox;
 pub mod message;
+pub mod milter;
 pub mod model;
 pub mod spam_headers;
 pub mod store;

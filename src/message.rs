@@ -15,7 +15,8 @@ use sha2::{Digest as _, Sha256};
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
 pub fn is_own_header(name: &str) -> bool {
-    name.len() > 7 && name[..7].eq_ignore_ascii_case("x-spam-")
+    // Bytes, not a str slice: byte 7 of a name from mail need not be a char boundary.
+    name.len() > 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"x-spam-")
 }
 
 /// One header field: its name as written and its value decoded (RFC 2047 words, folding).
@@ -139,6 +140,11 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     };
     for h in parsed.headers() {
         let name = h.name.as_str().to_string();
+        // spamnb's own headers are no evidence: a tagged copy (as delivered through the
+        // milter or the filter) must score as the message did before it was tagged.
+        if is_own_header(&name) {
+            continue;
+        }
         let value = match &h.value {
             HeaderValue::Text(t) => t.to_string(),
             HeaderValue::TextList(ts) => ts.join(", "),
@@ -175,7 +181,10 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             PartType::Html(html) if !is_attachment => {
                 msg.html.push_str(html);
                 msg.html.push('\n');
-                push_text(&mut msg.text, &mail_parser::decoders::html::html_to_text(html));
+                push_text(
+                    &mut msg.text,
+                    &mail_parser::decoders::html::html_to_text(html),
+                );
             }
             PartType::Multipart(_) => {}
             body => {
@@ -244,7 +253,8 @@ static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)\b(?:https?://|www\.)[^\s<>"'()\[\]{}]+"#).expect("URL pattern is valid")
 });
 static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#).expect("attribute pattern is valid")
+    Regex::new(r#"(?i)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#)
+        .expect("attribute pattern is valid")
 });
 
 /// URLs written in the text, and the targets of links, images and forms in the HTML.
@@ -329,7 +339,13 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     }
     Cow::Owned(
         text.chars()
-            .map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() })
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
             .collect(),
     )
 }
@@ -339,6 +355,18 @@ mod tests {
     use super::*;
 
     const LIMIT: usize = 1 << 20;
+
+    #[test]
+    fn own_headers_are_not_part_of_the_view() {
+        let raw = b"Subject: hi\r\nX-Spam-Flag: YES\r\nx-spam-status: Yes, score=9\r\nX-Spamish: kept\r\n\r\nbody\r\n";
+        let msg = Message::parse(raw, LIMIT);
+        let names: Vec<&str> = msg.headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["Subject", "X-Spamish"], "{names:?}");
+        assert!(
+            !is_own_header("abcdef\u{e9}xyz"),
+            "a name cut inside a character is no panic"
+        );
+    }
 
     #[test]
     fn decodes_headers_text_and_html() {
@@ -359,11 +387,18 @@ Content-Type: text/html\r\n\
 --XX--\r\n";
         let msg = Message::parse(raw, LIMIT);
         assert_eq!(msg.header("subject"), Some("Hello world"));
-        assert!(msg.header("from").unwrap().contains("Jürgen"), "{:?}", msg.headers);
+        assert!(
+            msg.header("from").unwrap().contains("Jürgen"),
+            "{:?}",
+            msg.headers
+        );
         assert!(msg.text.contains("Grüße"), "{}", msg.text);
         assert!(msg.text.contains("click"), "{}", msg.text);
         assert!(msg.html.contains("<a href"), "{}", msg.html);
-        assert_eq!(msg.urls, ["http://example.com/a", "https://evil.example.net/x"]);
+        assert_eq!(
+            msg.urls,
+            ["http://example.com/a", "https://evil.example.net/x"]
+        );
         assert!(msg.anomalies.is_empty(), "{:?}", msg.anomalies);
     }
 
@@ -385,7 +420,11 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         let msg = Message::parse(&raw, LIMIT);
         assert!(msg.anomalies.contains(&Anomaly::Unparsed) || !msg.headers.is_empty());
         let empty = Message::parse(b"", LIMIT);
-        assert!(empty.anomalies.contains(&Anomaly::Unparsed), "{:?}", empty.anomalies);
+        assert!(
+            empty.anomalies.contains(&Anomaly::Unparsed),
+            "{:?}",
+            empty.anomalies
+        );
     }
 
     #[test]
@@ -410,7 +449,10 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
     #[test]
     fn control_characters_are_escaped() {
         assert_eq!(escape_control("plain text"), "plain text");
-        assert_eq!(escape_control("a\r\nfake: line\x1b[31m"), "a\\u{d}\\u{a}fake: line\\u{1b}[31m");
+        assert_eq!(
+            escape_control("a\r\nfake: line\x1b[31m"),
+            "a\\u{d}\\u{a}fake: line\\u{1b}[31m"
+        );
     }
 
     #[test]
