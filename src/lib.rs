@@ -19,6 +19,7 @@
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
 //! - [`milter`]: the milter protocol (Postfix, Sendmail): codec, session, server.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
+//! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
@@ -31,5 +32,6 @@ pub mod message;
 pub mod milter;
 pub mod model;
 pub mod spam_headers;
+pub mod spamd;
 pub mod store;
 pub mod tokenize;

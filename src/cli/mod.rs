@@ -1,6 +1,7 @@
 //! The `spamnb` command line: argument parsing, configuration, and one module per command.
 
 mod check;
+mod daemon;
 mod db;
 mod filter;
 mod learn;
@@ -50,6 +51,16 @@ pub enum Command {
     Export(db::ExportArgs),
     /// Load a plain-text export into a new database
     Import(db::ImportArgs),
+    /// Run the daemon: milter, spamd protocol, control socket, metrics
+    Daemon(daemon::DaemonArgs),
+}
+
+impl Command {
+    /// Whether the command sets up its own logging (the daemon: text or JSON, from its
+    /// configuration) instead of main's plain stderr logger.
+    pub fn sets_up_logging(&self) -> bool {
+        matches!(self, Command::Daemon(_))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => db::stats(&load_config(&args)?, a),
         Command::Export(a) => db::export(&load_config(&args)?, a),
         Command::Import(a) => db::import(&load_config(&args)?, a),
+        Command::Daemon(a) => daemon::run(&args, a),
     }
 }
 
