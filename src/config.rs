@@ -155,6 +155,7 @@ impl Config {
             )));
         }
         raw.daemon.validate().map_err(&invalid)?;
+        raw.milter.validate().map_err(&invalid)?;
         if raw.spamd.max_message_bytes < 1024 {
             return Err(invalid(format!(
                 "spamd.max_message_bytes must be at least 1024, not {}",

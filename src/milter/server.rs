@@ -4,50 +4,30 @@
 //! closed, and the MTA applies its `milter_default_action` (`accept` in `contrib/`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::MilterSettings;
 use super::codec::{self, Command, DEFAULT_MAX_FRAME, Response};
 use super::session::{Disposition, Session, Step};
+use crate::daemon::Context;
 use crate::daemon::listen::{Listener, Stream};
-use crate::engine::Engine;
+use crate::daemon::metrics::Protocol;
+use crate::message::escape_control;
 use crate::model::Verdict;
 
-/// What the milter server needs from the daemon around it. A trait, so that tests and the
-/// load generator run the server without a whole daemon.
-pub trait Host: Send + Sync + 'static {
-    /// The `[milter]` settings now in force; each connection keeps the ones it started with.
-    fn settings(&self) -> Arc<MilterSettings>;
-    /// The engine now in force; each message is scored by the one current at its end.
-    fn engine(&self) -> Arc<Engine>;
-    /// Called once per message, for metrics.
-    fn record(&self, _record: &Record) {}
-}
-
-/// What happened to one message.
-#[derive(Debug, Clone)]
-pub struct Record {
-    pub disposition: Disposition,
-    /// None when scoring failed or timed out.
-    pub verdict: Option<Verdict>,
-    /// From end of message to the answer being written.
-    pub latency: Duration,
-}
-
-/// Serves milter connections from `listener` until `shutdown`, then waits for sessions in
-/// the middle of a message to finish theirs (idle ones close at once).
-pub async fn serve(listener: Listener, host: Arc<dyn Host>, shutdown: CancellationToken) {
-    let max_sessions = host.settings().max_sessions;
+/// Serves milter connections from `listener` until `shutdown` (the daemon's contract, see
+/// [`crate::daemon`]). Sessions in the middle of a message finish it; idle ones close.
+pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationToken) {
+    let max_sessions = ctx.config().milter.max_sessions;
     // A permit is taken before accepting: past the limit, MTAs wait in the listen
     // backlog (and Postfix's milter_connect_timeout then applies its default action)
-    // instead of spamnb holding unbounded connections.
+    // instead of spamnb holding unbounded connections. The limit is per listener and
+    // fixed at start; a reload does not resize it.
     let limit = Arc::new(Semaphore::new(max_sessions));
-    let tracker = TaskTracker::new();
     let address = listener.local_address();
     tracing::info!(%address, max_sessions, "milter listening");
     loop {
@@ -64,11 +44,18 @@ pub async fn serve(listener: Listener, host: Arc<dyn Host>, shutdown: Cancellati
         };
         match accepted {
             Ok((stream, peer)) => {
-                let host = host.clone();
+                // The daemon-wide connection limit: past it the connection closes at once
+                // and the MTA applies its default action.
+                let Some(admission) = ctx.admit(Protocol::Milter) else {
+                    tracing::warn!(%address, "milter connection refused: daemon.max_connections are open");
+                    continue;
+                };
+                let ctx2 = ctx.clone();
                 let shutdown = shutdown.clone();
-                tracker.spawn(async move {
+                ctx.tasks.spawn(async move {
                     let _permit = permit;
-                    connection(stream, host, shutdown).await;
+                    let _admission = admission;
+                    connection(stream, ctx2, shutdown).await;
                     tracing::debug!(?peer, "milter connection closed");
                 });
             }
@@ -79,15 +66,13 @@ pub async fn serve(listener: Listener, host: Arc<dyn Host>, shutdown: Cancellati
             }
         }
     }
-    tracker.close();
-    tracker.wait().await;
-    tracing::info!(%address, "milter stopped");
+    tracing::info!(%address, "milter stopped accepting");
 }
 
 /// One MTA connection, to its end. Every failure is logged and closes the connection; the
 /// MTA then passes the message on by its default action.
-async fn connection(mut stream: Box<dyn Stream>, host: Arc<dyn Host>, shutdown: CancellationToken) {
-    let settings = host.settings();
+async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: CancellationToken) {
+    let settings = Arc::new(ctx.config().milter.clone());
     let read_timeout = Duration::from_secs(settings.read_timeout_secs);
     let mut session = Session::new(settings.clone());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
@@ -100,12 +85,12 @@ async fn connection(mut stream: Box<dyn Stream>, host: Arc<dyn Host>, shutdown: 
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(session = %session.describe(), "milter protocol error, closing the connection: {e}");
+                    tracing::warn!(session = %escape_control(&session.describe()), "milter protocol error, closing the connection: {e}");
                     return;
                 }
             };
             used += n;
-            match act(&mut session, command, &host, &settings).await {
+            match act(&mut session, command, &ctx, &settings).await {
                 Ok(Some(responses)) => {
                     for r in &responses {
                         codec::encode(r, &mut out);
@@ -116,7 +101,7 @@ async fn connection(mut stream: Box<dyn Stream>, host: Arc<dyn Host>, shutdown: 
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(session = %session.describe(), "milter protocol error, closing the connection: {e}");
+                    tracing::warn!(session = %escape_control(&session.describe()), "milter protocol error, closing the connection: {e}");
                     return;
                 }
             }
@@ -124,7 +109,7 @@ async fn connection(mut stream: Box<dyn Stream>, host: Arc<dyn Host>, shutdown: 
         buf.drain(..used);
         if !out.is_empty() {
             if let Err(e) = write(&mut stream, &out, read_timeout).await {
-                tracing::warn!(session = %session.describe(), "cannot answer the MTA, closing the connection: {e}");
+                tracing::warn!(session = %escape_control(&session.describe()), "cannot answer the MTA, closing the connection: {e}");
                 return;
             }
             out.clear();
@@ -139,18 +124,18 @@ async fn connection(mut stream: Box<dyn Stream>, host: Arc<dyn Host>, shutdown: 
         match read {
             Ok(Ok(0)) => {
                 if session.in_message() {
-                    tracing::info!(session = %session.describe(), "the MTA closed the connection in the middle of a message");
+                    tracing::info!(session = %escape_control(&session.describe()), "the MTA closed the connection in the middle of a message");
                 }
                 return;
             }
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                tracing::info!(session = %session.describe(), "milter connection lost: {e}");
+                tracing::info!(session = %escape_control(&session.describe()), "milter connection lost: {e}");
                 return;
             }
             Err(_) => {
                 tracing::info!(
-                    session = %session.describe(),
+                    session = %escape_control(&session.describe()),
                     "the MTA sent nothing for {}s (milter.read_timeout_secs), closing the connection",
                     settings.read_timeout_secs
                 );
@@ -164,24 +149,21 @@ async fn connection(mut stream: Box<dyn Stream>, host: Arc<dyn Host>, shutdown: 
 async fn act(
     session: &mut Session,
     command: Command,
-    host: &Arc<dyn Host>,
+    ctx: &Arc<Context>,
     settings: &MilterSettings,
 ) -> Result<Option<Vec<Response>>, codec::ProtocolError> {
     match session.handle(command)? {
         Step::Reply(responses) => Ok(Some(responses)),
         Step::Close => Ok(None),
         Step::Scan(raw) => {
-            let started = Instant::now();
-            let engine = host.engine();
-            let verdict = score(engine.clone(), raw, settings, session).await;
-            let (responses, disposition) =
-                session.finish(verdict.as_ref().map(|v| (v, &engine.model)));
-            let latency = started.elapsed();
-            host.record(&Record {
-                disposition,
-                verdict: verdict.clone(),
-                latency,
-            });
+            let verdict = score(ctx, raw, settings, session).await;
+            // The model of the engine in force: a reload between the two is harmless
+            // (thresholds for the headers' text only).
+            let model = ctx.engine.current().model.clone();
+            let (responses, disposition) = session.finish(verdict.as_ref().map(|v| (v, &model)));
+            if disposition == Disposition::PassedUnscored {
+                ctx.metrics.fail_open(Protocol::Milter);
+            }
             Ok(Some(responses))
         }
     }
@@ -189,18 +171,17 @@ async fn act(
 
 /// The verdict on `raw`, or None (logged) when scoring failed or took too long.
 async fn score(
-    engine: Arc<Engine>,
+    ctx: &Context,
     raw: Vec<u8>,
     settings: &MilterSettings,
     session: &Session,
 ) -> Option<Verdict> {
     let limit = Duration::from_millis(settings.scan_timeout_ms);
     let size = raw.len();
-    // Scoring is CPU work and reads sled: it runs on the blocking pool, never on the
-    // runtime's worker threads, so slow mail cannot stall other sessions' I/O.
-    let task = tokio::task::spawn_blocking(move || engine.check(&raw));
-    let who = session.describe();
-    match tokio::time::timeout(limit, task).await {
+    let who = escape_control(&session.describe()).into_owned();
+    // Context::check scores on the blocking pool (CPU work and sled reads must not stall
+    // other sessions' I/O) within a scoring slot, and records the latency.
+    match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into())).await {
         Ok(Ok(verdict)) => {
             tracing::info!(
                 session = %who,
@@ -213,7 +194,8 @@ async fn score(
             Some(verdict)
         }
         Ok(Err(e)) => {
-            tracing::error!(session = %who, size, "scoring failed, passing the message on untouched: {e}");
+            ctx.metrics.error(Protocol::Milter);
+            tracing::error!(session = %who, size, "passing the message on untouched: {e}");
             None
         }
         Err(_) => {
