@@ -6,6 +6,7 @@
 //! tasks, timeouts, scoring on the blocking pool). The `[milter]` section of the daemon's
 //! configuration is [`MilterSettings`].
 
+pub mod client;
 pub mod codec;
 pub mod server;
 pub mod session;
