@@ -25,15 +25,26 @@ impl Client {
         let stream = TcpStream::connect(addr)?;
         stream.set_read_timeout(Some(timeout))?;
         stream.set_nodelay(true)?;
-        let mut client = Client { stream, buf: Vec::new(), actions: 0, steps: 0 };
-        client.send(&Command::Negotiate { version: 6, actions: POSTFIX_ACTIONS, steps: POSTFIX_STEPS })?;
+        let mut client = Client {
+            stream,
+            buf: Vec::new(),
+            actions: 0,
+            steps: 0,
+        };
+        client.send(&Command::Negotiate {
+            version: 6,
+            actions: POSTFIX_ACTIONS,
+            steps: POSTFIX_STEPS,
+        })?;
         match client.read()? {
             Response::Negotiate { actions, steps, .. } => {
                 client.actions = actions;
                 client.steps = steps;
                 Ok(client)
             }
-            other => Err(std::io::Error::other(format!("negotiation answered with {other:?}"))),
+            other => Err(std::io::Error::other(format!(
+                "negotiation answered with {other:?}"
+            ))),
         }
     }
 
@@ -83,10 +94,22 @@ impl Client {
     pub fn message(&mut self, raw: &[u8]) -> std::io::Result<Vec<Response>> {
         use super::codec::step;
         if self.steps & step::NO_CONNECT == 0 {
-            self.step(&Command::Connect { hostname: "client.example".into(), address: Some("127.0.0.1".into()) }, step::NR_CONNECT)?;
+            self.step(
+                &Command::Connect {
+                    hostname: "client.example".into(),
+                    address: Some("127.0.0.1".into()),
+                },
+                step::NR_CONNECT,
+            )?;
         }
-        self.send(&Command::Macros { stage: b'M', pairs: vec![("i".into(), "4ABC123".into())] })?;
-        self.step(&Command::Mail(vec!["<sender@example.org>".into()]), step::NR_MAIL)?;
+        self.send(&Command::Macros {
+            stage: b'M',
+            pairs: vec![("i".into(), "4ABC123".into())],
+        })?;
+        self.step(
+            &Command::Mail(vec!["<sender@example.org>".into()]),
+            step::NR_MAIL,
+        )?;
         let (header, body) = split(raw);
         for (name, value) in header_fields(header) {
             let value = if self.steps & step::HEADER_LEADING_SPACE != 0 {
@@ -94,14 +117,22 @@ impl Client {
             } else {
                 value.strip_prefix(b" ").unwrap_or(value)
             };
-            self.step(&Command::Header { name: name.to_vec(), value: value.to_vec() }, step::NR_HEADER)?;
+            self.step(
+                &Command::Header {
+                    name: name.to_vec(),
+                    value: value.to_vec(),
+                },
+                step::NR_HEADER,
+            )?;
         }
         if self.steps & step::NO_EOH == 0 {
             self.step(&Command::EndOfHeaders, step::NR_EOH)?;
         }
         let body = crlf(body);
         for chunk in body.chunks(65535) {
-            if let Some(Response::Skip) = self.step(&Command::Body(chunk.to_vec()), step::NR_BODY)? {
+            if let Some(Response::Skip) =
+                self.step(&Command::Body(chunk.to_vec()), step::NR_BODY)?
+            {
                 break;
             }
         }
@@ -128,7 +159,9 @@ impl Client {
 /// The header block and the body of a stored message (an mbox `From ` line dropped).
 fn split(raw: &[u8]) -> (&[u8], &[u8]) {
     let raw = if raw.starts_with(b"From ") {
-        raw.iter().position(|&b| b == b'\n').map_or(&raw[..0], |i| &raw[i + 1..])
+        raw.iter()
+            .position(|&b| b == b'\n')
+            .map_or(&raw[..0], |i| &raw[i + 1..])
     } else {
         raw
     };
@@ -193,7 +226,10 @@ mod tests {
         let (h, b) = split(raw);
         assert_eq!(b, b"body\nline\n");
         let f = header_fields(h);
-        assert_eq!(f, vec![(&b"Subject"[..], &b" a\n b"[..]), (&b"To"[..], &b" c"[..])]);
+        assert_eq!(
+            f,
+            vec![(&b"Subject"[..], &b" a\n b"[..]), (&b"To"[..], &b" c"[..])]
+        );
         assert_eq!(crlf(b"a\nb\r\n"), b"a\r\nb\r\n");
     }
 }

@@ -67,6 +67,8 @@ struct Transaction {
     forged: Vec<(String, u32)>,
     /// How many `X-Spam-*` fields of each (lowercased) name were seen, for their indexes.
     own_counts: HashMap<String, u32>,
+    /// Whether the message came with a Return-Path header (Sendmail passes it on).
+    has_return_path: bool,
     body: Vec<u8>,
     /// Body bytes the MTA sent or would have sent, scanned or not.
     body_seen: u64,
@@ -269,6 +271,7 @@ impl Session {
             t.forged.push((name_text.into_owned(), *count));
             return;
         }
+        t.has_return_path |= name_text.eq_ignore_ascii_case("return-path");
         if t.header.len() + name.len() + value.len() + 4 > MAX_HEADER_BYTES {
             return;
         }
@@ -292,9 +295,21 @@ impl Session {
     }
 
     /// The message as it will be stored: header block, empty line, body (as far as kept).
+    /// Delivery adds `Return-Path: <envelope sender>` (Postfix drops an incoming one
+    /// before the milter sees the headers), so the scored bytes carry it too: `spamnb
+    /// check` on the delivered file then sees the same evidence.
     fn message_bytes(&self) -> Vec<u8> {
         let t = &self.transaction;
-        let mut raw = Vec::with_capacity(t.header.len() + 2 + t.body.len());
+        let mut raw = Vec::with_capacity(t.header.len() + 2 + t.body.len() + 64);
+        if let Some(sender) = t.sender.as_deref().filter(|_| !t.has_return_path) {
+            raw.extend_from_slice(b"Return-Path: ");
+            if sender.starts_with('<') {
+                raw.extend_from_slice(sender.as_bytes());
+            } else {
+                raw.extend_from_slice(format!("<{sender}>").as_bytes());
+            }
+            raw.extend_from_slice(b"\r\n");
+        }
         raw.extend_from_slice(&t.header);
         raw.extend_from_slice(b"\r\n");
         raw.extend_from_slice(&t.body);
@@ -557,7 +572,10 @@ mod tests {
             "{steps:?}"
         );
         let step = s.handle(Command::EndOfMessage(Vec::new())).expect("eom");
-        assert_eq!(step, Step::Scan(b"Subject: hello\r\n\r\nbody\r\n".to_vec()));
+        assert_eq!(
+            step,
+            Step::Scan(b"Return-Path: <a@example.org>\r\nSubject: hello\r\n\r\nbody\r\n".to_vec())
+        );
         assert!(
             s.describe().contains("client=c.example[192.0.2.1]"),
             "{}",
@@ -700,7 +718,7 @@ mod tests {
         );
         assert_eq!(
             s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
-            Step::Scan(b"Subject: spaced\r\n\r\nx\r\n".to_vec())
+            Step::Scan(b"Return-Path: <a@b>\r\nSubject: spaced\r\n\r\nx\r\n".to_vec())
         );
         let (responses, _) = s.finish(Some((
             &verdict(Decision::Ham, -8.0),
@@ -785,7 +803,7 @@ mod tests {
         );
         assert_eq!(
             s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
-            Step::Scan(b"Subject: second\r\n\r\n".to_vec())
+            Step::Scan(b"Return-Path: <c@d>\r\nSubject: second\r\n\r\n".to_vec())
         );
         let (responses, _) = s.finish(Some((
             &verdict(Decision::Ham, -8.0),
