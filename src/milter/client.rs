@@ -17,6 +17,8 @@ pub struct Client {
     buf: Vec<u8>,
     pub actions: u32,
     pub steps: u32,
+    /// From sending end of message to reading the final answer, for the last message.
+    pub eom_latency: std::time::Duration,
 }
 
 impl Client {
@@ -30,6 +32,7 @@ impl Client {
             buf: Vec::new(),
             actions: 0,
             steps: 0,
+            eom_latency: Duration::ZERO,
         };
         client.send(&Command::Negotiate {
             version: 6,
@@ -136,6 +139,7 @@ impl Client {
                 break;
             }
         }
+        let eom_sent = std::time::Instant::now();
         self.send(&Command::EndOfMessage(Vec::new()))?;
         let mut out = Vec::new();
         loop {
@@ -146,6 +150,7 @@ impl Client {
             );
             out.push(r);
             if last {
+                self.eom_latency = eom_sent.elapsed();
                 return Ok(out);
             }
         }

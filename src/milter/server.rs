@@ -181,11 +181,13 @@ async fn score(
     let who = escape_control(&session.describe()).into_owned();
     // Context::check scores on the blocking pool (CPU work and sled reads must not stall
     // other sessions' I/O) within a scoring slot, and records the latency.
+    let started = std::time::Instant::now();
     match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into())).await {
         Ok(Ok(verdict)) => {
             tracing::info!(
                 session = %who,
                 size,
+                ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
                 body_bytes = session.body_seen(),
                 verdict = verdict.decision.name(),
                 score = format_args!("{:.2}", verdict.score),
