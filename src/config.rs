@@ -137,10 +137,7 @@ impl Config {
         };
         let defaults = Config::default();
         if raw.model.alpha <= 0.0 || !raw.model.alpha.is_finite() {
-            return Err(invalid(format!(
-                "model.alpha must be above 0, not {}",
-                raw.model.alpha
-            )));
+            return Err(invalid(format!("model.alpha must be above 0, not {}", raw.model.alpha)));
         }
         if raw.model.ham_threshold > raw.model.spam_threshold {
             return Err(invalid(format!(
@@ -150,28 +147,15 @@ impl Config {
         }
         let scan_limit = raw.scan_limit.unwrap_or(DEFAULT_SCAN_LIMIT);
         if scan_limit < 1024 {
-            return Err(invalid(format!(
-                "scan_limit must be at least 1024 bytes, not {scan_limit}"
-            )));
+            return Err(invalid(format!("scan_limit must be at least 1024 bytes, not {scan_limit}")));
         }
-        raw.daemon.validate().map_err(&invalid)?;
-        raw.milter.validate().map_err(&invalid)?;
-        if raw.spamd.max_message_bytes < 1024 {
-            return Err(invalid(format!(
-                "spamd.max_message_bytes must be at least 1024, not {}",
-                raw.spamd.max_message_bytes
-            )));
-        }
-        raw.http
-            .bind()
-            .map_err(|e| invalid(format!("http.listen: {e}")))?;
+        crate::daemon::config::validate(&raw.daemon, &raw.spamd, &raw.http).map_err(invalid)?;
+        raw.milter.validate().map_err(invalid)?;
         Ok(Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
             store: StoreOptions {
-                cache_bytes: raw
-                    .cache_mb
-                    .map_or(defaults.store.cache_bytes, |mb| mb << 20),
+                cache_bytes: raw.cache_mb.map_or(defaults.store.cache_bytes, |mb| mb << 20),
             },
             extractor: Extractor {
                 tokenizer: raw.tokenizer,
@@ -203,11 +187,7 @@ mod tests {
         for (text, line, wanted) in [
             ("db = \"x\"\nbogus = 1\n", Some(2), "unknown field"),
             ("[model]\nalpha = 0\n", None, "alpha must be above 0"),
-            (
-                "[model]\nspam_threshold = -10.0\n",
-                None,
-                "must not be above",
-            ),
+            ("[model]\nspam_threshold = -10.0\n", None, "must not be above"),
             ("[model\n", Some(1), ""),
         ] {
             let e = Config::parse(text, p).unwrap_err();

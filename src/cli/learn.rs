@@ -5,12 +5,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use rayon::prelude::*;
 
 use crate::config::Config;
 use crate::mailbox::{self, Unreadable};
 use crate::model::Class;
-use crate::store::{Outcome, Store};
+use crate::store::Outcome;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["spam", "ham", "forget"])))]
@@ -51,8 +50,8 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Some(Class::Ham),
         _ => None,
     };
-    let store = super::open_store(config)?;
-    let engine = super::engine(config, store.clone());
+    // The database here, or through the daemon that holds it.
+    let route = super::route::Route::open(config)?;
     let (sources, problems) = mailbox::expand(&args.paths);
     let mut tally = Tally {
         unreadable: problems,
@@ -63,22 +62,16 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         let mut raws = Vec::with_capacity(chunk.len());
         for (source, read) in mailbox::read_all(chunk) {
             match read {
-                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => {
-                    tally.unreadable.push(Unreadable {
-                        name: source.name(),
-                        reason: "empty: not a message".into(),
-                    })
-                }
+                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => tally.unreadable.push(Unreadable {
+                    name: source.name(),
+                    reason: "empty: not a message".into(),
+                }),
                 Ok(raw) => raws.push(raw),
                 Err(e) => tally.unreadable.push(e),
             }
         }
-        let lessons: Vec<_> = raws
-            .par_iter()
-            .map(|raw| engine.lesson(raw, target, args.user.as_deref()))
-            .collect();
-        let outcomes = engine
-            .learn(&lessons)
+        let outcomes = route
+            .learn(&raws, target, args.user.as_deref())
             .with_context(|| format!("learning into {}", config.db.display()))?;
         for o in outcomes {
             match o {
@@ -91,9 +84,7 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         }
         bar.inc(chunk.len() as u64);
     }
-    store
-        .flush()
-        .with_context(|| format!("saving {}", config.db.display()))?;
+    route.flush().with_context(|| format!("saving {}", config.db.display()))?;
     bar.finish_and_clear();
 
     for u in &tally.unreadable {
@@ -105,19 +96,12 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
             "learned {} as {class}, relearned {} as {class}, {} already known",
             tally.learned, tally.relearned, tally.known
         ),
-        None => format!(
-            "forgot {}, {} were never learned",
-            tally.forgotten, tally.not_learned
-        ),
+        None => format!("forgot {}, {} were never learned", tally.forgotten, tally.not_learned),
     };
     let unreadable = match tally.unreadable.len() {
         0 => String::new(),
         n => format!(", {n} unreadable (listed above)"),
     };
     eprintln!("{summary}{unreadable}");
-    Ok(if tally.unreadable.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    Ok(if tally.unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

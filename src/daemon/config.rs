@@ -216,3 +216,20 @@ impl HttpConfig {
         }
     }
 }
+
+/// Checks the daemon's sections of a configuration file (called by `Config::parse`).
+pub fn validate(
+    daemon: &DaemonConfig,
+    spamd: &SpamdConfig,
+    http: &HttpConfig,
+) -> Result<(), String> {
+    daemon.validate()?;
+    if spamd.max_message_bytes < 1024 {
+        return Err(format!(
+            "spamd.max_message_bytes must be at least 1024, not {}",
+            spamd.max_message_bytes
+        ));
+    }
+    http.bind().map_err(|e| format!("http.listen: {e}"))?;
+    Ok(())
+}

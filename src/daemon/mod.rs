@@ -394,8 +394,11 @@ pub fn init_logging(format: LogFormat, verbose: u8) {
     let default = ["info", "debug", "trace"][usize::from(verbose.min(2))];
     let filter = tracing_subscriber::EnvFilter::try_from_env("SPAMNB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colours only for a person at a terminal; journald and log files get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_env_filter(filter);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

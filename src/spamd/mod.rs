@@ -6,4 +6,7 @@
 //! connection). The control socket for the CLI is the same protocol on a unix socket, with
 //! learning always allowed and one extension (`VERDICT`, the full verdict as JSON).
 
+pub mod client;
+pub mod codec;
 pub mod server;
+pub mod session;

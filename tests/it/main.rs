@@ -1,3 +1,5 @@
 mod cli;
 mod milter;
 mod util;
+mod daemon;
+mod spamd;
