@@ -194,6 +194,19 @@ impl Postfix {
         }
         let port = free_port();
         let d = dir.display();
+        // The milter settings are contrib/postfix/main.cf's, as an admin would paste them.
+        let contrib = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/postfix/main.cf"),
+        )
+        .expect("contrib/postfix/main.cf")
+        .replace(
+            "inet:127.0.0.1:11332",
+            &format!("inet:127.0.0.1:{milter_port}"),
+        );
+        assert!(
+            contrib.contains("milter_default_action = accept"),
+            "{contrib}"
+        );
         std::fs::write(
             conf.join("main.cf"),
             format!(
@@ -220,14 +233,7 @@ virtual_uid_maps = static:{uid}
 virtual_gid_maps = static:{gid}
 maillog_file = {d}/maillog
 maillog_file_prefixes = {d}
-smtpd_milters = inet:127.0.0.1:{milter_port}
-non_smtpd_milters = $smtpd_milters
-milter_default_action = accept
-milter_protocol = 6
-milter_connect_timeout = 5s
-milter_command_timeout = 10s
-milter_content_timeout = 30s
-"
+{contrib}"
             ),
         )
         .expect("main.cf");
