@@ -633,3 +633,83 @@ fn hostile_clients_do_not_stop_the_milter() {
         "the 4 GB prefix is logged:\n{log}"
     );
 }
+
+/// Scoring that takes longer than `scan_timeout_ms` passes the message on untouched (no
+/// headers, "continue"), and the next message on the connection is served as usual.
+#[test]
+fn slow_scoring_fails_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mut daemon = Daemon::start(
+        dir.path(),
+        &db,
+        free_port(),
+        "scan_timeout_ms = 1\nmax_body_bytes = 4000000",
+    );
+    // Megabytes of distinct words: far more than a millisecond of tokenizing.
+    let mut big = b"From: a@example.org\nSubject: long\n\n".to_vec();
+    for i in 0..300_000 {
+        big.extend_from_slice(format!("word{i} ").as_bytes());
+        if i % 12 == 0 {
+            big.push(b'\n');
+        }
+    }
+    let mut client = Client::connect(&daemon.addr(), Duration::from_secs(30)).expect("connect");
+    let responses = client.message(&big).expect("answered");
+    assert_eq!(responses, [Response::Continue], "passed on untouched");
+    client.quit().expect("quit");
+    daemon.stop();
+    let log = daemon.log_text();
+    assert!(
+        log.contains("passing the message on untouched"),
+        "the reason is logged:\n{log}"
+    );
+}
+
+/// SIGTERM while a message is half sent: the daemon stops accepting, lets the message
+/// finish and answers it, then exits.
+#[test]
+fn sigterm_lets_a_message_in_flight_finish() {
+    use spamnb::milter::codec::Command as C;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mut daemon = Daemon::start(dir.path(), &db, free_port(), "");
+    let mut client = Client::connect(&daemon.addr(), Duration::from_secs(30)).expect("connect");
+    client
+        .send(&C::Mail(vec!["<a@example.org>".into()]))
+        .expect("mail");
+    client
+        .send(&C::Header {
+            name: b"Subject".to_vec(),
+            value: b" draining".to_vec(),
+        })
+        .expect("header");
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.child.id().to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        daemon.child.try_wait().expect("wait").is_none(),
+        "the daemon waits for the message"
+    );
+    client
+        .send(&C::Body(b"still here\r\n".to_vec()))
+        .expect("body");
+    assert_eq!(client.read().expect("body answered"), Response::Continue);
+    client.send(&C::EndOfMessage(Vec::new())).expect("eom");
+    let mut answered = Vec::new();
+    while !matches!(answered.last(), Some(Response::Continue)) {
+        answered.push(client.read().expect("end of message answered"));
+    }
+    assert!(
+        answered
+            .iter()
+            .any(|r| matches!(r, Response::AddHeader { .. })),
+        "{answered:?}"
+    );
+    let _ = client.quit();
+    wait_for("the daemon to exit", Duration::from_secs(10), || {
+        daemon.child.try_wait().ok().flatten().is_some()
+    });
+    daemon.stop();
+}
