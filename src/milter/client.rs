@@ -15,6 +15,7 @@ pub const POSTFIX_STEPS: u32 = 0x1f_ffff;
 pub struct Client {
     stream: TcpStream,
     buf: Vec<u8>,
+    out: Vec<u8>,
     pub actions: u32,
     pub steps: u32,
     /// From sending end of message to reading the final answer, for the last message.
@@ -30,6 +31,7 @@ impl Client {
         let mut client = Client {
             stream,
             buf: Vec::new(),
+            out: Vec::new(),
             actions: 0,
             steps: 0,
             eom_latency: Duration::ZERO,
@@ -51,10 +53,24 @@ impl Client {
         }
     }
 
+    /// Sends `command` now (with anything queued before it).
     pub fn send(&mut self, command: &Command) -> std::io::Result<()> {
-        let mut frame = Vec::new();
-        codec::encode_command(command, &mut frame);
-        self.stream.write_all(&frame)
+        self.queue(command);
+        self.flush()
+    }
+
+    /// Queues `command` until a reply is awaited, as an MTA's buffered stream does: the
+    /// commands that get no reply (SMFIP_NR_*) go out together.
+    fn queue(&mut self, command: &Command) {
+        codec::encode_command(command, &mut self.out);
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.out.is_empty() {
+            self.stream.write_all(&self.out)?;
+            self.out.clear();
+        }
+        Ok(())
     }
 
     /// Raw bytes, for hostile-client tests.
@@ -64,6 +80,7 @@ impl Client {
 
     /// The next response; an error when the milter closes the connection.
     pub fn read(&mut self) -> std::io::Result<Response> {
+        self.flush()?;
         loop {
             match codec::decode_response(&self.buf, DEFAULT_MAX_FRAME) {
                 Ok(Some((r, used))) => {
@@ -85,7 +102,7 @@ impl Client {
     /// Sends `command` and reads a reply unless the negotiated `no_reply` step bit says
     /// the milter does not send one.
     fn step(&mut self, command: &Command, no_reply: u32) -> std::io::Result<Option<Response>> {
-        self.send(command)?;
+        self.queue(command);
         if no_reply != 0 && self.steps & no_reply != 0 {
             return Ok(None);
         }
@@ -105,10 +122,10 @@ impl Client {
                 step::NR_CONNECT,
             )?;
         }
-        self.send(&Command::Macros {
+        self.queue(&Command::Macros {
             stage: b'M',
             pairs: vec![("i".into(), "4ABC123".into())],
-        })?;
+        });
         self.step(
             &Command::Mail(vec!["<sender@example.org>".into()]),
             step::NR_MAIL,
