@@ -88,7 +88,8 @@ impl Daemon {
         std::fs::write(
             &config,
             format!(
-                "db = {db:?}\n[daemon]\nruntime_dir = {run:?}\n[spamd]\nlisten = []\n[milter]\nlisten = [\"inet:127.0.0.1:{port}\"]\n{milter}\n"
+                "db = {db:?}\n[daemon]\nruntime_dir = {run:?}\n[spamd]\nlisten = []\n[milter]\nlisten = [\"unix:{}\", \"inet:127.0.0.1:{port}\"]\n{milter}\n",
+                Daemon::socket(dir, port).display()
             ),
         )
         .expect("write config");
@@ -119,6 +120,11 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(50));
         }
         Daemon { child, port, log }
+    }
+
+    /// The unix socket the milter also listens on (bound before the TCP port).
+    fn socket(dir: &Path, port: u16) -> PathBuf {
+        dir.join(format!("milter-{port}.sock"))
     }
 
     fn addr(&self) -> String {
@@ -549,11 +555,17 @@ fn miltertest_suite() {
             port,
             &format!("action = \"{mode}\"\nreject_text = \"Spam is not welcome here\""),
         );
+        // One mode goes over the unix socket, the others over TCP.
+        let via = if mode == "tag" {
+            format!("unix:{}", Daemon::socket(dir, port).display())
+        } else {
+            format!("inet:{port}@127.0.0.1")
+        };
         let out = Command::new("miltertest")
             .arg("-s")
             .arg(&suite)
             .arg("-D")
-            .arg(format!("port={port}"))
+            .arg(format!("socket={via}"))
             .arg("-D")
             .arg(format!("mode={mode}"))
             .arg("-D")
@@ -721,5 +733,35 @@ fn sigterm_lets_a_message_in_flight_finish() {
     wait_for("the daemon to exit", Duration::from_secs(10), || {
         daemon.child.try_wait().ok().flatten().is_some()
     });
+    daemon.stop();
+}
+
+/// Past `max_sessions`, a new MTA connection waits (in the listen backlog) until a
+/// session ends, here by the read timeout of two idle ones; it is then served.
+#[test]
+fn session_limit_queues_connections() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mut daemon = Daemon::start(
+        dir.path(),
+        &db,
+        free_port(),
+        "max_sessions = 2\nread_timeout_secs = 2",
+    );
+    let idle: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(daemon.addr()).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let mut client =
+        Client::connect(&daemon.addr(), Duration::from_secs(20)).expect("served in the end");
+    let waited = started.elapsed();
+    assert!(
+        waited > Duration::from_millis(1500),
+        "the third session waited for a free one: {waited:?}"
+    );
+    let responses = client.message(b"Subject: hi\n\nhello\n").expect("answered");
+    assert_eq!(responses.last(), Some(&Response::Continue));
+    drop(idle);
     daemon.stop();
 }

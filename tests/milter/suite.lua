@@ -1,6 +1,7 @@
 -- miltertest suite for spamnb's milter. tests/it/milter.rs runs it once per action mode,
 -- against a `spamnb daemon` whose database is trained on corpus mail:
---   miltertest -s suite.lua -D port=PORT -D mode=tag|quarantine|reject -D spam=FILE -D ham=FILE \
+--   miltertest -s suite.lua -D socket=inet:PORT@127.0.0.1|unix:PATH -D mode=tag|quarantine|reject \
+--     -D spam=FILE -D ham=FILE \
 --     -D reject_text=TEXT
 -- It covers negotiation, header add, forged-header removal, the reject reply, quarantine,
 -- and an abort mid-body followed by a clean second message on the same connection.
@@ -72,8 +73,8 @@ local ham_fields, ham_body = load(ham)
 local spam_fields, spam_body = load(spam)
 
 -- Negotiation: the MTA offers everything; spamnb asks for what it uses and no more.
-local conn = mt.connect("inet:" .. port .. "@127.0.0.1", 40, 0.25)
-check(conn ~= nil, "connected to spamnb on port " .. port)
+local conn = mt.connect(socket, 40, 0.25)
+check(conn ~= nil, "connected to spamnb at " .. socket)
 check(mt.negotiate(conn, nil, nil, nil) == nil, "negotiated")
 check(mt.test_action(conn, SMFIF_ADDHDRS), "asks to add headers")
 check(mt.test_action(conn, SMFIF_CHGHDRS), "asks to change headers")
