@@ -4,7 +4,7 @@
 //! score(c) = log P(c) + Σ_t n_t · log P(t|c), P(t|c) = (count(t,c) + α) / (N_c + α|V|),
 //! with V the vocabulary of both classes together and tokens seen in neither ignored
 //! (McCallum & Nigam 1998; Manning et al. ch. 13). The verdict's score is the log-odds
-//! score(spam) − score(ham).
+//! score(spam) − score(ham), by default normalized for length (see [`ModelConfig`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +95,17 @@ pub struct ModelConfig {
     pub ham_threshold: f64,
     /// Messages each class needs before a verdict is more than "unsure".
     pub min_learned: u64,
+    /// Features whose log-likelihood ratio |log P(t|spam) − log P(t|ham)| is below this
+    /// are not evidence. Common words that lean only slightly one way otherwise outvote
+    /// the few telling ones in long messages (bogofilter's `min_dev` plays this part).
+    pub min_token_weight: f64,
+    /// Divides the log-odds by √(features used): the length normalization of Rennie et
+    /// al. (2003) for a binary feature vector, so that long messages are not sure of
+    /// themselves merely for being long. Thresholds are on the normalized score.
+    pub normalize_length: bool,
+    /// Features learned from fewer messages than this (both classes together) are not
+    /// used as evidence: document-frequency feature selection (Yang & Pedersen 1997).
+    pub min_feature_messages: u32,
     /// How many features for and against a verdict it carries as its explanation.
     pub explain_top: usize,
 }
@@ -103,10 +114,13 @@ impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
             event_model: EventModel::default(),
-            alpha: 1.0,
-            spam_threshold: 5.0,
-            ham_threshold: -5.0,
+            alpha: 0.1,
+            spam_threshold: 2.0,
+            ham_threshold: -2.0,
             min_learned: 50,
+            min_token_weight: 1.0,
+            normalize_length: true,
+            min_feature_messages: 1,
             explain_top: 8,
         }
     }
@@ -163,11 +177,21 @@ pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfi
 /// Scores `features` against `counts`.
 pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig) -> Verdict {
     let totals = counts.totals();
-    let rules = features.rule_hits().into_iter().map(str::to_string).collect();
+    let rules = features
+        .rule_hits()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     let short: Vec<String> = [Class::Spam, Class::Ham]
         .into_iter()
         .filter(|c| totals.messages[c.index()] < cfg.min_learned.max(1))
-        .map(|c| format!("{} more {}", cfg.min_learned.max(1) - totals.messages[c.index()], c.name()))
+        .map(|c| {
+            format!(
+                "{} more {}",
+                cfg.min_learned.max(1) - totals.messages[c.index()],
+                c.name()
+            )
+        })
         .collect();
     if !short.is_empty() {
         return Verdict {
@@ -176,7 +200,10 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
             probability: 0.5,
             reasons: Vec::new(),
             rules,
-            note: Some(format!("not enough learned yet: needs {}", short.join(" and "))),
+            note: Some(format!(
+                "not enough learned yet: needs {}",
+                short.join(" and ")
+            )),
         };
     }
 
@@ -189,7 +216,10 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         |f, n, w| contributions.push((f, n, w)),
         &mut joint,
     );
-    let score = joint[Class::Spam.index()] - joint[Class::Ham.index()];
+    let mut score = joint[Class::Spam.index()] - joint[Class::Ham.index()];
+    if cfg.normalize_length {
+        score /= (contributions.len().max(1) as f64).sqrt();
+    }
     let decision = if score >= cfg.spam_threshold {
         Decision::Spam
     } else if score <= cfg.ham_threshold {
@@ -217,7 +247,11 @@ fn score_features<'f>(
 ) {
     let totals = counts.totals();
     let binary = cfg.event_model == EventModel::BinaryMultinomial;
-    let class_total = if binary { totals.presences } else { totals.occurrences };
+    let class_total = if binary {
+        totals.presences
+    } else {
+        totals.occurrences
+    };
     let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
     let alpha = cfg.alpha;
     let v = totals.vocabulary as f64;
@@ -232,13 +266,15 @@ fn score_features<'f>(
             continue;
         };
         let learned = if binary { tc.messages } else { tc.occurrences };
-        if learned == [0, 0] {
+        if learned == [0, 0] || tc.messages[0] + tc.messages[1] < cfg.min_feature_messages {
             continue;
         }
         let n = if binary { 1 } else { n };
-        let mut logp = [0.0; 2];
+        let logp = [0, 1].map(|c| (learned[c] as f64 + alpha).ln() - denominators[c]);
+        if (logp[1] - logp[0]).abs() < cfg.min_token_weight {
+            continue;
+        }
         for c in 0..2 {
-            logp[c] = (learned[c] as f64 + alpha).ln() - denominators[c];
             joint[c] += n as f64 * logp[c];
         }
         each(feature, n, n as f64 * (logp[1] - logp[0]));
@@ -247,7 +283,9 @@ fn score_features<'f>(
 
 /// The `top` strongest contributions towards spam and towards ham, strongest first.
 fn strongest(mut all: Vec<(&str, u32, f64)>, top: usize) -> Vec<Reason> {
-    let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0));
+    let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| {
+        b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0))
+    };
     let mut out = Vec::new();
     for towards_spam in [true, false] {
         let mut side: Vec<_> = all

@@ -21,6 +21,11 @@ pub struct TokenizerOptions {
     pub header_tokens: bool,
     /// `url:HOST` and `url:PARENT.DOMAIN` for each link.
     pub url_tokens: bool,
+    /// Words inside HTML tags (`html:font`, `html:color`): the markup of bulk mail is
+    /// evidence its rendered text hides.
+    pub html_tokens: bool,
+    /// Words in capitals also as themselves (`caps:FREE`), beside their lowercase form.
+    pub caps_tokens: bool,
     /// Adjacent body word pairs (`a+b`) beside single words.
     pub pair_tokens: bool,
     /// Words shorter than this (in characters) are dropped, except in no-space scripts.
@@ -34,6 +39,8 @@ impl Default for TokenizerOptions {
         TokenizerOptions {
             header_tokens: true,
             url_tokens: true,
+            html_tokens: false,
+            caps_tokens: true,
             pair_tokens: false,
             min_token_chars: 2,
             max_token_chars: 40,
@@ -55,6 +62,9 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     });
     if opts.header_tokens {
         header_tokens(msg, opts, out);
+    }
+    if opts.html_tokens {
+        html_tokens(&msg.html, out);
     }
     if opts.url_tokens {
         for url in &msg.urls {
@@ -112,6 +122,35 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         if tag != "to" {
             words(&h.value, opts, &mut |w| out.add(&format!("{tag}:{w}")));
         }
+    }
+}
+
+fn html_tokens(html: &str, out: &mut Features) {
+    let mut rest = html;
+    while let Some(start) = rest.find('<') {
+        let after = &rest[start + 1..];
+        let end = after.find('>').unwrap_or(after.len());
+        let inside = after[..end].trim_start_matches('/');
+        let name_end = inside
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(inside.len());
+        if name_end > 0 && name_end <= 12 {
+            out.add(&format!("html:{}", inside[..name_end].to_ascii_lowercase()));
+            // Attribute names, not values: `html:font:color`.
+            for attr in inside[name_end..]
+                .split('=')
+                .filter_map(|s| s.split_whitespace().last())
+            {
+                if attr.len() <= 12 && attr.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
+                    out.add(&format!(
+                        "html:{}:{}",
+                        inside[..name_end].to_ascii_lowercase(),
+                        attr.to_ascii_lowercase()
+                    ));
+                }
+            }
+        }
+        rest = &after[end..];
     }
 }
 
@@ -204,6 +243,12 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
             }
             buf.clear();
             if word.is_ascii() {
+                if opts.caps_tokens
+                    && word.bytes().any(|b| b.is_ascii_uppercase())
+                    && !word.bytes().any(|b| b.is_ascii_lowercase())
+                {
+                    emit(&format!("caps:{word}"));
+                }
                 buf.push_str(word);
                 buf.make_ascii_lowercase();
             } else {
@@ -271,17 +316,28 @@ mod tests {
 
     fn word_list(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        words(text, &TokenizerOptions::default(), &mut |w| out.push(w.to_string()));
+        words(text, &TokenizerOptions::default(), &mut |w| {
+            out.push(w.to_string())
+        });
         out
     }
 
     #[test]
     fn words_are_normalised() {
         for (text, expected) in [
-            ("FREE Money, now!", vec!["free", "money", "now"]),
+            (
+                "FREE Money, now!",
+                vec!["caps:FREE", "free", "money", "now"],
+            ),
             ("a I x", vec![]),
             ("Straße ÄRGER", vec!["straße", "ärger"]),
-            ("don't e-mail", vec!["don't", "e", "mail"].into_iter().filter(|w| w.len() > 1).collect()),
+            (
+                "don't e-mail",
+                vec!["don't", "e", "mail"]
+                    .into_iter()
+                    .filter(|w| w.len() > 1)
+                    .collect(),
+            ),
             ("price 3.50 2002", vec!["price", "3.50", "2002"]),
         ] {
             assert_eq!(word_list(text), expected, "input {text:?}");
@@ -293,7 +349,10 @@ mod tests {
     #[test]
     fn no_space_scripts_become_bigrams() {
         assert_eq!(word_list("免费发票"), ["免费", "费发", "发票"]);
-        assert_eq!(word_list("限定セール。今すぐ"), ["限定", "定セ", "セー", "ール", "今す", "すぐ"]);
+        assert_eq!(
+            word_list("限定セール。今すぐ"),
+            ["限定", "定セ", "セー", "ール", "今す", "すぐ"]
+        );
         assert_eq!(word_list("ลดราคา"), ["ลด", "ดร", "รา", "าค", "คา"]);
         assert_eq!(word_list("buy 免费 now"), ["buy", "免费", "now"]);
     }
@@ -305,22 +364,53 @@ Subject: Free offer\nReceived: from mx1.spam.example.net ([192.0.2.44]) by mail.
 Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\n\nfree stuff at http://www.shop.example.com/buy\n";
         let f = tokens_of(raw, &TokenizerOptions::default());
         for t in [
-            "subj:free", "subj:offer", "free", "stuff", "from:addr:deals@shop.example.com",
-            "from:dom:shop.example.com", "from:big", "to:dom:example.org", "rcvd:mx1.spam.example.net",
-            "rcvd:example.net", "rcvd:ip:192.0.2", "mid:shop.example.com", "ct:text/plain",
-            "charset:utf-8", "hdr:received", "url:www.shop.example.com", "url:shop.example.com",
+            "subj:free",
+            "subj:offer",
+            "free",
+            "stuff",
+            "from:addr:deals@shop.example.com",
+            "from:dom:shop.example.com",
+            "from:big",
+            "to:dom:example.org",
+            "rcvd:mx1.spam.example.net",
+            "rcvd:example.net",
+            "rcvd:ip:192.0.2",
+            "mid:shop.example.com",
+            "ct:text/plain",
+            "charset:utf-8",
+            "hdr:received",
+            "url:www.shop.example.com",
+            "url:shop.example.com",
             "url:example.com",
         ] {
             assert!(f.count(t) > 0, "missing {t}; got {:?}", f.sorted());
         }
-        assert_eq!(f.count("free"), 1, "body free counted apart from subject free");
-        let plain = tokens_of(raw, &TokenizerOptions { header_tokens: false, url_tokens: false, ..Default::default() });
-        assert!(plain.iter().all(|(t, _)| !t.contains(':')), "{:?}", plain.sorted());
+        assert_eq!(
+            f.count("free"),
+            1,
+            "body free counted apart from subject free"
+        );
+        let plain = tokens_of(
+            raw,
+            &TokenizerOptions {
+                header_tokens: false,
+                url_tokens: false,
+                ..Default::default()
+            },
+        );
+        assert!(
+            plain.iter().all(|(t, _)| !t.contains(':')),
+            "{:?}",
+            plain.sorted()
+        );
     }
 
     #[test]
     fn pair_tokens_when_asked() {
-        let opts = TokenizerOptions { pair_tokens: true, ..Default::default() };
+        let opts = TokenizerOptions {
+            pair_tokens: true,
+            ..Default::default()
+        };
         let f = tokens_of(b"Subject: x\n\nclick here now\n", &opts);
         assert_eq!(f.count("click+here"), 1, "{:?}", f.sorted());
         assert_eq!(f.count("here+now"), 1);
@@ -328,7 +418,10 @@ Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\
 
     #[test]
     fn ip_literal_urls() {
-        let f = tokens_of(b"Subject: x\n\ngo to http://192.0.2.7/login now\n", &TokenizerOptions::default());
+        let f = tokens_of(
+            b"Subject: x\n\ngo to http://192.0.2.7/login now\n",
+            &TokenizerOptions::default(),
+        );
         assert_eq!(f.count("url:ip-literal"), 1, "{:?}", f.sorted());
     }
 }

@@ -31,20 +31,25 @@ const CHUNK: usize = 256;
 pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(config)?;
-    let (sources, problems) = mailbox::expand(&args.paths);
-    if sources.len() >= PRELOAD_FROM {
+    let inputs = mailbox::expand(&args.paths);
+    if inputs.len() >= PRELOAD_FROM {
         route.preload()?;
     }
-    let mut unreadable = problems;
+    let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for chunk in sources.chunks(CHUNK) {
+    for chunk in inputs.chunks(CHUNK) {
         let read: Vec<_> = mailbox::read_all(chunk).collect();
-        let readable: Vec<&[u8]> = read.iter().filter_map(|(_, raw)| raw.as_deref().ok()).collect();
+        let readable: Vec<&[u8]> = read
+            .iter()
+            .filter_map(|(_, raw)| raw.as_deref().ok())
+            .collect();
         let mut scored = route.check(&readable)?.into_iter();
-        let verdicts: Vec<_> = read.iter().map(|(_, raw)| raw.as_ref().ok().and_then(|_| scored.next())).collect();
-        for ((source, raw), verdict) in read.into_iter().zip(verdicts) {
-            let name = source.name();
+        let verdicts: Vec<_> = read
+            .iter()
+            .map(|(_, raw)| raw.as_ref().ok().and_then(|_| scored.next()))
+            .collect();
+        for ((name, raw), verdict) in read.into_iter().zip(verdicts) {
             match (raw, verdict) {
                 (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
                 (Err(e), _) => {
@@ -60,7 +65,11 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     for u in &unreadable {
         eprintln!("spamnb: {u}");
     }
-    Ok(if unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn unreadable_verdict() -> Verdict {
@@ -76,7 +85,13 @@ fn unreadable_verdict() -> Verdict {
 
 fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std::io::Result<()> {
     match args.format {
-        Format::Tsv => writeln!(out, "{name}\t{}\t{:.4}\t{:.6}", v.decision.name(), v.score, v.probability)?,
+        Format::Tsv => writeln!(
+            out,
+            "{name}\t{}\t{:.4}\t{:.6}",
+            v.decision.name(),
+            v.score,
+            v.probability
+        )?,
         Format::Json => {
             let mut obj = serde_json::json!({
                 "path": name,
@@ -94,7 +109,13 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
             writeln!(out, "{obj}")?;
         }
         Format::Text => {
-            write!(out, "{name}: {} (score {:.2}, probability {:.4})", v.decision.name(), v.score, v.probability)?;
+            write!(
+                out,
+                "{name}: {} (score {:.2}, probability {:.4})",
+                v.decision.name(),
+                v.score,
+                v.probability
+            )?;
             if let Some(note) = &v.note {
                 write!(out, " — {note}")?;
             }
@@ -105,7 +126,11 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
                 }
                 for r in &v.reasons {
                     let towards = if r.weight > 0.0 { "spam" } else { "ham " };
-                    writeln!(out, "  {towards} {:+8.3}  {} ×{}", r.weight, r.feature, r.count)?;
+                    writeln!(
+                        out,
+                        "  {towards} {:+8.3}  {} ×{}",
+                        r.weight, r.feature, r.count
+                    )?;
                 }
             }
         }

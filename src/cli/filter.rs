@@ -54,7 +54,10 @@ fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     let config = super::load_config(args)?;
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(&config)?;
-    let verdict = route.check(&[raw])?.pop().expect("one verdict for one message");
+    let verdict = route
+        .check(&[raw])?
+        .pop()
+        .expect("one verdict for one message");
     let headers = spam_headers(&verdict, &config.model);
     Ok((rewrite(raw, &headers), verdict.decision == Decision::Spam))
 }

@@ -52,20 +52,19 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
     };
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(config)?;
-    let (sources, problems) = mailbox::expand(&args.paths);
-    let mut tally = Tally {
-        unreadable: problems,
-        ..Tally::default()
-    };
-    let bar = super::progress(sources.len(), "learning");
-    for chunk in sources.chunks(BATCH) {
+    let inputs = mailbox::expand(&args.paths);
+    let mut tally = Tally::default();
+    let bar = super::progress(inputs.len(), "learning");
+    for chunk in inputs.chunks(BATCH) {
         let mut raws = Vec::with_capacity(chunk.len());
-        for (source, read) in mailbox::read_all(chunk) {
+        for (name, read) in mailbox::read_all(chunk) {
             match read {
-                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => tally.unreadable.push(Unreadable {
-                    name: source.name(),
-                    reason: "empty: not a message".into(),
-                }),
+                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => {
+                    tally.unreadable.push(Unreadable {
+                        name,
+                        reason: "empty: not a message".into(),
+                    })
+                }
                 Ok(raw) => raws.push(raw),
                 Err(e) => tally.unreadable.push(e),
             }
@@ -84,7 +83,9 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         }
         bar.inc(chunk.len() as u64);
     }
-    route.flush().with_context(|| format!("saving {}", config.db.display()))?;
+    route
+        .flush()
+        .with_context(|| format!("saving {}", config.db.display()))?;
     bar.finish_and_clear();
 
     for u in &tally.unreadable {
@@ -96,12 +97,19 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
             "learned {} as {class}, relearned {} as {class}, {} already known",
             tally.learned, tally.relearned, tally.known
         ),
-        None => format!("forgot {}, {} were never learned", tally.forgotten, tally.not_learned),
+        None => format!(
+            "forgot {}, {} were never learned",
+            tally.forgotten, tally.not_learned
+        ),
     };
     let unreadable = match tally.unreadable.len() {
         0 => String::new(),
         n => format!(", {n} unreadable (listed above)"),
     };
     eprintln!("{summary}{unreadable}");
-    Ok(if tally.unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if tally.unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }

@@ -19,7 +19,11 @@ use crate::engine::Engine;
 use crate::store::SledStore;
 
 #[derive(Debug, Parser)]
-#[command(name = "spamnb", version, about = "Spam filtering with naive Bayes over words and handcrafted rules")]
+#[command(
+    name = "spamnb",
+    version,
+    about = "Spam filtering with naive Bayes over words and handcrafted rules"
+)]
 pub struct Args {
     /// Configuration file [default: ~/.config/spamnb/spamnb.toml, then /etc/spamnb/spamnb.toml]
     #[arg(long, global = true, env = "SPAMNB_CONFIG")]
@@ -105,8 +109,12 @@ pub fn engine(config: &Config, store: Arc<SledStore>) -> Engine {
 
 pub(crate) fn ensure_parent(db: &Path) -> anyhow::Result<()> {
     if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create the directory {} for the database", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| {
+            format!(
+                "cannot create the directory {} for the database",
+                parent.display()
+            )
+        })?;
     }
     Ok(())
 }
@@ -119,8 +127,10 @@ fn progress(len: usize, what: &str) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(len as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{prefix} {bar:40} {pos}/{len} {per_sec} eta {eta}")
-            .expect("progress template is valid"),
+        indicatif::ProgressStyle::with_template(
+            "{prefix} {bar:40} {pos}/{len} {per_sec} eta {eta}",
+        )
+        .expect("progress template is valid"),
     );
     bar.set_prefix(what.to_string());
     bar

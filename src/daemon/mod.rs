@@ -84,6 +84,8 @@ impl Drop for Admission {
 pub enum CheckError {
     #[error("no scoring slot came free within the session timeout (overload)")]
     Overload,
+    #[error("scoring took longer than the session timeout")]
+    Timeout,
     #[error("scoring failed: {0}")]
     Internal(String),
 }
@@ -132,15 +134,24 @@ impl Context {
     /// Scores `raw` on a blocking thread within a `max_sessions` slot, and records the
     /// verdict and its latency. The engine is the one current when this is called.
     pub async fn check(&self, protocol: Protocol, raw: Arc<[u8]>) -> Result<Verdict, CheckError> {
-        let timeout = self.config().daemon.session_timeout();
-        let _slot = tokio::time::timeout(timeout, self.sessions.clone().acquire_owned())
+        // One deadline for the wait for a slot and the scoring together: past it the
+        // message goes on unscored (fail open) and the caller is not held up further.
+        let deadline = tokio::time::Instant::now() + self.config().daemon.session_timeout();
+        let slot = tokio::time::timeout_at(deadline, self.sessions.clone().acquire_owned())
             .await
             .map_err(|_| CheckError::Overload)?
             .map_err(|_| CheckError::Overload)?;
         let engine = self.engine.current();
         let started = Instant::now();
-        let verdict = tokio::task::spawn_blocking(move || engine.check(&raw))
+        let scoring = tokio::task::spawn_blocking(move || {
+            // The slot stays taken until the scoring ends, even when nobody waits for it
+            // any more: the CPU is busy either way.
+            let _slot = slot;
+            engine.check(&raw)
+        });
+        let verdict = tokio::time::timeout_at(deadline, scoring)
             .await
+            .map_err(|_| CheckError::Timeout)?
             .map_err(|e| CheckError::Internal(e.to_string()))?;
         self.metrics
             .scored(protocol, verdict.decision, started.elapsed());

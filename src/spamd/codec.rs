@@ -682,4 +682,52 @@ mod tests {
             b"SPAMD/1.0 76 Bad header line: (Content-Length contains non-numeric bytes)\r\n"
         );
     }
+
+    /// Random bytes and mutated requests, in random chunks: the decoder never panics,
+    /// never holds more than the head limit plus the message limit, and always ends.
+    #[test]
+    fn survives_random_input() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let valid = b"PROCESS SPAMC/1.5\r\nContent-length: 12\r\nUser: x\r\n\r\nSubject: a\r\n";
+        for round in 0..3000 {
+            let mut bytes: Vec<u8> = if round % 2 == 0 {
+                (0..next() % 600).map(|_| next() as u8).collect()
+            } else {
+                let mut v = valid.to_vec();
+                for _ in 0..1 + next() % 4 {
+                    let at = (next() as usize) % v.len();
+                    v[at] = next() as u8;
+                }
+                v
+            };
+            if round % 7 == 0 {
+                bytes.extend_from_slice(b"\r\n\r\n");
+            }
+            let mut d = Decoder::new(256);
+            let mut at = 0;
+            let mut done = false;
+            while at < bytes.len() && !done {
+                let n = 1 + (next() as usize) % 64;
+                let piece = &bytes[at..(at + n).min(bytes.len())];
+                at += piece.len();
+                match d.feed(piece) {
+                    Ok(Step::NeedMore) => assert!(d.buf.len() <= MAX_HEAD + 256 + 64, "{bytes:?}"),
+                    Ok(Step::Request(r)) => {
+                        assert!(r.body.len() <= 256, "{bytes:?}");
+                        done = true;
+                    }
+                    Err(_) => done = true,
+                }
+            }
+            if !done {
+                let _ = d.finish();
+            }
+        }
+    }
 }

@@ -1,18 +1,24 @@
 //! The sled implementation of [`Store`].
 //!
-//! One sled tree, keys prefixed by kind (`t` + feature, `l` + digest, `m` + name), so that
-//! one message's token counts, the class totals and its ledger entry go to disk in one
-//! `apply_batch`, which sled applies atomically.
+//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name), so that
+//! a batch of messages' token counts, the class totals and their ledger entries go to disk
+//! in one `apply_batch`, which sled applies atomically.
+//!
+//! Token counts are kept in 16,384 buckets (by a fixed hash of the feature), each bucket one
+//! sled value listing its features and their counts. A key per feature made sled do a
+//! hundred thousand tree inserts for a few hundred messages learned, and hold their garbage
+//! until the batch ended (150 MB for 500 messages); a bucket per key cuts that to at most
+//! 16,384 small writes per batch, whatever the vocabulary.
 //!
 //! Scoring reads counts from memory, never from disk: [`SledStore::preload`] copies the
-//! token table into a map keyed by a 64-bit hash of the feature (24 bytes an entry, a
-//! third of what owned strings would cost). A collision between two features would merge
-//! their counts in memory only; at a million features its chance is about 3·10⁻⁸. Without
-//! a preload (one message through `spamnb filter`), counts are read from sled's cache:
-//! loading the table would cost more than the few hundred lookups one message needs.
+//! counts into a map keyed by the feature's 64-bit hash (24 bytes an entry, a third of what
+//! owned strings would cost). A collision between two features would merge their counts in
+//! memory only; at a million features its chance is about 3·10⁻⁸. Without a preload (one
+//! message through `spamnb filter`), counts are read from their buckets: loading the table
+//! would cost more than the few hundred lookups one message needs.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
@@ -26,6 +32,9 @@ const TOKEN: u8 = b't';
 const LEDGER: u8 = b'l';
 const META_SCHEMA: &[u8] = b"mschema";
 const META_TOTALS: &[u8] = b"mtotals";
+const MARKER_FILE: &str = "spamnb-database";
+const MARKER_TEXT: &str =
+    "This directory is a spamnb database (sled). Back it up with `spamnb export`.\n";
 
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -81,7 +90,10 @@ impl SledStore {
         };
         store.check_schema()?;
         let totals = store.read_totals()?;
-        *store.totals.write().expect("totals lock is never poisoned: no panics while held") = totals;
+        *store
+            .totals
+            .write()
+            .expect("totals lock is never poisoned: no panics while held") = totals;
         Ok(store)
     }
 
@@ -94,18 +106,24 @@ impl SledStore {
         let mut table = TokenTable::default();
         table.reserve(self.totals().vocabulary as usize);
         self.for_each_token(&mut |feature, counts| {
-            table.insert(feature_key(feature), counts);
+            table.insert(feature_hash(feature), counts);
         })?;
         *self.table.write().expect("table lock is never poisoned") = Some(table);
         Ok(())
     }
 
+    /// The schema version, checked; a new database gets one. The marker file says a spamnb
+    /// database was made here: sled recovers a damaged log by truncating it, so without the
+    /// marker a wrecked database would open as an empty one and quietly start over.
     fn check_schema(&self) -> Result<(), Error> {
+        let marker = self.path.join(MARKER_FILE);
+        let created = marker.exists();
         match self.db.get(META_SCHEMA).map_err(|e| self.corrupt(e))? {
             Some(v) => {
-                let found = u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
-                    path: self.path.clone(),
-                })?);
+                let found =
+                    u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
+                        path: self.path.clone(),
+                    })?);
                 if found != SCHEMA_VERSION {
                     return Err(Error::Schema {
                         path: self.path.clone(),
@@ -113,13 +131,21 @@ impl SledStore {
                         expected: SCHEMA_VERSION,
                     });
                 }
+                if !created {
+                    std::fs::write(&marker, MARKER_TEXT)?;
+                }
                 Ok(())
             }
+            None if created => Err(Error::Corrupt {
+                path: self.path.clone(),
+                reason: "its data files are unreadable".into(),
+            }),
             None if self.db.is_empty() => {
                 self.db
                     .insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes())
                     .map_err(|e| Error::Write(e.to_string()))?;
                 self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
+                std::fs::write(&marker, MARKER_TEXT)?;
                 Ok(())
             }
             None => Err(Error::Foreign {
@@ -146,11 +172,32 @@ impl SledStore {
     }
 
     fn read_token(&self, feature: &str) -> Result<TokenCounts, Error> {
-        if let Some(table) = self.table.read().expect("table lock is never poisoned").as_ref() {
-            return Ok(table.get(&feature_key(feature)).copied().unwrap_or_default());
+        let hash = feature_hash(feature);
+        if let Some(table) = self
+            .table
+            .read()
+            .expect("table lock is never poisoned")
+            .as_ref()
+        {
+            return Ok(table.get(&hash).copied().unwrap_or_default());
         }
-        let v = self.db.get(token_key(feature)).map_err(|e| self.corrupt(e))?;
-        Ok(v.and_then(|v| decode_counts(&v)).unwrap_or_default())
+        let entries = self.read_bucket(&bucket_key(bucket_of(hash)))?;
+        let at = entries.binary_search_by(|(f, _)| f.as_str().cmp(feature));
+        Ok(at.map_or(TokenCounts::default(), |i| entries[i].1))
+    }
+
+    fn read_bucket(&self, key: &[u8]) -> Result<Vec<(String, TokenCounts)>, Error> {
+        match self.db.get(key).map_err(|e| self.corrupt(e))? {
+            None => Ok(Vec::new()),
+            Some(v) => decode_bucket(&v).ok_or_else(|| self.damaged_bucket()),
+        }
+    }
+
+    fn damaged_bucket(&self) -> Error {
+        Error::Corrupt {
+            path: self.path.clone(),
+            reason: "a bucket of token counts is unreadable".into(),
+        }
     }
 }
 
@@ -167,16 +214,18 @@ impl CountSource for SledStore {
 
 impl Store for SledStore {
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error> {
-        let v = self.db.get(ledger_key(digest)).map_err(|e| self.corrupt(e))?;
+        let v = self
+            .db
+            .get(ledger_key(digest))
+            .map_err(|e| self.corrupt(e))?;
         Ok(v.and_then(|v| decode_ledger(&v)))
     }
 
     fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
-        // Counts as they were before this batch, and as they are becoming.
-        let mut before: HashMap<&str, TokenCounts> = HashMap::new();
-        let mut after: HashMap<&str, TokenCounts> = HashMap::new();
+        // Per feature: occurrences and messages per class to add (or, negative, take away).
+        let mut delta: HashMap<&str, [i64; 4]> = HashMap::new();
         let mut ledger: HashMap<Digest, Option<LedgerEntry>> = HashMap::new();
         let mut outcomes = Vec::with_capacity(lessons.len());
         let now = SystemTime::now()
@@ -185,39 +234,21 @@ impl Store for SledStore {
 
         for lesson in lessons {
             let known = match ledger.get(&lesson.digest) {
-                Some(entry) => entry.clone(),
-                None => self.ledger_entry(&lesson.digest)?,
+                Some(entry) => entry.as_ref().map(|e| e.class),
+                None => self.ledger_entry(&lesson.digest)?.map(|e| e.class),
             };
-            let known_class = known.as_ref().map(|e| e.class);
-            let (outcome, moves): (Outcome, &[(Class, i64)]) = match (known_class, lesson.target) {
-                (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
-                (Some(Class::Ham), Some(Class::Spam)) => (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)]),
-                (Some(Class::Spam), Some(Class::Ham)) => (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)]),
-                (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
-                (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
-                (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
-                (Some(Class::Spam), None) => (Outcome::Forgotten, &[(Class::Spam, -1)]),
-                (None, None) => (Outcome::NotLearned, &[]),
-                (Some(_), Some(_)) => unreachable!("equal classes are matched first"),
-            };
+            let (outcome, moves) = moves(known, lesson.target);
             for &(class, sign) in moves {
                 let c = class.index();
                 totals.messages[c] = (totals.messages[c] as i64 + sign).max(0) as u64;
-                for (feature, n) in lesson.features.iter() {
-                    let counts = match after.get_mut(feature) {
-                        Some(counts) => counts,
-                        None => {
-                            let current = self.read_token(feature)?;
-                            before.insert(feature, current);
-                            after.entry(feature).or_insert(current)
-                        }
-                    };
-                    let (old_occ, old_msg) = (counts.occurrences[c], counts.messages[c]);
-                    model::apply(counts, class, n, sign);
-                    totals.occurrences[c] =
-                        (totals.occurrences[c] as i64 + counts.occurrences[c] as i64 - old_occ as i64) as u64;
-                    totals.presences[c] =
-                        (totals.presences[c] as i64 + counts.messages[c] as i64 - old_msg as i64) as u64;
+                for (feature, n) in lesson
+                    .features
+                    .iter()
+                    .filter(|(f, _)| f.len() <= MAX_FEATURE_BYTES)
+                {
+                    let d = delta.entry(feature).or_default();
+                    d[c] += n as i64 * sign;
+                    d[2 + c] += sign;
                 }
             }
             if !moves.is_empty() {
@@ -231,18 +262,55 @@ impl Store for SledStore {
             outcomes.push(outcome);
         }
 
+        let mut by_bucket: HashMap<u16, Vec<(&str, [i64; 4])>> = HashMap::new();
+        for (feature, d) in delta {
+            by_bucket
+                .entry(bucket_of(feature_hash(feature)))
+                .or_default()
+                .push((feature, d));
+        }
         let mut batch = sled::Batch::default();
-        for (feature, counts) in &after {
-            let was_zero = before.get(feature).is_none_or(TokenCounts::is_zero);
-            match (was_zero, counts.is_zero()) {
-                (true, false) => totals.vocabulary += 1,
-                (false, true) => totals.vocabulary = totals.vocabulary.saturating_sub(1),
-                _ => {}
+        let mut changed: Vec<(u64, TokenCounts)> = Vec::new();
+        for (bucket, deltas) in by_bucket {
+            let key = bucket_key(bucket);
+            let mut entries = self.read_bucket(&key)?;
+            for (feature, d) in deltas {
+                let at = entries.binary_search_by(|(f, _)| f.as_str().cmp(feature));
+                let old = at.map_or(TokenCounts::default(), |i| entries[i].1);
+                let new = TokenCounts {
+                    occurrences: [
+                        model::add_signed(old.occurrences[0], d[0]),
+                        model::add_signed(old.occurrences[1], d[1]),
+                    ],
+                    messages: [
+                        model::add_signed(old.messages[0], d[2]),
+                        model::add_signed(old.messages[1], d[3]),
+                    ],
+                };
+                for c in 0..2 {
+                    totals.occurrences[c] = (totals.occurrences[c] + new.occurrences[c] as u64)
+                        .saturating_sub(old.occurrences[c] as u64);
+                    totals.presences[c] = (totals.presences[c] + new.messages[c] as u64)
+                        .saturating_sub(old.messages[c] as u64);
+                }
+                match (at, new.is_zero()) {
+                    (Ok(i), true) => {
+                        entries.remove(i);
+                        totals.vocabulary = totals.vocabulary.saturating_sub(1);
+                    }
+                    (Ok(i), false) => entries[i].1 = new,
+                    (Err(_), true) => {}
+                    (Err(i), false) => {
+                        entries.insert(i, (feature.to_string(), new));
+                        totals.vocabulary += 1;
+                    }
+                }
+                changed.push((feature_hash(feature), new));
             }
-            if counts.is_zero() {
-                batch.remove(token_key(feature));
+            if entries.is_empty() {
+                batch.remove(&key[..]);
             } else {
-                batch.insert(token_key(feature), encode_counts(counts).to_vec());
+                batch.insert(&key[..], encode_bucket(&entries));
             }
         }
         for (digest, entry) in &ledger {
@@ -257,12 +325,17 @@ impl Store for SledStore {
             .map_err(|e| Error::Write(e.to_string()))?;
 
         // The disk has it; now memory follows.
-        if let Some(table) = self.table.write().expect("table lock is never poisoned").as_mut() {
-            for (feature, counts) in &after {
+        if let Some(table) = self
+            .table
+            .write()
+            .expect("table lock is never poisoned")
+            .as_mut()
+        {
+            for (hash, counts) in changed {
                 if counts.is_zero() {
-                    table.remove(&feature_key(feature));
+                    table.remove(&hash);
                 } else {
-                    table.insert(feature_key(feature), *counts);
+                    table.insert(hash, counts);
                 }
             }
         }
@@ -286,21 +359,18 @@ impl Store for SledStore {
 
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error> {
         for kv in self.db.scan_prefix([TOKEN]) {
-            let (k, v) = kv.map_err(|e| self.corrupt(e))?;
-            let feature = std::str::from_utf8(&k[1..]).map_err(|_| Error::Corrupt {
-                path: self.path.clone(),
-                reason: "a feature name is not UTF-8".into(),
-            })?;
-            let counts = decode_counts(&v).ok_or_else(|| Error::Corrupt {
-                path: self.path.clone(),
-                reason: format!("the counts of {feature:?} are unreadable"),
-            })?;
-            each(feature, counts);
+            let (_, v) = kv.map_err(|e| self.corrupt(e))?;
+            for (feature, counts) in decode_bucket(&v).ok_or_else(|| self.damaged_bucket())? {
+                each(&feature, counts);
+            }
         }
         Ok(())
     }
 
-    fn for_each_ledger_entry(&self, each: &mut dyn FnMut(&Digest, &LedgerEntry)) -> Result<(), Error> {
+    fn for_each_ledger_entry(
+        &self,
+        each: &mut dyn FnMut(&Digest, &LedgerEntry),
+    ) -> Result<(), Error> {
         for kv in self.db.scan_prefix([LEDGER]) {
             let (k, v) = kv.map_err(|e| self.corrupt(e))?;
             let (Ok(digest), Some(entry)) = (Digest::try_from(&k[1..]), decode_ledger(&v)) else {
@@ -321,14 +391,25 @@ impl Store for SledStore {
         ledger: &[(Digest, LedgerEntry)],
     ) -> Result<(), Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
-        if self.db.scan_prefix([TOKEN]).next().is_some() || self.db.scan_prefix([LEDGER]).next().is_some() {
+        if self.db.scan_prefix([TOKEN]).next().is_some()
+            || self.db.scan_prefix([LEDGER]).next().is_some()
+        {
             return Err(Error::NotEmpty {
                 path: self.path.clone(),
             });
         }
-        let mut batch = sled::Batch::default();
+        let mut buckets: HashMap<u16, Vec<(String, TokenCounts)>> = HashMap::new();
         for (feature, counts) in tokens {
-            batch.insert(token_key(feature), encode_counts(counts).to_vec());
+            buckets
+                .entry(bucket_of(feature_hash(feature)))
+                .or_default()
+                .push((feature.clone(), *counts));
+        }
+        let mut batch = sled::Batch::default();
+        for (bucket, mut entries) in buckets {
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|a, b| a.0 == b.0);
+            batch.insert(&bucket_key(bucket)[..], encode_bucket(&entries));
         }
         for (digest, entry) in ledger {
             batch.insert(ledger_key(digest), encode_ledger(entry));
@@ -338,7 +419,12 @@ impl Store for SledStore {
             .apply_batch(batch)
             .map_err(|e| Error::Write(e.to_string()))?;
         *self.totals.write().expect("totals lock is never poisoned") = totals;
-        if self.table.read().expect("table lock is never poisoned").is_some() {
+        if self
+            .table
+            .read()
+            .expect("table lock is never poisoned")
+            .is_some()
+        {
             self.preload()?;
         }
         Ok(())
@@ -378,11 +464,19 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
     }
 }
 
-fn token_key(feature: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(feature.len() + 1);
-    k.push(TOKEN);
-    k.extend_from_slice(feature.as_bytes());
-    k
+/// Longer features are not learned; none of spamnb's own come near it.
+const MAX_FEATURE_BYTES: usize = 1024;
+
+/// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
+const BUCKET_BITS: u32 = 14;
+
+fn bucket_of(hash: u64) -> u16 {
+    (hash >> (64 - BUCKET_BITS)) as u16
+}
+
+fn bucket_key(bucket: u16) -> [u8; 3] {
+    let [hi, lo] = bucket.to_be_bytes();
+    [TOKEN, hi, lo]
 }
 
 fn ledger_key(digest: &Digest) -> Vec<u8> {
@@ -392,11 +486,61 @@ fn ledger_key(digest: &Digest) -> Vec<u8> {
     k
 }
 
-fn feature_key(feature: &str) -> u64 {
-    // `DefaultHasher::new()` has fixed keys: a feature maps to one key for the whole run.
-    let mut h = std::hash::DefaultHasher::new();
-    feature.hash(&mut h);
-    h.finish()
+/// FNV-1a with a SplitMix64 finish: fixed for all time (it places features in buckets on
+/// disk), fast on short strings, and with well-mixed high bits for the bucket number.
+fn feature_hash(feature: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in feature.as_bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// Which learning moves what: the outcome, and the (class, +1/−1) steps to apply.
+fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Class, i64)]) {
+    match (known, target) {
+        (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
+        (Some(Class::Ham), Some(Class::Spam)) => {
+            (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
+        }
+        (Some(Class::Spam), Some(Class::Ham)) => {
+            (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
+        }
+        (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
+        (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
+        (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
+        (Some(Class::Spam), None) => (Outcome::Forgotten, &[(Class::Spam, -1)]),
+        (None, None) => (Outcome::NotLearned, &[]),
+        (Some(_), Some(_)) => unreachable!("equal classes are matched first"),
+    }
+}
+
+/// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
+fn encode_bucket(entries: &[(String, TokenCounts)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.iter().map(|(f, _)| f.len() + 18).sum());
+    for (feature, counts) in entries {
+        out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+        out.extend_from_slice(feature.as_bytes());
+        out.extend_from_slice(&encode_counts(counts));
+    }
+    out
+}
+
+fn decode_bucket(mut b: &[u8]) -> Option<Vec<(String, TokenCounts)>> {
+    let mut entries = Vec::new();
+    while !b.is_empty() {
+        let len = u16::from_le_bytes(b.get(..2)?.try_into().ok()?) as usize;
+        let feature = std::str::from_utf8(b.get(2..2 + len)?).ok()?;
+        let counts = decode_counts(b.get(2 + len..2 + len + 16)?)?;
+        entries.push((feature.to_string(), counts));
+        b = &b[2 + len + 16..];
+    }
+    Some(entries)
 }
 
 /// The table's keys are already hashes; hashing them again would only cost time.
@@ -419,9 +563,14 @@ impl Hasher for PrehashedKey {
 
 fn encode_counts(c: &TokenCounts) -> [u8; 16] {
     let mut out = [0u8; 16];
-    for (i, v) in [c.occurrences[0], c.occurrences[1], c.messages[0], c.messages[1]]
-        .into_iter()
-        .enumerate()
+    for (i, v) in [
+        c.occurrences[0],
+        c.occurrences[1],
+        c.messages[0],
+        c.messages[1],
+    ]
+    .into_iter()
+    .enumerate()
     {
         out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
     }
@@ -429,7 +578,11 @@ fn encode_counts(c: &TokenCounts) -> [u8; 16] {
 }
 
 fn decode_counts(b: &[u8]) -> Option<TokenCounts> {
-    let word = |i: usize| Some(u32::from_le_bytes(b.get(i * 4..i * 4 + 4)?.try_into().ok()?));
+    let word = |i: usize| {
+        Some(u32::from_le_bytes(
+            b.get(i * 4..i * 4 + 4)?.try_into().ok()?,
+        ))
+    };
     Some(TokenCounts {
         occurrences: [word(0)?, word(1)?],
         messages: [word(2)?, word(3)?],
@@ -452,7 +605,11 @@ fn encode_totals(t: &Totals) -> Vec<u8> {
 }
 
 fn decode_totals(b: &[u8]) -> Option<Totals> {
-    let word = |i: usize| Some(u64::from_le_bytes(b.get(i * 8..i * 8 + 8)?.try_into().ok()?));
+    let word = |i: usize| {
+        Some(u64::from_le_bytes(
+            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
     Some(Totals {
         messages: [word(0)?, word(1)?],
         occurrences: [word(2)?, word(3)?],
@@ -500,24 +657,50 @@ mod tests {
     fn learn_relearn_forget_keep_counts_exact() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
-        let out = store.learn(&[lesson(1, Some(Class::Spam), "buy buy now"), lesson(2, Some(Class::Ham), "now meeting")]).unwrap();
+        let out = store
+            .learn(&[
+                lesson(1, Some(Class::Spam), "buy buy now"),
+                lesson(2, Some(Class::Ham), "now meeting"),
+            ])
+            .unwrap();
         assert_eq!(out, [Outcome::Learned, Outcome::Learned]);
         assert_eq!(store.token("buy").unwrap().occurrences, [0, 2]);
         let t = store.totals();
-        assert_eq!((t.messages, t.occurrences, t.presences, t.vocabulary), ([1, 1], [2, 3], [2, 2], 3));
+        assert_eq!(
+            (t.messages, t.occurrences, t.presences, t.vocabulary),
+            ([1, 1], [2, 3], [2, 2], 3)
+        );
 
-        assert_eq!(store.learn(&[lesson(1, Some(Class::Spam), "buy buy now")]).unwrap(), [Outcome::AlreadyKnown]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, Some(Class::Spam), "buy buy now")])
+                .unwrap(),
+            [Outcome::AlreadyKnown]
+        );
         assert_eq!(store.totals(), t, "learning twice changes nothing");
 
-        assert_eq!(store.learn(&[lesson(1, Some(Class::Ham), "buy buy now")]).unwrap(), [Outcome::Relearned]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, Some(Class::Ham), "buy buy now")])
+                .unwrap(),
+            [Outcome::Relearned]
+        );
         assert_eq!(store.token("buy").unwrap().occurrences, [2, 0]);
         assert_eq!(store.token("now").unwrap().messages, [2, 0]);
         assert_eq!(store.totals().messages, [2, 0]);
 
-        assert_eq!(store.learn(&[lesson(1, None, "buy buy now"), lesson(9, None, "x")]).unwrap(), [Outcome::Forgotten, Outcome::NotLearned]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, None, "buy buy now"), lesson(9, None, "x")])
+                .unwrap(),
+            [Outcome::Forgotten, Outcome::NotLearned]
+        );
         assert_eq!(store.token("buy"), None);
         let t = store.totals();
-        assert_eq!((t.messages, t.occurrences, t.vocabulary), ([1, 0], [2, 0], 2));
+        assert_eq!(
+            (t.messages, t.occurrences, t.vocabulary),
+            ([1, 0], [2, 0], 2)
+        );
         assert_eq!(store.ledger_entry(&[1; 16]).unwrap(), None);
     }
 
@@ -528,7 +711,12 @@ mod tests {
             let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
             store.learn(&[lesson(1, Some(Class::Spam), "a b")]).unwrap();
             store.preload().unwrap();
-            store.learn(&[lesson(2, Some(Class::Ham), "b c"), lesson(2, Some(Class::Spam), "b c")]).unwrap();
+            store
+                .learn(&[
+                    lesson(2, Some(Class::Ham), "b c"),
+                    lesson(2, Some(Class::Spam), "b c"),
+                ])
+                .unwrap();
             assert_eq!(store.token("b").unwrap().messages, [0, 2]);
             assert_eq!(store.token("c").unwrap().messages, [0, 1]);
             store.flush().unwrap();
@@ -536,14 +724,20 @@ mod tests {
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.token("b").unwrap().messages, [0, 2]);
         assert_eq!(store.totals().messages, [0, 2]);
-        assert_eq!(store.ledger_entry(&[2; 16]).unwrap().unwrap().class, Class::Spam);
+        assert_eq!(
+            store.ledger_entry(&[2; 16]).unwrap().unwrap().class,
+            Class::Spam
+        );
     }
 
     #[test]
     fn refuses_a_foreign_directory_and_a_second_opener() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
-        assert!(matches!(SledStore::open(dir.path(), &StoreOptions::default()), Err(Error::Foreign { .. })));
+        assert!(matches!(
+            SledStore::open(dir.path(), &StoreOptions::default()),
+            Err(Error::Foreign { .. })
+        ));
 
         let db = tempfile::tempdir().unwrap();
         let _first = SledStore::open(db.path(), &StoreOptions::default()).unwrap();
@@ -555,12 +749,46 @@ mod tests {
     }
 
     #[test]
+    fn feature_hash_is_fixed() {
+        // Buckets on disk depend on these values: changing the hash is a schema change.
+        assert_eq!(
+            feature_hash(""),
+            0xf52a_15e9_a9b5_e89b,
+            "{:#x}",
+            feature_hash("")
+        );
+        assert_ne!(feature_hash("free"), feature_hash("subj:free"));
+    }
+
+    #[test]
     fn encodings_round_trip() {
-        let c = TokenCounts { occurrences: [1, u32::MAX], messages: [7, 0] };
+        let c = TokenCounts {
+            occurrences: [1, u32::MAX],
+            messages: [7, 0],
+        };
         assert_eq!(decode_counts(&encode_counts(&c)), Some(c));
-        let t = Totals { messages: [1, 2], occurrences: [3, 4], presences: [5, 6], vocabulary: 7 };
+        let t = Totals {
+            messages: [1, 2],
+            occurrences: [3, 4],
+            presences: [5, 6],
+            vocabulary: 7,
+        };
         assert_eq!(decode_totals(&encode_totals(&t)), Some(t));
-        let e = LedgerEntry { class: Class::Spam, learned_at: 99, user: Some("ann".into()) };
+        let e = LedgerEntry {
+            class: Class::Spam,
+            learned_at: 99,
+            user: Some("ann".into()),
+        };
         assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
+        let bucket = vec![
+            ("a".to_string(), c),
+            ("ünï:b".to_string(), TokenCounts::default()),
+        ];
+        assert_eq!(decode_bucket(&encode_bucket(&bucket)), Some(bucket));
+        assert_eq!(
+            decode_bucket(&[3, 0, b'a']),
+            None,
+            "a cut-off bucket is damage, not data"
+        );
     }
 }

@@ -55,6 +55,16 @@ pub fn config_text(dir: &Path, s: &Sections) -> String {
 
 impl Daemon {
     pub fn start(dir: &Path, db: &Path, sections: &Sections) -> Daemon {
+        Daemon::start_with_notify(dir, db, sections, None)
+    }
+
+    /// As [`Daemon::start`], with systemd's `NOTIFY_SOCKET` pointing at `notify`.
+    pub fn start_with_notify(
+        dir: &Path,
+        db: &Path,
+        sections: &Sections,
+        notify: Option<&Path>,
+    ) -> Daemon {
         let config = dir.join("spamnb.toml");
         util::write(dir, "spamnb.toml", config_text(dir, sections));
         let mut child = Command::new(env!("CARGO_BIN_EXE_spamnb"))
@@ -65,6 +75,7 @@ impl Daemon {
             .arg("daemon")
             .env_remove("SPAMNB_LOG")
             .env_remove("NOTIFY_SOCKET")
+            .envs(notify.map(|p| ("NOTIFY_SOCKET", p)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -104,7 +115,8 @@ impl Daemon {
             text.lines()
                 .find_map(|l| {
                     l.split_once(&marker)
-                        .map(|(_, rest)| rest.trim().to_string())
+                        // The address ends the message: at a space, or a quote in JSON.
+                        .map(|(_, rest)| rest.split(['"', ' ']).next().unwrap_or("").to_string())
                 })
                 .unwrap_or_else(|| panic!("no {marker:?} in the log:\n{text}"))
         };
@@ -584,6 +596,12 @@ fn the_example_config_is_valid_and_documents_every_section() {
     for key in [
         "db =",
         "cache_mb =",
+        "spam_threshold =",
+        "min_token_weight =",
+        "normalize_length =",
+        "min_feature_messages =",
+        "html_tokens =",
+        "caps_tokens =",
         "scan_limit =",
         "[model]",
         "[tokenizer]",
@@ -607,4 +625,33 @@ fn the_example_config_is_valid_and_documents_every_section() {
             "contrib/spamnb.toml does not document {key}"
         );
     }
+}
+
+#[test]
+fn tells_systemd_when_ready_reloading_and_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = dir.path().join("notify");
+    let systemd = UnixDatagram::bind(&socket).expect("bind notify socket");
+    systemd
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut next = || {
+        let mut buf = [0u8; 256];
+        let n = systemd.recv(&mut buf).expect("a notification");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let mut d = Daemon::start_with_notify(
+        dir.path(),
+        &dir.path().join("db"),
+        &Sections::default(),
+        Some(&socket),
+    );
+    assert!(next().starts_with("READY=1"));
+    d.signal("HUP");
+    assert_eq!(next(), "RELOADING=1");
+    assert_eq!(next(), "READY=1");
+    d.signal("TERM");
+    assert!(next().starts_with("STOPPING=1"));
+    assert!(d.wait_exit(Duration::from_secs(10)).success());
 }

@@ -1,5 +1,6 @@
 mod cli;
-mod milter;
-mod util;
 mod daemon;
+mod milter;
+mod model;
 mod spamd;
+mod util;

@@ -291,3 +291,56 @@ fn hostile_clients_do_not_hurt_good_ones() {
     good(&d);
     assert!(d.http_get("/health").starts_with("HTTP/1.1 200 OK"));
 }
+
+#[test]
+fn logs_escape_control_characters_from_mail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 60) else {
+        return;
+    };
+    for format in ["text", "json"] {
+        let sub = dir.path().join(format);
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let copy = dir.path().join(format!("db-{format}"));
+        // Each daemon holds its database: give each a copy.
+        let out = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&db)
+            .arg(&copy)
+            .status()
+            .expect("cp");
+        assert!(out.success());
+        let d = Daemon::start(
+            &sub,
+            &copy,
+            &Sections {
+                daemon: &format!("log_format = \"{format}\""),
+                ..Default::default()
+            },
+        );
+        // A sender's attempt at terminal escapes and a forged log line.
+        let msg = "From: a@example.org\r\nMessage-ID: <evil\x1b[31m\x07\x08@example.org>\r\nSubject: hi\r\n\r\nbody\r\n";
+        let head = format!(
+            "CHECK SPAMC/1.5\r\nUser: dave\r\nContent-length: {}\r\n\r\n",
+            msg.len()
+        );
+        assert!(ask(&d.spamd, format!("{head}{msg}").as_bytes()).starts_with("SPAMD/1.1 0 EX_OK"));
+        d.wait_log("evil", Duration::from_secs(5));
+        let log = d.log();
+        assert!(
+            !log.chars().any(|c| c.is_control() && c != '\n'),
+            "{format}: raw control characters in\n{log}"
+        );
+        assert!(
+            log.contains("u{1b}[31m"),
+            "{format}: the escape is shown escaped:\n{log}"
+        );
+        if format == "json" {
+            for line in log.lines() {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+                assert!(v.get("level").is_some(), "{line}");
+            }
+        }
+    }
+}
