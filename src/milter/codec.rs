@@ -119,6 +119,29 @@ pub enum Command {
     Unknown(Vec<u8>),
 }
 
+impl Command {
+    /// The command's byte on the wire, for error messages.
+    pub fn code(&self) -> u8 {
+        match self {
+            Command::Negotiate { .. } => SMFIC_OPTNEG,
+            Command::Macros { .. } => SMFIC_MACRO,
+            Command::Connect { .. } => SMFIC_CONNECT,
+            Command::Helo(_) => SMFIC_HELO,
+            Command::Mail(_) => SMFIC_MAIL,
+            Command::Rcpt(_) => SMFIC_RCPT,
+            Command::Data => SMFIC_DATA,
+            Command::Header { .. } => SMFIC_HEADER,
+            Command::EndOfHeaders => SMFIC_EOH,
+            Command::Body(_) => SMFIC_BODY,
+            Command::EndOfMessage(_) => SMFIC_BODYEOB,
+            Command::Abort => SMFIC_ABORT,
+            Command::Quit => SMFIC_QUIT,
+            Command::QuitNewConnection => SMFIC_QUIT_NC,
+            Command::Unknown(_) => SMFIC_UNKNOWN,
+        }
+    }
+}
+
 /// What the filter answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Response {
@@ -158,6 +181,8 @@ pub enum ProtocolError {
     UnknownCommand { code: u8 },
     #[error("malformed milter command {:?}: {why}", *code as char)]
     Malformed { code: u8, why: &'static str },
+    #[error("milter command {:?} came before option negotiation", *code as char)]
+    BeforeNegotiation { code: u8 },
 }
 
 /// One command from the front of `buf`: `Ok(Some((command, bytes used)))`, or `Ok(None)`

@@ -130,10 +130,7 @@ impl Session {
                 }
                 Command::Quit => Ok(Step::Close),
                 Command::Abort => Ok(Step::Reply(Vec::new())),
-                _ => Err(ProtocolError::Malformed {
-                    code: b'?',
-                    why: "command before option negotiation",
-                }),
+                other => Err(ProtocolError::BeforeNegotiation { code: other.code() }),
             };
         };
         let unless = |no_reply: u32| {
@@ -832,9 +829,38 @@ mod tests {
     }
 
     #[test]
+    fn return_path_is_added_only_when_missing() {
+        let mut s = session(MilterSettings::default());
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        for (sender, fields, want) in [
+            ("<>", vec![], &b"Return-Path: <>\r\n\r\n"[..]),
+            (
+                "bare@example.org",
+                vec![],
+                b"Return-Path: <bare@example.org>\r\n\r\n",
+            ),
+            (
+                "<a@b>",
+                vec![header("Return-Path", " <x@y>")],
+                b"Return-Path: <x@y>\r\n\r\n",
+            ),
+        ] {
+            let mut commands = vec![Command::Mail(vec![sender.into()])];
+            commands.extend(fields);
+            run(&mut s, commands);
+            let step = s.handle(Command::EndOfMessage(Vec::new())).expect("eom");
+            assert_eq!(step, Step::Scan(want.to_vec()), "{sender}");
+            s.finish(None);
+        }
+    }
+
+    #[test]
     fn commands_before_negotiation_are_refused() {
         let mut s = session(MilterSettings::default());
-        assert!(s.handle(Command::Body(b"x".to_vec())).is_err());
+        assert_eq!(
+            s.handle(Command::Body(b"x".to_vec())),
+            Err(ProtocolError::BeforeNegotiation { code: b'B' })
+        );
         assert_eq!(s.handle(Command::Quit).expect("quit"), Step::Close);
     }
 }
