@@ -765,3 +765,45 @@ fn session_limit_queues_connections() {
     drop(idle);
     daemon.stop();
 }
+
+/// SIGHUP: connections opened after a reload get the new `[milter]` settings; one opened
+/// before keeps the settings it started with.
+#[test]
+fn sighup_changes_the_action_for_new_connections() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let port = free_port();
+    let mut daemon = Daemon::start(dir.path(), &db, port, "action = \"tag\"");
+    let message = b"Subject: anything\n\nsome words\n";
+    let mut before = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+    assert!(matches!(
+        before.message(message).expect("tagged").last(),
+        Some(Response::Continue)
+    ));
+    // Whatever the verdict of an untrained database, every score is above this.
+    let config = dir.path().join("spamnb.toml");
+    let text = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        text.replace("action = \"tag\"", "reject_score = -1000000.0"),
+    )
+    .expect("rewrite");
+    let _ = Command::new("kill")
+        .args(["-HUP", &daemon.child.id().to_string()])
+        .status();
+    wait_for("the reload", Duration::from_secs(10), || {
+        daemon.log_text().contains("reloaded")
+    });
+    let mut after = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+    let responses = after.message(message).expect("answered");
+    assert!(
+        matches!(responses.last(), Some(Response::ReplyCode(r)) if r.starts_with("550 5.7.1 ")),
+        "{responses:?}"
+    );
+    let responses = before.message(message).expect("answered");
+    assert!(
+        matches!(responses.last(), Some(Response::Continue)),
+        "{responses:?}"
+    );
+    daemon.stop();
+}
