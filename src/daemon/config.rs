@@ -233,3 +233,65 @@ pub fn validate(
     http.bind().map_err(|e| format!("http.listen: {e}"))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::config::Config;
+    use crate::daemon::listen::Address;
+
+    #[test]
+    fn sections_parse_default_and_validate() {
+        let p = Path::new("spamnb.toml");
+        let c = Config::parse("", p).unwrap();
+        let run = Path::new("/r");
+        let binds = c.spamd.binds(run);
+        assert_eq!(binds.len(), 2);
+        assert!(
+            binds[0].optional,
+            "the default TCP port may be taken or privileged"
+        );
+        assert_eq!(binds[1].address, Address::Unix("/r/spamd.sock".into()));
+        assert_eq!(
+            c.control.address(run),
+            Address::Unix("/r/control.sock".into())
+        );
+        assert!(c.http.bind().unwrap().unwrap().optional);
+
+        let c = Config::parse(
+            "[daemon]\nlog_format = \"json\"\nruntime_dir = \"/x\"\nmax_sessions = 3\n\
+             [spamd]\nlisten = [\"inet:0.0.0.0:783\"]\nallow_tell = true\n[http]\nlisten = \"\"\n\
+             [control]\nlisten = \"unix:/c.sock\"\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.daemon.log_format, super::LogFormat::Json);
+        assert_eq!(c.daemon.runtime_dir(), Path::new("/x"));
+        assert_eq!(c.daemon.max_sessions, 3);
+        let binds = c.spamd.binds(run);
+        assert_eq!(binds.len(), 1);
+        assert!(!binds[0].optional, "what the user asks for must bind");
+        assert!(c.spamd.allow_tell);
+        assert_eq!(c.http.bind().unwrap(), None);
+        assert_eq!(c.control.address(run), Address::Unix("/c.sock".into()));
+
+        for (text, wanted) in [
+            (
+                "[daemon]\nmax_sessions = 0\n",
+                "daemon.max_sessions must be at least 1",
+            ),
+            ("[daemon]\nlog_format = \"xml\"\n", "unknown variant"),
+            (
+                "[spamd]\nmax_message_bytes = 10\n",
+                "spamd.max_message_bytes",
+            ),
+            ("[spamd]\nlisten = [\"nowhere\"]\n", "is not an address"),
+            ("[http]\nlisten = \"nowhere\"\n", "http.listen"),
+            ("[spamd]\nallow_tel = true\n", "unknown field"),
+        ] {
+            let e = Config::parse(text, p).unwrap_err().to_string();
+            assert!(e.contains(wanted), "{text:?}: {e}");
+        }
+    }
+}

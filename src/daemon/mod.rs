@@ -313,6 +313,22 @@ fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
                     old.db.display()
                 );
             }
+            let runtime = old.daemon.runtime_dir();
+            let addresses = |c: &Config| -> Vec<Address> {
+                binds(c, &runtime)
+                    .into_iter()
+                    .map(|(_, b)| b.address)
+                    .collect()
+            };
+            if addresses(&new) != addresses(&old)
+                || new.daemon.max_connections != old.daemon.max_connections
+                || new.daemon.max_sessions != old.daemon.max_sessions
+                || new.daemon.runtime_dir() != runtime
+            {
+                tracing::warn!(
+                    "reload: listeners and connection limits take a restart; the daemon keeps the ones it started with"
+                );
+            }
             let mut new = new;
             new.db = old.db.clone();
             let engine = build(&new);
@@ -382,16 +398,19 @@ fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
         path: dir.into(),
         source,
     };
+    let me = std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid());
+    // Root's /run/spamnb is reached by other users' spamc (the sockets' own modes guard
+    // them); a user's daemon keeps its directory to itself.
+    let mode = if me == 0 { 0o755 } else { 0o700 };
     match std::fs::DirBuilder::new()
         .recursive(true)
-        .mode(0o755)
+        .mode(mode)
         .create(dir)
     {
         Ok(()) => {}
         Err(e) => return Err(err(e)),
     }
     let meta = std::fs::symlink_metadata(dir).map_err(err)?;
-    let me = std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid());
     if !meta.is_dir() || (meta.uid() != me && me != 0) {
         return Err(err(std::io::Error::other(
             "it exists but is not a directory owned by this user; remove it or set daemon.runtime_dir",

@@ -636,7 +636,7 @@ fn tells_systemd_when_ready_reloading_and_stopping() {
     systemd
         .set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
-    let mut next = || {
+    let next = || {
         let mut buf = [0u8; 256];
         let n = systemd.recv(&mut buf).expect("a notification");
         String::from_utf8_lossy(&buf[..n]).into_owned()
