@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 use super::MilterSettings;
 use super::codec::{self, Command, DEFAULT_MAX_FRAME, Response};
 use super::session::{Disposition, Session, Step};
-use crate::daemon::Context;
 use crate::daemon::listen::{Listener, Stream};
 use crate::daemon::metrics::Protocol;
+use crate::daemon::{CheckError, Context};
 use crate::message::escape_control;
 use crate::model::Verdict;
 
@@ -196,7 +196,11 @@ async fn score(
             Some(verdict)
         }
         Ok(Err(e)) => {
-            ctx.metrics.error(Protocol::Milter);
+            // Overload and the daemon's deadline are counted as fail-open (by the caller);
+            // only a failure inside scoring is an error.
+            if matches!(e, CheckError::Internal(_)) {
+                ctx.metrics.error(Protocol::Milter);
+            }
             tracing::error!(session = %who, size, "passing the message on untouched: {e}");
             None
         }
