@@ -807,3 +807,37 @@ fn sighup_changes_the_action_for_new_connections() {
     );
     daemon.stop();
 }
+
+/// Past `max_body_bytes` the milter tells the MTA to skip the rest of the body (SMFIR_SKIP)
+/// and still answers end of message with its headers.
+#[test]
+fn long_bodies_are_skipped_past_the_limit() {
+    use spamnb::milter::codec::Command as C;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mut daemon = Daemon::start(dir.path(), &db, free_port(), "max_body_bytes = 1000");
+    let mut client = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+    client
+        .send(&C::Mail(vec!["<a@example.org>".into()]))
+        .expect("mail");
+    let chunk = b"0123456789 abcdefghij\r\n".repeat(50).to_vec();
+    client.send(&C::Body(chunk)).expect("body");
+    assert_eq!(
+        client.read().expect("answer"),
+        Response::Skip,
+        "1150 bytes, past a 1000-byte limit"
+    );
+    client.send(&C::EndOfMessage(Vec::new())).expect("eom");
+    let mut answered = Vec::new();
+    while !matches!(answered.last(), Some(Response::Continue)) {
+        answered.push(client.read().expect("end of message answered"));
+    }
+    assert!(
+        answered
+            .iter()
+            .any(|r| matches!(r, Response::AddHeader { name, .. } if name == "X-Spam-Flag")),
+        "{answered:?}"
+    );
+    let _ = client.quit();
+    daemon.stop();
+}
