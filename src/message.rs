@@ -15,7 +15,8 @@ use sha2::{Digest as _, Sha256};
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
 pub fn is_own_header(name: &str) -> bool {
-    name.len() > 7 && name[..7].eq_ignore_ascii_case("x-spam-")
+    // Bytes, not a str slice: byte 7 of a name from mail need not be a char boundary.
+    name.len() > 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"x-spam-")
 }
 
 /// One header field: its name as written and its value decoded (RFC 2047 words, folding).
@@ -148,6 +149,11 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     };
     for h in parsed.headers() {
         let name = h.name.as_str().to_string();
+        // spamnb's own headers are no evidence: a tagged copy (as delivered through the
+        // milter or the filter) must score as the message did before it was tagged.
+        if is_own_header(&name) {
+            continue;
+        }
         let value = match &h.value {
             HeaderValue::Text(t) => t.to_string(),
             HeaderValue::TextList(ts) => ts.join(", "),
@@ -349,6 +355,18 @@ mod tests {
     use super::*;
 
     const LIMIT: usize = 1 << 20;
+
+    #[test]
+    fn own_headers_are_not_part_of_the_view() {
+        let raw = b"Subject: hi\r\nX-Spam-Flag: YES\r\nx-spam-status: Yes, score=9\r\nX-Spamish: kept\r\n\r\nbody\r\n";
+        let msg = Message::parse(raw, LIMIT);
+        let names: Vec<&str> = msg.headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["Subject", "X-Spamish"], "{names:?}");
+        assert!(
+            !is_own_header("abcdef\u{e9}xyz"),
+            "a name cut inside a character is no panic"
+        );
+    }
 
     #[test]
     fn decodes_headers_text_and_html() {

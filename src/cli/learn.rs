@@ -5,13 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use rayon::prelude::*;
 
+use super::route::{Prepared, Route};
 use crate::config::Config;
-use crate::engine::Engine;
 use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
-use crate::store::{Lesson, Outcome, Store};
+use crate::store::Outcome;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["spam", "ham", "forget"])))]
@@ -61,13 +60,14 @@ impl Tally {
     }
 }
 
-/// Reads and tokenizes one batch: its lessons, and the inputs that could not be read.
-fn lessons(
-    engine: &Engine,
+/// Reads one batch and prepares it for the route: its messages, and the inputs that could
+/// not be read.
+fn prepare(
+    route: &Route,
     chunk: &[Input],
     target: Option<Class>,
     user: Option<&str>,
-) -> (Vec<Lesson>, Vec<Unreadable>) {
+) -> (Prepared, Vec<Unreadable>) {
     let mut raws = Vec::with_capacity(chunk.len());
     let mut unreadable = Vec::new();
     for (name, read) in mailbox::read_all(chunk) {
@@ -80,11 +80,7 @@ fn lessons(
             Err(e) => unreadable.push(e),
         }
     }
-    let lessons = raws
-        .par_iter()
-        .map(|raw| engine.lesson(raw, target, user))
-        .collect();
-    (lessons, unreadable)
+    (route.prepare(raws, target, user), unreadable)
 }
 
 pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
@@ -93,29 +89,23 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Some(Class::Ham),
         _ => None,
     };
-    let store = super::open_store(config)?;
-    let engine = super::engine(config, store.clone());
+    // The database here, or through the daemon that holds it.
+    let route = Route::open(config)?;
     let inputs = mailbox::expand(&args.paths);
     let mut tally = Tally::default();
     let bar = super::progress(inputs.len(), "learning");
     // A pipeline: while one batch is written to the store (one thread: writes are
     // serial), the next is read and tokenized on the others.
-    let mut pending: Option<(Vec<Lesson>, u64)> = None;
+    let user = args.user.as_deref();
+    let mut pending: Option<(Prepared, u64)> = None;
     for chunk in inputs.chunks(BATCH).map(Some).chain([None]) {
         let (written, next) = rayon::join(
             || {
                 pending
                     .take()
-                    .map(|(lessons, n)| (engine.learn(&lessons), n))
+                    .map(|(batch, n)| (route.learn(&batch, target, user), n))
             },
-            || {
-                chunk.map(|chunk| {
-                    (
-                        lessons(&engine, chunk, target, args.user.as_deref()),
-                        chunk.len() as u64,
-                    )
-                })
-            },
+            || chunk.map(|chunk| (prepare(&route, chunk, target, user), chunk.len() as u64)),
         );
         if let Some((outcomes, n)) = written {
             let outcomes =
@@ -123,12 +113,12 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
             tally.count(&outcomes);
             bar.inc(n);
         }
-        pending = next.map(|((lessons, unreadable), n)| {
+        pending = next.map(|((raws, unreadable), n)| {
             tally.unreadable.extend(unreadable);
-            (lessons, n)
+            (raws, n)
         });
     }
-    store
+    route
         .flush()
         .with_context(|| format!("saving {}", config.db.display()))?;
     bar.finish_and_clear();

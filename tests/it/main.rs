@@ -1,3 +1,6 @@
 mod cli;
+mod daemon;
+mod milter;
 mod model;
+mod spamd;
 mod util;
