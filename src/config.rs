@@ -11,6 +11,7 @@ use crate::features::Extractor;
 use crate::model::ModelConfig;
 use crate::store::StoreOptions;
 use crate::tokenize::TokenizerOptions;
+use crate::watch::{RawWatch, WatchSettings};
 
 /// Where the configuration is looked for when `--config` and `SPAMNB_CONFIG` are not given:
 /// the user's own, then the system's.
@@ -39,6 +40,8 @@ pub struct Config {
     pub store: StoreOptions,
     pub extractor: Extractor,
     pub model: ModelConfig,
+    /// The folder watcher's settings, when the file has a `[watch]` section.
+    pub watch: Option<WatchSettings>,
 }
 
 impl Default for Config {
@@ -52,6 +55,7 @@ impl Default for Config {
                 scan_limit: DEFAULT_SCAN_LIMIT,
             },
             model: ModelConfig::default(),
+            watch: None,
         }
     }
 }
@@ -81,6 +85,7 @@ struct RawConfig {
     model: ModelConfig,
     #[serde(default)]
     tokenizer: TokenizerOptions,
+    watch: Option<RawWatch>,
 }
 
 impl Config {
@@ -114,7 +119,10 @@ impl Config {
         };
         let defaults = Config::default();
         if raw.model.alpha <= 0.0 || !raw.model.alpha.is_finite() {
-            return Err(invalid(format!("model.alpha must be above 0, not {}", raw.model.alpha)));
+            return Err(invalid(format!(
+                "model.alpha must be above 0, not {}",
+                raw.model.alpha
+            )));
         }
         if raw.model.ham_threshold > raw.model.spam_threshold {
             return Err(invalid(format!(
@@ -124,19 +132,29 @@ impl Config {
         }
         let scan_limit = raw.scan_limit.unwrap_or(DEFAULT_SCAN_LIMIT);
         if scan_limit < 1024 {
-            return Err(invalid(format!("scan_limit must be at least 1024 bytes, not {scan_limit}")));
+            return Err(invalid(format!(
+                "scan_limit must be at least 1024 bytes, not {scan_limit}"
+            )));
         }
+        let watch = raw
+            .watch
+            .map(RawWatch::validate)
+            .transpose()
+            .map_err(invalid)?;
         Ok(Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
             store: StoreOptions {
-                cache_bytes: raw.cache_mb.map_or(defaults.store.cache_bytes, |mb| mb << 20),
+                cache_bytes: raw
+                    .cache_mb
+                    .map_or(defaults.store.cache_bytes, |mb| mb << 20),
             },
             extractor: Extractor {
                 tokenizer: raw.tokenizer,
                 scan_limit,
             },
             model: raw.model,
+            watch,
         })
     }
 }
@@ -157,8 +175,18 @@ mod tests {
         for (text, line, wanted) in [
             ("db = \"x\"\nbogus = 1\n", Some(2), "unknown field"),
             ("[model]\nalpha = 0\n", None, "alpha must be above 0"),
-            ("[model]\nspam_threshold = -10.0\n", None, "must not be above"),
+            (
+                "[model]\nspam_threshold = -10.0\n",
+                None,
+                "must not be above",
+            ),
             ("[model\n", Some(1), ""),
+            (
+                "[watch]\nusers = { ann = \"Maildir\" }\n",
+                None,
+                "absolute path",
+            ),
+            ("[watch]\nspam_folder = []\n", Some(2), "unknown field"),
         ] {
             let e = Config::parse(text, p).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");

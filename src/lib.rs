@@ -18,6 +18,7 @@
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
+//! - [`watch`]: learning from the folders users move mail into and out of (Junk).
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
@@ -31,3 +32,4 @@ pub mod model;
 pub mod spam_headers;
 pub mod store;
 pub mod tokenize;
+pub mod watch;

@@ -163,11 +163,21 @@ pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfi
 /// Scores `features` against `counts`.
 pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig) -> Verdict {
     let totals = counts.totals();
-    let rules = features.rule_hits().into_iter().map(str::to_string).collect();
+    let rules = features
+        .rule_hits()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     let short: Vec<String> = [Class::Spam, Class::Ham]
         .into_iter()
         .filter(|c| totals.messages[c.index()] < cfg.min_learned.max(1))
-        .map(|c| format!("{} more {}", cfg.min_learned.max(1) - totals.messages[c.index()], c.name()))
+        .map(|c| {
+            format!(
+                "{} more {}",
+                cfg.min_learned.max(1) - totals.messages[c.index()],
+                c.name()
+            )
+        })
         .collect();
     if !short.is_empty() {
         return Verdict {
@@ -176,7 +186,10 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
             probability: 0.5,
             reasons: Vec::new(),
             rules,
-            note: Some(format!("not enough learned yet: needs {}", short.join(" and "))),
+            note: Some(format!(
+                "not enough learned yet: needs {}",
+                short.join(" and ")
+            )),
         };
     }
 
@@ -217,7 +230,11 @@ fn score_features<'f>(
 ) {
     let totals = counts.totals();
     let binary = cfg.event_model == EventModel::BinaryMultinomial;
-    let class_total = if binary { totals.presences } else { totals.occurrences };
+    let class_total = if binary {
+        totals.presences
+    } else {
+        totals.occurrences
+    };
     let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
     let alpha = cfg.alpha;
     let v = totals.vocabulary as f64;
@@ -247,7 +264,9 @@ fn score_features<'f>(
 
 /// The `top` strongest contributions towards spam and towards ham, strongest first.
 fn strongest(mut all: Vec<(&str, u32, f64)>, top: usize) -> Vec<Reason> {
-    let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0));
+    let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| {
+        b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0))
+    };
     let mut out = Vec::new();
     for towards_spam in [true, false] {
         let mut side: Vec<_> = all

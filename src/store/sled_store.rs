@@ -1,6 +1,7 @@
 //! The sled implementation of [`Store`].
 //!
-//! One sled tree, keys prefixed by kind (`t` + feature, `l` + digest, `m` + name), so that
+//! One sled tree, keys prefixed by kind (`t` + feature, `l` + digest, `m` + name, `n` +
+//! a front end's note key), so that
 //! one message's token counts, the class totals and its ledger entry go to disk in one
 //! `apply_batch`, which sled applies atomically.
 //!
@@ -24,6 +25,7 @@ use crate::model::{self, Class, CountSource, TokenCounts, Totals};
 
 const TOKEN: u8 = b't';
 const LEDGER: u8 = b'l';
+const NOTE: u8 = b'n';
 const META_SCHEMA: &[u8] = b"mschema";
 const META_TOTALS: &[u8] = b"mtotals";
 
@@ -81,7 +83,10 @@ impl SledStore {
         };
         store.check_schema()?;
         let totals = store.read_totals()?;
-        *store.totals.write().expect("totals lock is never poisoned: no panics while held") = totals;
+        *store
+            .totals
+            .write()
+            .expect("totals lock is never poisoned: no panics while held") = totals;
         Ok(store)
     }
 
@@ -103,9 +108,10 @@ impl SledStore {
     fn check_schema(&self) -> Result<(), Error> {
         match self.db.get(META_SCHEMA).map_err(|e| self.corrupt(e))? {
             Some(v) => {
-                let found = u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
-                    path: self.path.clone(),
-                })?);
+                let found =
+                    u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
+                        path: self.path.clone(),
+                    })?);
                 if found != SCHEMA_VERSION {
                     return Err(Error::Schema {
                         path: self.path.clone(),
@@ -146,10 +152,21 @@ impl SledStore {
     }
 
     fn read_token(&self, feature: &str) -> Result<TokenCounts, Error> {
-        if let Some(table) = self.table.read().expect("table lock is never poisoned").as_ref() {
-            return Ok(table.get(&feature_key(feature)).copied().unwrap_or_default());
+        if let Some(table) = self
+            .table
+            .read()
+            .expect("table lock is never poisoned")
+            .as_ref()
+        {
+            return Ok(table
+                .get(&feature_key(feature))
+                .copied()
+                .unwrap_or_default());
         }
-        let v = self.db.get(token_key(feature)).map_err(|e| self.corrupt(e))?;
+        let v = self
+            .db
+            .get(token_key(feature))
+            .map_err(|e| self.corrupt(e))?;
         Ok(v.and_then(|v| decode_counts(&v)).unwrap_or_default())
     }
 }
@@ -167,7 +184,10 @@ impl CountSource for SledStore {
 
 impl Store for SledStore {
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error> {
-        let v = self.db.get(ledger_key(digest)).map_err(|e| self.corrupt(e))?;
+        let v = self
+            .db
+            .get(ledger_key(digest))
+            .map_err(|e| self.corrupt(e))?;
         Ok(v.and_then(|v| decode_ledger(&v)))
     }
 
@@ -191,8 +211,12 @@ impl Store for SledStore {
             let known_class = known.as_ref().map(|e| e.class);
             let (outcome, moves): (Outcome, &[(Class, i64)]) = match (known_class, lesson.target) {
                 (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
-                (Some(Class::Ham), Some(Class::Spam)) => (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)]),
-                (Some(Class::Spam), Some(Class::Ham)) => (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)]),
+                (Some(Class::Ham), Some(Class::Spam)) => {
+                    (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
+                }
+                (Some(Class::Spam), Some(Class::Ham)) => {
+                    (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
+                }
                 (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
                 (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
                 (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
@@ -214,10 +238,11 @@ impl Store for SledStore {
                     };
                     let (old_occ, old_msg) = (counts.occurrences[c], counts.messages[c]);
                     model::apply(counts, class, n, sign);
-                    totals.occurrences[c] =
-                        (totals.occurrences[c] as i64 + counts.occurrences[c] as i64 - old_occ as i64) as u64;
-                    totals.presences[c] =
-                        (totals.presences[c] as i64 + counts.messages[c] as i64 - old_msg as i64) as u64;
+                    totals.occurrences[c] = (totals.occurrences[c] as i64
+                        + counts.occurrences[c] as i64
+                        - old_occ as i64) as u64;
+                    totals.presences[c] = (totals.presences[c] as i64 + counts.messages[c] as i64
+                        - old_msg as i64) as u64;
                 }
             }
             if !moves.is_empty() {
@@ -257,7 +282,12 @@ impl Store for SledStore {
             .map_err(|e| Error::Write(e.to_string()))?;
 
         // The disk has it; now memory follows.
-        if let Some(table) = self.table.write().expect("table lock is never poisoned").as_mut() {
+        if let Some(table) = self
+            .table
+            .write()
+            .expect("table lock is never poisoned")
+            .as_mut()
+        {
             for (feature, counts) in &after {
                 if counts.is_zero() {
                     table.remove(&feature_key(feature));
@@ -300,7 +330,10 @@ impl Store for SledStore {
         Ok(())
     }
 
-    fn for_each_ledger_entry(&self, each: &mut dyn FnMut(&Digest, &LedgerEntry)) -> Result<(), Error> {
+    fn for_each_ledger_entry(
+        &self,
+        each: &mut dyn FnMut(&Digest, &LedgerEntry),
+    ) -> Result<(), Error> {
         for kv in self.db.scan_prefix([LEDGER]) {
             let (k, v) = kv.map_err(|e| self.corrupt(e))?;
             let (Ok(digest), Some(entry)) = (Digest::try_from(&k[1..]), decode_ledger(&v)) else {
@@ -314,6 +347,36 @@ impl Store for SledStore {
         Ok(())
     }
 
+    fn note(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let v = self.db.get(note_key(key)).map_err(|e| self.corrupt(e))?;
+        Ok(v.map(|v| v.to_vec()))
+    }
+
+    fn write_notes(&self, changes: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        for (key, value) in changes {
+            match value {
+                Some(v) => batch.insert(note_key(key), v.as_slice()),
+                None => batch.remove(note_key(key)),
+            }
+        }
+        self.db
+            .apply_batch(batch)
+            .map_err(|e| Error::Write(e.to_string()))
+    }
+
+    fn for_each_note(
+        &self,
+        prefix: &[u8],
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), Error> {
+        for kv in self.db.scan_prefix(note_key(prefix)) {
+            let (k, v) = kv.map_err(|e| self.corrupt(e))?;
+            each(&k[1..], &v);
+        }
+        Ok(())
+    }
+
     fn replace_all(
         &self,
         totals: Totals,
@@ -321,7 +384,9 @@ impl Store for SledStore {
         ledger: &[(Digest, LedgerEntry)],
     ) -> Result<(), Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
-        if self.db.scan_prefix([TOKEN]).next().is_some() || self.db.scan_prefix([LEDGER]).next().is_some() {
+        if self.db.scan_prefix([TOKEN]).next().is_some()
+            || self.db.scan_prefix([LEDGER]).next().is_some()
+        {
             return Err(Error::NotEmpty {
                 path: self.path.clone(),
             });
@@ -338,7 +403,12 @@ impl Store for SledStore {
             .apply_batch(batch)
             .map_err(|e| Error::Write(e.to_string()))?;
         *self.totals.write().expect("totals lock is never poisoned") = totals;
-        if self.table.read().expect("table lock is never poisoned").is_some() {
+        if self
+            .table
+            .read()
+            .expect("table lock is never poisoned")
+            .is_some()
+        {
             self.preload()?;
         }
         Ok(())
@@ -392,6 +462,13 @@ fn ledger_key(digest: &Digest) -> Vec<u8> {
     k
 }
 
+fn note_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(NOTE);
+    k.extend_from_slice(key);
+    k
+}
+
 fn feature_key(feature: &str) -> u64 {
     // `DefaultHasher::new()` has fixed keys: a feature maps to one key for the whole run.
     let mut h = std::hash::DefaultHasher::new();
@@ -419,9 +496,14 @@ impl Hasher for PrehashedKey {
 
 fn encode_counts(c: &TokenCounts) -> [u8; 16] {
     let mut out = [0u8; 16];
-    for (i, v) in [c.occurrences[0], c.occurrences[1], c.messages[0], c.messages[1]]
-        .into_iter()
-        .enumerate()
+    for (i, v) in [
+        c.occurrences[0],
+        c.occurrences[1],
+        c.messages[0],
+        c.messages[1],
+    ]
+    .into_iter()
+    .enumerate()
     {
         out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
     }
@@ -429,7 +511,11 @@ fn encode_counts(c: &TokenCounts) -> [u8; 16] {
 }
 
 fn decode_counts(b: &[u8]) -> Option<TokenCounts> {
-    let word = |i: usize| Some(u32::from_le_bytes(b.get(i * 4..i * 4 + 4)?.try_into().ok()?));
+    let word = |i: usize| {
+        Some(u32::from_le_bytes(
+            b.get(i * 4..i * 4 + 4)?.try_into().ok()?,
+        ))
+    };
     Some(TokenCounts {
         occurrences: [word(0)?, word(1)?],
         messages: [word(2)?, word(3)?],
@@ -452,7 +538,11 @@ fn encode_totals(t: &Totals) -> Vec<u8> {
 }
 
 fn decode_totals(b: &[u8]) -> Option<Totals> {
-    let word = |i: usize| Some(u64::from_le_bytes(b.get(i * 8..i * 8 + 8)?.try_into().ok()?));
+    let word = |i: usize| {
+        Some(u64::from_le_bytes(
+            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
     Some(Totals {
         messages: [word(0)?, word(1)?],
         occurrences: [word(2)?, word(3)?],
@@ -500,24 +590,50 @@ mod tests {
     fn learn_relearn_forget_keep_counts_exact() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
-        let out = store.learn(&[lesson(1, Some(Class::Spam), "buy buy now"), lesson(2, Some(Class::Ham), "now meeting")]).unwrap();
+        let out = store
+            .learn(&[
+                lesson(1, Some(Class::Spam), "buy buy now"),
+                lesson(2, Some(Class::Ham), "now meeting"),
+            ])
+            .unwrap();
         assert_eq!(out, [Outcome::Learned, Outcome::Learned]);
         assert_eq!(store.token("buy").unwrap().occurrences, [0, 2]);
         let t = store.totals();
-        assert_eq!((t.messages, t.occurrences, t.presences, t.vocabulary), ([1, 1], [2, 3], [2, 2], 3));
+        assert_eq!(
+            (t.messages, t.occurrences, t.presences, t.vocabulary),
+            ([1, 1], [2, 3], [2, 2], 3)
+        );
 
-        assert_eq!(store.learn(&[lesson(1, Some(Class::Spam), "buy buy now")]).unwrap(), [Outcome::AlreadyKnown]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, Some(Class::Spam), "buy buy now")])
+                .unwrap(),
+            [Outcome::AlreadyKnown]
+        );
         assert_eq!(store.totals(), t, "learning twice changes nothing");
 
-        assert_eq!(store.learn(&[lesson(1, Some(Class::Ham), "buy buy now")]).unwrap(), [Outcome::Relearned]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, Some(Class::Ham), "buy buy now")])
+                .unwrap(),
+            [Outcome::Relearned]
+        );
         assert_eq!(store.token("buy").unwrap().occurrences, [2, 0]);
         assert_eq!(store.token("now").unwrap().messages, [2, 0]);
         assert_eq!(store.totals().messages, [2, 0]);
 
-        assert_eq!(store.learn(&[lesson(1, None, "buy buy now"), lesson(9, None, "x")]).unwrap(), [Outcome::Forgotten, Outcome::NotLearned]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, None, "buy buy now"), lesson(9, None, "x")])
+                .unwrap(),
+            [Outcome::Forgotten, Outcome::NotLearned]
+        );
         assert_eq!(store.token("buy"), None);
         let t = store.totals();
-        assert_eq!((t.messages, t.occurrences, t.vocabulary), ([1, 0], [2, 0], 2));
+        assert_eq!(
+            (t.messages, t.occurrences, t.vocabulary),
+            ([1, 0], [2, 0], 2)
+        );
         assert_eq!(store.ledger_entry(&[1; 16]).unwrap(), None);
     }
 
@@ -528,7 +644,12 @@ mod tests {
             let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
             store.learn(&[lesson(1, Some(Class::Spam), "a b")]).unwrap();
             store.preload().unwrap();
-            store.learn(&[lesson(2, Some(Class::Ham), "b c"), lesson(2, Some(Class::Spam), "b c")]).unwrap();
+            store
+                .learn(&[
+                    lesson(2, Some(Class::Ham), "b c"),
+                    lesson(2, Some(Class::Spam), "b c"),
+                ])
+                .unwrap();
             assert_eq!(store.token("b").unwrap().messages, [0, 2]);
             assert_eq!(store.token("c").unwrap().messages, [0, 1]);
             store.flush().unwrap();
@@ -536,14 +657,20 @@ mod tests {
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.token("b").unwrap().messages, [0, 2]);
         assert_eq!(store.totals().messages, [0, 2]);
-        assert_eq!(store.ledger_entry(&[2; 16]).unwrap().unwrap().class, Class::Spam);
+        assert_eq!(
+            store.ledger_entry(&[2; 16]).unwrap().unwrap().class,
+            Class::Spam
+        );
     }
 
     #[test]
     fn refuses_a_foreign_directory_and_a_second_opener() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
-        assert!(matches!(SledStore::open(dir.path(), &StoreOptions::default()), Err(Error::Foreign { .. })));
+        assert!(matches!(
+            SledStore::open(dir.path(), &StoreOptions::default()),
+            Err(Error::Foreign { .. })
+        ));
 
         let db = tempfile::tempdir().unwrap();
         let _first = SledStore::open(db.path(), &StoreOptions::default()).unwrap();
@@ -555,12 +682,48 @@ mod tests {
     }
 
     #[test]
+    fn notes_are_kept_apart_from_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        store
+            .write_notes(&[
+                (b"w/a".to_vec(), Some(b"1".to_vec())),
+                (b"w/b".to_vec(), Some(b"2".to_vec())),
+                (b"x".to_vec(), Some(vec![])),
+            ])
+            .unwrap();
+        store.write_notes(&[(b"w/a".to_vec(), None)]).unwrap();
+        let mut seen = Vec::new();
+        store
+            .for_each_note(b"w/", &mut |k, v| seen.push((k.to_vec(), v.to_vec())))
+            .unwrap();
+        assert_eq!(seen, [(b"w/b".to_vec(), b"2".to_vec())]);
+        assert_eq!(store.note(b"x").unwrap(), Some(vec![]));
+        assert_eq!(store.stats().unwrap().ledger_entries, 0);
+        let mut tokens = 0;
+        store.for_each_token(&mut |_, _| tokens += 1).unwrap();
+        assert_eq!(tokens, 0, "notes are not tokens");
+    }
+
+    #[test]
     fn encodings_round_trip() {
-        let c = TokenCounts { occurrences: [1, u32::MAX], messages: [7, 0] };
+        let c = TokenCounts {
+            occurrences: [1, u32::MAX],
+            messages: [7, 0],
+        };
         assert_eq!(decode_counts(&encode_counts(&c)), Some(c));
-        let t = Totals { messages: [1, 2], occurrences: [3, 4], presences: [5, 6], vocabulary: 7 };
+        let t = Totals {
+            messages: [1, 2],
+            occurrences: [3, 4],
+            presences: [5, 6],
+            vocabulary: 7,
+        };
         assert_eq!(decode_totals(&encode_totals(&t)), Some(t));
-        let e = LedgerEntry { class: Class::Spam, learned_at: 99, user: Some("ann".into()) };
+        let e = LedgerEntry {
+            class: Class::Spam,
+            learned_at: 99,
+            user: Some("ann".into()),
+        };
         assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
     }
 }
