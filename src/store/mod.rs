@@ -120,6 +120,17 @@ pub trait Store: CountSource + Send + Sync {
         Err(Error::Write("this store keeps no notes".into()))
     }
 
+    /// [`Store::learn`], and sets or removes notes in the same atomic write: a front end's
+    /// record of what it learned can never disagree with the ledger after a crash.
+    fn learn_noting(
+        &self,
+        lessons: &[Lesson],
+        notes: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Outcome>, Error> {
+        let _ = (lessons, notes);
+        Err(Error::Write("this store keeps no notes".into()))
+    }
+
     /// Sets (`Some`) or removes (`None`) notes, all of them or none.
     fn write_notes(&self, changes: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), Error> {
         let _ = changes;

@@ -192,6 +192,14 @@ impl Store for SledStore {
     }
 
     fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
+        self.learn_noting(lessons, &[])
+    }
+
+    fn learn_noting(
+        &self,
+        lessons: &[Lesson],
+        notes: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Outcome>, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
         // Counts as they were before this batch, and as they are becoming.
@@ -274,6 +282,12 @@ impl Store for SledStore {
             match entry {
                 Some(entry) => batch.insert(ledger_key(digest), encode_ledger(entry)),
                 None => batch.remove(ledger_key(digest)),
+            }
+        }
+        for (key, value) in notes {
+            match value {
+                Some(v) => batch.insert(note_key(key), v.as_slice()),
+                None => batch.remove(note_key(key)),
             }
         }
         batch.insert(META_TOTALS, encode_totals(&totals));

@@ -26,8 +26,9 @@
 //! folder); every later start, and every kernel event-queue overflow, rescans all folders
 //! and handles each file the record does not know, so moves made while spamnb was down are
 //! learned once. Learning goes through the ledger, which makes it idempotent, and the
-//! record is written after the lesson: a crash between the two at worst repeats a lesson
-//! that then changes nothing.
+//! record of the files a batch came from is written in the same atomic step as its lessons
+//! ([`Store::learn_noting`](crate::store::Store::learn_noting)), so a crash leaves both or
+//! neither.
 //!
 //! A per-user [`BurstLimit`](burst::BurstLimit) caps how many messages a burst of moves may
 //! teach; the excess is logged, with the command that would learn it by hand, and recorded
@@ -135,6 +136,7 @@ struct UserState {
 }
 
 /// A message file that appeared, or that a rescan found unrecorded.
+#[derive(Clone)]
 struct Candidate {
     user: usize,
     folder: usize,
@@ -264,12 +266,13 @@ impl Watcher {
     }
 
     fn handle(&mut self, events: Vec<notify::Result<notify::Event>>) -> Result<(), Error> {
+        use notify::event::{ModifyKind, RenameMode};
         let mut rescan = false;
-        let mut candidates = Vec::new();
-        // Files that left a folder (moved away, expunged, or renamed for new flags).
-        let mut gone = Vec::new();
+        // Every path named, in order, and those a file left (moved away, expunged, renamed
+        // for new flags). A path can be both: moved out of a folder and back in.
+        let mut paths = Vec::new();
         let mut seen_paths = HashSet::new();
-        let mut changed_users = HashSet::new();
+        let mut left = HashSet::new();
         for event in events {
             let event = match event {
                 Ok(e) => e,
@@ -285,31 +288,20 @@ impl Watcher {
                 rescan = true;
                 continue;
             }
-            // Our own reads open files too: openings teach nothing.
-            if matches!(event.kind, EventKind::Access(_)) {
-                continue;
+            match event.kind {
+                // Our own reads open files too: openings teach nothing.
+                EventKind::Access(_) => continue,
+                EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+                    left.extend(event.paths.iter().cloned());
+                }
+                EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
+                    left.extend(event.paths.first().cloned());
+                }
+                _ => {}
             }
             for path in event.paths {
-                if !seen_paths.insert(path.clone()) {
-                    continue;
-                }
-                if let Some(c) = self.candidate(&path) {
-                    if path.exists() {
-                        candidates.push(c);
-                    } else {
-                        gone.push(c);
-                    }
-                } else if path.is_dir() {
-                    if let Some(user) = self.users.iter().position(|u| path.starts_with(&u.root)) {
-                        changed_users.insert(user);
-                        // A folder being made: its cur/ and new/ may come after this event.
-                        let is_sub = path
-                            .file_name()
-                            .is_some_and(|n| matches!(n.to_str(), Some("cur" | "new" | "tmp")));
-                        if !is_sub {
-                            self.watch(&path)?;
-                        }
-                    }
+                if seen_paths.insert(path.clone()) {
+                    paths.push(path);
                 }
             }
         }
@@ -319,16 +311,43 @@ impl Watcher {
             }
             return self.rescan_all();
         }
+
+        let mut candidates = Vec::new();
+        let mut gone = Vec::new();
+        let mut changed_users = HashSet::new();
+        for path in paths {
+            if let Some(c) = self.candidate(&path) {
+                let exists = path.exists();
+                if !exists || left.contains(&path) {
+                    gone.push(c.clone());
+                }
+                if exists {
+                    candidates.push(c);
+                }
+            } else if path.is_dir() {
+                if let Some(user) = self.users.iter().position(|u| path.starts_with(&u.root)) {
+                    changed_users.insert(user);
+                    // A folder being made: its cur/ and new/ may come after this event.
+                    let is_sub = path
+                        .file_name()
+                        .is_some_and(|n| matches!(n.to_str(), Some("cur" | "new" | "tmp")));
+                    if !is_sub {
+                        self.watch(&path)?;
+                    }
+                }
+            }
+        }
         // A file that left its folder is forgotten there, so that the same file moved back
-        // (rename(2) keeps its name) is seen anew; a flag change left a file of the same
-        // unique name behind, and its record stays.
-        let present: HashSet<(usize, usize, &str)> = candidates
+        // (rename(2) keeps its name) is looked at anew. A flag change leaves a file of the
+        // same unique name under another name: that record stays.
+        let renamed_in_place: HashSet<(usize, usize, &str)> = candidates
             .iter()
+            .filter(|c| !left.contains(&c.path))
             .map(|c| (c.user, c.folder, c.unique.as_str()))
             .collect();
         let mut changes = Vec::new();
         for c in &gone {
-            if !present.contains(&(c.user, c.folder, c.unique.as_str())) {
+            if !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())) {
                 let u = &self.users[c.user];
                 seen::gone(&u.user, &u.folders[c.folder].name, &c.unique, &mut changes);
             }
@@ -589,9 +608,10 @@ impl Watcher {
                     engine.lesson(raw, Some(target), Some(&self.users[chunk[i].user].user))
                 })
                 .collect();
-            // The lesson first, the record second: a crash in between repeats a lesson,
-            // which the ledger makes a no-op, and never loses one.
-            let outcomes = engine.learn(&lessons)?;
+            // The lessons and the record of the files they came from go in one atomic
+            // write: after a crash, the record never says a file was seen whose lesson was
+            // lost, nor misses one whose lesson was kept.
+            let outcomes = engine.learn_noting(&lessons, &std::mem::take(&mut notes))?;
             for (&(i, target), outcome) in plans.iter().zip(outcomes) {
                 let c = &chunk[i];
                 let what = match outcome {

@@ -1,3 +1,4 @@
 mod cli;
 mod util;
 mod watch;
+mod watch_e2e;

@@ -385,3 +385,21 @@ fn a_folder_made_while_running_is_watched() {
     f.move_to(&pa, "Spam");
     f.wait_learned(&a, Class::Spam);
 }
+
+#[test]
+fn moved_into_junk_and_straight_back_ends_as_ham_or_unlearned() {
+    let mut f = Fixture::new(settings());
+    let (a, marker) = (mail(50), mail(51));
+    let pa = f.place("INBOX", "1700000050.A.host:2,S", &a);
+    let pm = f.place("INBOX", "1700000051.M.host:2,S", &marker);
+    f.start();
+    let in_junk = f.move_to(&pa, "Junk");
+    f.move_to(&in_junk, "INBOX");
+    f.move_to(&pm, "Junk");
+    f.wait_learned(&marker, Class::Spam);
+    assert_ne!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "the user's last word was INBOX"
+    );
+}
