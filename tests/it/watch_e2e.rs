@@ -230,3 +230,319 @@ fn sigkill_during_bursts_of_moves_never_leaves_half_a_message_learned() {
         "some messages were relearned as ham across the rounds"
     );
 }
+
+/// The lines a running `spamnb -v watch` logs, as they come.
+struct Log(std::sync::mpsc::Receiver<String>);
+
+impl Log {
+    fn follow(child: &mut Child) -> Log {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err = BufReader::new(child.stderr.take().expect("stderr"));
+        std::thread::spawn(move || {
+            for line in err.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Log(rx)
+    }
+
+    /// Waits for a line containing `what`; returns every line up to it.
+    fn wait_for(&self, what: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.0.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.contains(what);
+                    lines.push(line);
+                    if done {
+                        return lines;
+                    }
+                }
+                Err(_) => panic!(
+                    "no log line with {what:?} within 20 s; got:\n{}",
+                    lines.join("\n")
+                ),
+            }
+        }
+    }
+}
+
+/// A private Dovecot on a loopback port: its own base_dir, a passwd-file user, Maildirs in
+/// a temp dir. Stopped when dropped.
+struct Dovecot {
+    config: PathBuf,
+    port: u16,
+    child: Child,
+}
+
+impl Dovecot {
+    fn start(dir: &Path) -> Dovecot {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let d = dir.display();
+        for sub in ["run", "state", "home"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        // Mail processes run as nobody: Dovecot refuses uid 0 for mail access.
+        let status = Command::new("chown")
+            .args(["65534:65534", &format!("{d}/home")])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        util::write(dir, "passwd", "ann:{PLAIN}secret\n");
+        let config = util::write(
+            dir,
+            "dovecot.conf",
+            format!(
+                "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\n\
+                 protocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\n\
+                 auth_mechanisms = plain\nfirst_valid_uid = 100\n\
+                 mail_location = maildir:{d}/home/%u/Maildir\n\
+                 passdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\n\
+                 userdb {{\n  driver = static\n  args = uid=65534 gid=65534 home={d}/home/%u\n}}\n\
+                 service imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n\
+                 \x20 inet_listener imaps {{\n    port = 0\n  }}\n}}\n\
+                 namespace inbox {{\n  inbox = yes\n\
+                 \x20 mailbox Junk {{\n    auto = create\n    special_use = \\Junk\n  }}\n\
+                 \x20 mailbox Trash {{\n    auto = create\n    special_use = \\Trash\n  }}\n}}\n"
+            ),
+        );
+        let child = Command::new("dovecot")
+            .args(["-F", "-c"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dovecot");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "dovecot did not listen; see {d}/dovecot.log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Dovecot {
+            config,
+            port,
+            child,
+        }
+    }
+
+    /// Runs IMAP commands through Python's imaplib: `append SUBJECTNO`, `move N FROM TO`,
+    /// `copy N FROM TO` (N: the number in the message's subject).
+    fn imap(&self, commands: &[&str], mails: &dyn Fn(usize) -> String) {
+        let mut script = format!(
+            "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {})\nm.login('ann', 'secret')\n\
+             def find(n, folder):\n    m.select(folder)\n    t, d = m.uid('SEARCH', None, 'HEADER', 'Subject', '\"note %d\"' % n)\n\
+             \x20   assert t == 'OK' and d[0], (n, folder, d)\n    return d[0].split()[0]\n",
+            self.port
+        );
+        for c in commands {
+            let words: Vec<&str> = c.split_whitespace().collect();
+            match words[..] {
+                ["append", n] => {
+                    let raw = mails(n.parse().unwrap()).replace('\n', "\r\n");
+                    script.push_str(&format!(
+                        "t, _ = m.append('INBOX', None, None, {raw:?}.encode())\nassert t == 'OK'\n"
+                    ));
+                }
+                [verb @ ("move" | "copy"), n, from, to] => script.push_str(&format!(
+                    "t, d = m.uid('{}', find({n}, '{from}'), '{to}')\nassert t == 'OK', d\n",
+                    verb.to_uppercase()
+                )),
+                _ => panic!("bad IMAP step {c}"),
+            }
+        }
+        script.push_str("m.logout()\n");
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "IMAP {commands:?} failed:\n{}",
+            util::text(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Dovecot {
+    fn drop(&mut self) {
+        let _ = Command::new("doveadm")
+            .arg("-c")
+            .arg(&self.config)
+            .arg("stop")
+            .status();
+        if self.child.wait_timeout_or_kill() {
+            // stopped
+        }
+    }
+}
+
+trait WaitOrKill {
+    fn wait_timeout_or_kill(&mut self) -> bool;
+}
+
+impl WaitOrKill for Child {
+    /// Waits up to 5 s for the child to exit, then kills it. True if it exited by itself.
+    fn wait_timeout_or_kill(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.kill();
+        let _ = self.wait();
+        false
+    }
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("id -u");
+    let root = util::text(&out.stdout).trim() == "0";
+    if !root {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("skipped: Dovecot's test needs root (its mail processes run as nobody)");
+    }
+    root
+}
+
+/// What `spamnb stats --format json` and `spamnb export` say once the watcher is stopped.
+fn learned(db: &Path) -> ([u64; 2], BTreeMap<String, String>) {
+    let out = util::spamnb(db)
+        .args(["stats", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = |class: &str| stats["messages"][class].as_u64().unwrap();
+    let out = util::spamnb(db).arg("export").output().unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let ledger = util::text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("ledger "))
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            (w[0].to_string(), format!("{} {}", w[1], w[3]))
+        })
+        .collect();
+    ([n("ham"), n("spam")], ledger)
+}
+
+fn hex(raw: &str) -> String {
+    digest(raw.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn stop_watcher(mut child: Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        child.wait_timeout_or_kill(),
+        "spamnb watch did not stop on SIGTERM"
+    );
+}
+
+#[test]
+fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
+    if !util::have("dovecot") || !util::have("python3") || !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Dovecot's mail processes (nobody) must reach the Maildirs below it.
+    let status = Command::new("chmod")
+        .args(["755"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let dovecot = Dovecot::start(dir.path());
+    let mails = |n: usize| mail(n);
+    // Four messages delivered into INBOX (Dovecot makes Junk and Trash beside it).
+    dovecot.imap(
+        &["append 7001", "append 7002", "append 7003", "append 7004"],
+        &mails,
+    );
+
+    let db = dir.path().join("db");
+    let root = dir.path().join("home/ann/Maildir");
+    let config = write_config(dir.path(), "ann", &root);
+    let spawn = || {
+        let mut c = watch_command(&config, &db);
+        c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn spamnb watch");
+        let log = Log::follow(&mut child);
+        log.wait_for("watching");
+        (child, log)
+    };
+
+    // INBOX → Junk, by MOVE and by COPY: learned as spam.
+    let (watcher, log) = spawn();
+    dovecot.imap(
+        &[
+            "move 7001 INBOX Junk",
+            "copy 7002 INBOX Junk",
+            "move 7003 INBOX Junk",
+        ],
+        &mails,
+    );
+    for _ in 0..3 {
+        log.wait_for("as spam for ann");
+    }
+    stop_watcher(watcher);
+    let (counts, ledger) = learned(&db);
+    assert_eq!(counts, [0, 3], "three learned as spam");
+    for n in [7001, 7002, 7003] {
+        assert_eq!(
+            ledger.get(&hex(&mail(n))).map(String::as_str),
+            Some("spam ann"),
+            "message {n}"
+        );
+    }
+
+    // Junk → INBOX: relearned as ham. Junk → Trash: nothing.
+    let (watcher, log) = spawn();
+    dovecot.imap(&["move 7003 Junk Trash", "move 7001 Junk INBOX"], &mails);
+    let lines = log.wait_for("as ham for ann");
+    let taught = |l: &&String| l.contains("learned") && l.contains(".Trash/");
+    assert!(
+        !lines.iter().any(|l| taught(&l)),
+        "Trash taught something:\n{}",
+        lines.join("\n")
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop_watcher(watcher);
+    let (counts, ledger) = learned(&db);
+    assert_eq!(counts, [1, 2]);
+    assert_eq!(
+        ledger.get(&hex(&mail(7001))).map(String::as_str),
+        Some("ham ann")
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7003))).map(String::as_str),
+        Some("spam ann"),
+        "Trash neither unlearns nor relearns"
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7004))),
+        None,
+        "a delivery into INBOX teaches nothing"
+    );
+    drop(dovecot);
+}
