@@ -382,9 +382,7 @@ impl Drop for Dovecot {
             .arg(&self.config)
             .arg("stop")
             .status();
-        if self.child.wait_timeout_or_kill() {
-            // stopped
-        }
+        self.child.wait_timeout_or_kill();
     }
 }
 
@@ -488,8 +486,9 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
         c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = c.spawn().expect("spawn spamnb watch");
         let log = Log::follow(&mut child);
+        let running = Running(child);
         log.wait_for("watching");
-        (child, log)
+        (running, log)
     };
 
     // INBOX → Junk, by MOVE and by COPY: learned as spam.
