@@ -73,10 +73,14 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
                 Err(e) => tally.unreadable.push(e),
             }
         }
-        let lessons: Vec<_> = raws
-            .par_iter()
-            .map(|raw| engine.lesson(raw, target, args.user.as_deref()))
-            .collect();
+        let lesson = |raw: &Vec<u8>| engine.lesson(raw, target, args.user.as_deref());
+        // One message (a Sieve or procmail hook) needs no thread pool, and a hook may run
+        // under limits (Dovecot's vsz_limit) where starting one fails.
+        let lessons: Vec<_> = if raws.len() < 2 {
+            raws.iter().map(lesson).collect()
+        } else {
+            raws.par_iter().map(lesson).collect()
+        };
         let outcomes = engine
             .learn(&lessons)
             .with_context(|| format!("learning into {}", config.db.display()))?;

@@ -280,7 +280,22 @@ struct Dovecot {
 }
 
 impl Dovecot {
-    fn start(dir: &Path) -> Dovecot {
+    /// Dovecot 2.3 with `extra` added to its configuration; None (skipped) for another
+    /// version, whose configuration syntax differs.
+    fn start(dir: &Path, extra: &str) -> Option<Dovecot> {
+        let version = Command::new("dovecot")
+            .arg("--version")
+            .output()
+            .expect("dovecot --version");
+        let version = util::text(&version.stdout);
+        if !version.starts_with("2.3") {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "this test speaks Dovecot 2.3's configuration, not {version}"
+            );
+            eprintln!("skipped: Dovecot {version} is not 2.3");
+            return None;
+        }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -311,7 +326,7 @@ impl Dovecot {
                  \x20 inet_listener imaps {{\n    port = 0\n  }}\n}}\n\
                  namespace inbox {{\n  inbox = yes\n\
                  \x20 mailbox Junk {{\n    auto = create\n    special_use = \\Junk\n  }}\n\
-                 \x20 mailbox Trash {{\n    auto = create\n    special_use = \\Trash\n  }}\n}}\n"
+                 \x20 mailbox Trash {{\n    auto = create\n    special_use = \\Trash\n  }}\n}}\n{extra}\n"
             ),
         );
         let child = Command::new("dovecot")
@@ -329,11 +344,11 @@ impl Dovecot {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
-        Dovecot {
+        Some(Dovecot {
             config,
             port,
             child,
-        }
+        })
     }
 
     /// Runs IMAP commands through Python's imaplib: `append SUBJECTNO`, `move N FROM TO`,
@@ -445,14 +460,26 @@ fn hex(raw: &str) -> String {
         .collect()
 }
 
-fn stop_watcher(mut child: Child) {
+/// A running `spamnb watch`, killed if a failing test leaves it behind.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn stop_watcher(mut running: Running) {
     let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &running.0.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     assert!(
-        child.wait_timeout_or_kill(),
+        running.0.wait_timeout_or_kill(),
         "spamnb watch did not stop on SIGTERM"
     );
 }
@@ -470,7 +497,9 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
         .status()
         .unwrap();
     assert!(status.success());
-    let dovecot = Dovecot::start(dir.path());
+    let Some(dovecot) = Dovecot::start(dir.path(), "") else {
+        return;
+    };
     let mails = |n: usize| mail(n);
     // Four messages delivered into INBOX (Dovecot makes Junk and Trash beside it).
     dovecot.imap(
@@ -544,4 +573,91 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
         "a delivery into INBOX teaches nothing"
     );
     drop(dovecot);
+}
+
+#[test]
+fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
+    if !util::have("dovecot") || !util::have("python3") || !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let status = Command::new("chmod").args(["755"]).arg(t).status().unwrap();
+    assert!(status.success());
+    // contrib/dovecot as an administrator installs it, with /etc/dovecot/sieve moved into
+    // the temp dir; the learn script is told where spamnb and its database are.
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/dovecot");
+    let sieve_dir = t.join("sieve");
+    std::fs::create_dir_all(&sieve_dir).unwrap();
+    for script in ["report-spam.sieve", "report-ham.sieve"] {
+        std::fs::copy(contrib.join(script), sieve_dir.join(script)).unwrap();
+    }
+    // Dovecot runs the script as the mail user (nobody): a copy of spamnb it can execute.
+    let bin = t.join("spamnb");
+    std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), &bin).unwrap();
+    let db = t.join("home/ann/spamnb-db");
+    let learn = std::fs::read_to_string(contrib.join("spamnb-learn.sh"))
+        .unwrap()
+        .replace(
+            "SPAMNB=${SPAMNB:-spamnb}",
+            &format!(
+                "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null",
+                bin.display(),
+                db.display()
+            ),
+        );
+    let script = util::write(&sieve_dir, "spamnb-learn.sh", learn);
+    let status = Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Dovecot saves the compiled scripts beside them, as the mail user.
+    let status = Command::new("chown")
+        .arg("65534:65534")
+        .arg(&sieve_dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let conf = std::fs::read_to_string(contrib.join("90-spamnb-imapsieve.conf"))
+        .unwrap()
+        .replace("/etc/dovecot/sieve", &sieve_dir.display().to_string());
+
+    let Some(dovecot) = Dovecot::start(t, &conf) else {
+        return;
+    };
+    let mails = |n: usize| mail(n);
+    dovecot.imap(&["append 7101", "append 7102", "append 7103"], &mails);
+    dovecot.imap(
+        &[
+            "move 7101 INBOX Junk",
+            "copy 7102 INBOX Junk",
+            "move 7102 Junk Trash",
+            "move 7101 Junk INBOX",
+        ],
+        &mails,
+    );
+    drop(dovecot);
+    assert!(
+        db.exists(),
+        "the Sieve scripts never ran spamnb; see {}",
+        t.join("dovecot.log").display()
+    );
+    let (counts, ledger) = learned(&db);
+    let log = std::fs::read_to_string(t.join("dovecot.log")).unwrap_or_default();
+    assert_eq!(
+        counts,
+        [1, 1],
+        "7101 spam then ham, 7102 spam, nothing from Trash; dovecot.log:\n{log}"
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7101))).map(String::as_str),
+        Some("ham ann")
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7102))).map(String::as_str),
+        Some("spam ann")
+    );
+    assert_eq!(ledger.get(&hex(&mail(7103))), None);
 }
