@@ -324,16 +324,16 @@ impl Watcher {
                 if exists {
                     candidates.push(c);
                 }
-            } else if path.is_dir() {
-                if let Some(user) = self.users.iter().position(|u| path.starts_with(&u.root)) {
-                    changed_users.insert(user);
-                    // A folder being made: its cur/ and new/ may come after this event.
-                    let is_sub = path
-                        .file_name()
-                        .is_some_and(|n| matches!(n.to_str(), Some("cur" | "new" | "tmp")));
-                    if !is_sub {
-                        self.watch(&path)?;
-                    }
+            } else if path.is_dir()
+                && let Some(user) = self.users.iter().position(|u| path.starts_with(&u.root))
+            {
+                changed_users.insert(user);
+                // A folder being made: its cur/ and new/ may come after this event.
+                let is_sub = path
+                    .file_name()
+                    .is_some_and(|n| matches!(n.to_str(), Some("cur" | "new" | "tmp")));
+                if !is_sub {
+                    self.watch(&path)?;
                 }
             }
         }

@@ -403,3 +403,66 @@ fn moved_into_junk_and_straight_back_ends_as_ham_or_unlearned() {
         "the user's last word was INBOX"
     );
 }
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The figures for issue 5's closing note: move-to-learned latency and burst throughput.
+/// `cargo test --release --test it bench_watch -- --ignored --nocapture`
+#[test]
+#[ignore = "a benchmark: run by hand with --ignored --nocapture"]
+fn bench_watch_latency_and_burst_throughput() {
+    // Real mail when the corpus is there, small written messages otherwise.
+    let mails: Vec<String> = match crate::util::corpus() {
+        Some(root) => ["spam-2", "easy-ham-2"]
+            .iter()
+            .flat_map(|g| crate::util::corpus_files(&root, g, 1200))
+            .filter_map(|p| std::fs::read(p).ok())
+            .map(|raw| String::from_utf8_lossy(&raw).into_owned())
+            .collect(),
+        None => (0..2400).map(|n| mail(20_000 + n)).collect(),
+    };
+    let mut by_digest = std::collections::HashSet::new();
+    let mails: Vec<String> = mails.into_iter().filter(|m| by_digest.insert(digest(m.as_bytes()))).collect();
+    let (single, burst) = mails.split_at(200);
+    let mut f = Fixture::new(settings());
+    let single_paths: Vec<PathBuf> =
+        single.iter().enumerate().map(|(i, m)| f.place("INBOX", &format!("1700100000.S{i}.host:2,S"), m)).collect();
+    let burst_paths: Vec<PathBuf> =
+        burst.iter().enumerate().map(|(i, m)| f.place("INBOX", &format!("1700200000.B{i}.host:2,S"), m)).collect();
+    f.start();
+
+    // One move at a time: from rename(2) to the ledger saying spam.
+    let mut latencies = Vec::new();
+    for (p, m) in single_paths.iter().zip(single) {
+        let t = Instant::now();
+        f.move_to(p, "Junk");
+        let d = digest(m.as_bytes());
+        wait_until(|| f.store.ledger_entry(&d).unwrap().is_some(), "learned");
+        latencies.push(t.elapsed());
+    }
+    latencies.sort();
+    eprintln!(
+        "move → learned over {} single moves: p50 {:?}, p99 {:?}, max {:?}",
+        latencies.len(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies[latencies.len() - 1]
+    );
+
+    // A burst: every message moved at once, timed until the last is learned.
+    let before = f.messages()[1];
+    let t = Instant::now();
+    for p in &burst_paths {
+        f.move_to(p, "Junk");
+    }
+    let moved = t.elapsed();
+    wait_until(|| f.messages()[1] >= before + burst.len() as u64, "the burst is learned");
+    let took = t.elapsed();
+    eprintln!(
+        "burst of {} moves (renamed in {moved:?}): all learned in {took:?}, {:.0} messages/s",
+        burst.len(),
+        burst.len() as f64 / took.as_secs_f64()
+    );
+}

@@ -146,8 +146,8 @@ fn sigkill_during_bursts_of_moves_never_leaves_half_a_message_learned() {
         .map(|i| format!("1700005000.M{i}.host:2,S"))
         .collect();
     // Where each message is, and whether it was ever moved.
-    let mut in_junk = vec![false; N];
-    let mut moved = vec![false; N];
+    let mut in_junk = [false; N];
+    let mut moved = [false; N];
     for (m, name) in mails.iter().zip(&names) {
         std::fs::write(root.join("cur").join(name), m).unwrap();
     }
@@ -660,4 +660,16 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         Some("spam ann")
     );
     assert_eq!(ledger.get(&hex(&mail(7103))), None);
+}
+
+#[test]
+fn learn_from_stdin_records_the_user_in_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let raw = util::message("cheap pills", "buy cheap pills now");
+    let out = util::run_with_stdin(util::spamnb(&db).args(["learn", "--spam", "--user", "ann", "-"]), raw.as_bytes());
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let (counts, ledger) = learned(&db);
+    assert_eq!(counts, [0, 1]);
+    assert_eq!(ledger.get(&hex(&raw)).map(String::as_str), Some("spam ann"));
 }
