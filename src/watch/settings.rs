@@ -128,3 +128,44 @@ impl RawWatch {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_section() {
+        let raw: RawWatch = toml::from_str(
+            "spam_folders = [\".Junk\"]\nburst_limit = 0\ndebounce_ms = 50\n[users]\nann = \"/home/ann/Maildir\"\nbob = \"/home/bob/Maildir\"\n",
+        )
+        .unwrap();
+        let s = raw.validate().unwrap();
+        assert_eq!(s.users.len(), 2);
+        assert_eq!(
+            s.users[0],
+            UserMaildir {
+                user: "ann".into(),
+                root: "/home/ann/Maildir".into()
+            }
+        );
+        assert_eq!(s.spam_folders, [".Junk"]);
+        assert_eq!(
+            s.never_learn,
+            WatchSettings::default().never_learn,
+            "defaults fill the rest"
+        );
+        assert_eq!((s.burst_limit, s.debounce), (0, Duration::from_millis(50)));
+
+        for (text, wanted) in [
+            ("burst_window_secs = 0\n", "above 0"),
+            ("debounce_ms = 5000\n", "at most 1000"),
+            ("[users]\n\"a/b\" = \"/x\"\n", "not a usable user name"),
+        ] {
+            let e = toml::from_str::<RawWatch>(text)
+                .unwrap()
+                .validate()
+                .unwrap_err();
+            assert!(e.contains(wanted), "{text:?}: {e}");
+        }
+    }
+}

@@ -418,19 +418,29 @@ fn bench_watch_latency_and_burst_throughput() {
         Some(root) => ["spam-2", "easy-ham-2"]
             .iter()
             .flat_map(|g| crate::util::corpus_files(&root, g, 1200))
-            .filter_map(|p| std::fs::read(p).ok())
+            // Without the mbox envelope line, as a Maildir holds them.
+            .filter_map(|p| spamnb::mailbox::read(&spamnb::mailbox::MailSource::File(p)).ok())
             .map(|raw| String::from_utf8_lossy(&raw).into_owned())
             .collect(),
         None => (0..2400).map(|n| mail(20_000 + n)).collect(),
     };
     let mut by_digest = std::collections::HashSet::new();
-    let mails: Vec<String> = mails.into_iter().filter(|m| by_digest.insert(digest(m.as_bytes()))).collect();
+    let mails: Vec<String> = mails
+        .into_iter()
+        .filter(|m| by_digest.insert(digest(m.as_bytes())))
+        .collect();
     let (single, burst) = mails.split_at(200);
     let mut f = Fixture::new(settings());
-    let single_paths: Vec<PathBuf> =
-        single.iter().enumerate().map(|(i, m)| f.place("INBOX", &format!("1700100000.S{i}.host:2,S"), m)).collect();
-    let burst_paths: Vec<PathBuf> =
-        burst.iter().enumerate().map(|(i, m)| f.place("INBOX", &format!("1700200000.B{i}.host:2,S"), m)).collect();
+    let single_paths: Vec<PathBuf> = single
+        .iter()
+        .enumerate()
+        .map(|(i, m)| f.place("INBOX", &format!("1700100000.S{i}.host:2,S"), m))
+        .collect();
+    let burst_paths: Vec<PathBuf> = burst
+        .iter()
+        .enumerate()
+        .map(|(i, m)| f.place("INBOX", &format!("1700200000.B{i}.host:2,S"), m))
+        .collect();
     f.start();
 
     // One move at a time: from rename(2) to the ledger saying spam.
@@ -458,7 +468,10 @@ fn bench_watch_latency_and_burst_throughput() {
         f.move_to(p, "Junk");
     }
     let moved = t.elapsed();
-    wait_until(|| f.messages()[1] >= before + burst.len() as u64, "the burst is learned");
+    wait_until(
+        || f.messages()[1] >= before + burst.len() as u64,
+        "the burst is learned",
+    );
     let took = t.elapsed();
     eprintln!(
         "burst of {} moves (renamed in {moved:?}): all learned in {took:?}, {:.0} messages/s",

@@ -667,7 +667,10 @@ fn learn_from_stdin_records_the_user_in_the_ledger() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let raw = util::message("cheap pills", "buy cheap pills now");
-    let out = util::run_with_stdin(util::spamnb(&db).args(["learn", "--spam", "--user", "ann", "-"]), raw.as_bytes());
+    let out = util::run_with_stdin(
+        util::spamnb(&db).args(["learn", "--spam", "--user", "ann", "-"]),
+        raw.as_bytes(),
+    );
     assert!(out.status.success(), "{}", util::text(&out.stderr));
     let (counts, ledger) = learned(&db);
     assert_eq!(counts, [0, 1]);
