@@ -30,9 +30,9 @@
 //! ([`Store::learn_noting`](crate::store::Store::learn_noting)), so a crash leaves both or
 //! neither.
 //!
-//! A per-user [`BurstLimit`](burst::BurstLimit) caps how many messages a burst of moves may
-//! teach; the excess is logged, with the command that would learn it by hand, and recorded
-//! as seen so that it is not retried.
+//! A per-user burst limit ([`WatchSettings::burst_limit`]) caps how many messages a burst
+//! of moves may teach; the excess is logged, with the command that would learn it by hand,
+//! and recorded as seen so that it is not retried.
 //!
 //! # Running it
 //!
@@ -46,9 +46,12 @@
 //! ```
 //!
 //! [`run`] moves the blocking watcher onto tokio's blocking pool and returns when
-//! `shutdown` is cancelled (within a fifth of a second) or on a fatal error. It takes the
-//! engine afresh for every batch, so a SIGHUP swap of the [`SharedEngine`] applies to the
-//! next batch. The store must be the engine's own: sled admits one process.
+//! `shutdown` is cancelled (within a fifth of a second), or with an error when it cannot
+//! start (a Maildir watch that cannot be set, an unreadable store). Once running, a batch
+//! that fails is logged and made up for by a rescan 30 s later. It takes the engine afresh
+//! for every batch, so a SIGHUP swap of the [`SharedEngine`] applies to the next batch, and
+//! it learns through the engine's store: sled admits one process, so `spamnb watch` and the
+//! daemon cannot share a database.
 
 mod burst;
 mod folder;
@@ -65,7 +68,7 @@ use std::time::{Duration, Instant};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use rayon::prelude::*;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 pub use folder::{Folder, FolderKind, classify, discover, unique_name};
 pub use settings::{RawWatch, UserMaildir, WatchSettings};
@@ -150,6 +153,8 @@ const BATCH: usize = 500;
 const MAX_GATHER: Duration = Duration::from_secs(1);
 /// How often an idle watcher looks at its shutdown token.
 const TICK: Duration = Duration::from_millis(200);
+/// How long after a failed batch the watcher rescans.
+const RETRY: Duration = Duration::from_secs(30);
 
 pub struct Watcher {
     settings: WatchSettings,
@@ -236,7 +241,20 @@ impl Watcher {
     }
 
     fn event_loop(&mut self, shutdown: &CancellationToken) -> Result<(), Error> {
+        // After a failed batch (a full disk, a watch limit), a rescan later makes up for it:
+        // the watcher outlives trouble instead of silently stopping inside the daemon.
+        let mut retry_at: Option<Instant> = None;
         while !shutdown.is_cancelled() {
+            if retry_at.is_some_and(|at| Instant::now() >= at) {
+                retry_at = None;
+                let rescan = (0..self.users.len())
+                    .try_for_each(|user| self.refresh_folders(user))
+                    .and_then(|()| self.rescan_all());
+                if let Err(e) = rescan {
+                    error!("folder watch: {e}; trying again in {RETRY:?}");
+                    retry_at = Some(Instant::now() + RETRY);
+                }
+            }
             let first = match self.events.recv_timeout(TICK) {
                 Ok(e) => e,
                 Err(RecvTimeoutError::Timeout) => continue,
@@ -260,7 +278,10 @@ impl Watcher {
                     Err(_) => break,
                 }
             }
-            self.handle(batch)?;
+            if let Err(e) = self.handle(batch) {
+                error!("folder watch: {e}; rescanning in {RETRY:?}");
+                retry_at = Some(Instant::now() + RETRY);
+            }
         }
         Ok(())
     }
