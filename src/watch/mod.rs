@@ -147,8 +147,10 @@ struct Candidate {
     unique: String,
 }
 
-/// How many messages go to the store in one atomic write.
+/// How many messages go to the store in one atomic write, at most.
 const BATCH: usize = 500;
+/// How many bytes of mail one batch reads into memory, roughly at most.
+const BATCH_BYTES: u64 = 64 << 20;
 /// However busy the folders, a batch is read at the latest this long after its first event.
 const MAX_GATHER: Duration = Duration::from_secs(1);
 /// How often an idle watcher looks at its shutdown token.
@@ -542,8 +544,16 @@ impl Watcher {
                 fresh.push(c);
             }
         }
-        for chunk in fresh.chunks(BATCH) {
-            self.learn_chunk(&engine, chunk, baseline)?;
+        // Batches are bounded in bytes too: a batch's files are all in memory at once.
+        let mut start = 0;
+        let mut bytes = 0u64;
+        for (i, c) in fresh.iter().enumerate() {
+            bytes += std::fs::metadata(&c.path).map_or(0, |m| m.len());
+            if i + 1 - start >= BATCH || bytes >= BATCH_BYTES || i + 1 == fresh.len() {
+                self.learn_chunk(&engine, &fresh[start..=i], baseline)?;
+                start = i + 1;
+                bytes = 0;
+            }
         }
         Ok(())
     }

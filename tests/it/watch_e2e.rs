@@ -676,3 +676,28 @@ fn learn_from_stdin_records_the_user_in_the_ledger() {
     assert_eq!(counts, [0, 1]);
     assert_eq!(ledger.get(&hex(&raw)).map(String::as_str), Some("spam ann"));
 }
+
+#[test]
+fn watch_without_a_maildir_says_what_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = util::spamnb(&dir.path().join("db"))
+        .arg("watch")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::text(&out.stderr).contains("nothing to watch"),
+        "{}",
+        util::text(&out.stderr)
+    );
+    let out = util::spamnb(&dir.path().join("db"))
+        .args(["watch", "/nonexistent/Maildir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::text(&out.stderr).contains("does not exist"),
+        "{}",
+        util::text(&out.stderr)
+    );
+}
