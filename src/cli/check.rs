@@ -31,22 +31,21 @@ const CHUNK: usize = 256;
 
 pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let store = super::open_store(config)?;
-    let (sources, problems) = mailbox::expand(&args.paths);
-    if sources.len() >= PRELOAD_FROM {
+    let inputs = mailbox::expand(&args.paths);
+    if inputs.len() >= PRELOAD_FROM {
         store.preload()?;
     }
     let engine = super::engine(config, store);
-    let mut unreadable = problems;
+    let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for chunk in sources.chunks(CHUNK) {
+    for chunk in inputs.chunks(CHUNK) {
         let read: Vec<_> = mailbox::read_all(chunk).collect();
         let verdicts: Vec<_> = read
             .par_iter()
             .map(|(_, raw)| raw.as_ref().ok().map(|raw| engine.check(raw)))
             .collect();
-        for ((source, raw), verdict) in read.into_iter().zip(verdicts) {
-            let name = source.name();
+        for ((name, raw), verdict) in read.into_iter().zip(verdicts) {
             match (raw, verdict) {
                 (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
                 (Err(e), _) => {

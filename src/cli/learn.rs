@@ -53,19 +53,16 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
     };
     let store = super::open_store(config)?;
     let engine = super::engine(config, store.clone());
-    let (sources, problems) = mailbox::expand(&args.paths);
-    let mut tally = Tally {
-        unreadable: problems,
-        ..Tally::default()
-    };
-    let bar = super::progress(sources.len(), "learning");
-    for chunk in sources.chunks(BATCH) {
+    let inputs = mailbox::expand(&args.paths);
+    let mut tally = Tally::default();
+    let bar = super::progress(inputs.len(), "learning");
+    for chunk in inputs.chunks(BATCH) {
         let mut raws = Vec::with_capacity(chunk.len());
-        for (source, read) in mailbox::read_all(chunk) {
+        for (name, read) in mailbox::read_all(chunk) {
             match read {
                 Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => {
                     tally.unreadable.push(Unreadable {
-                        name: source.name(),
+                        name,
                         reason: "empty: not a message".into(),
                     })
                 }

@@ -1,19 +1,25 @@
 //! The sled implementation of [`Store`].
 //!
-//! One sled tree, keys prefixed by kind (`t` + feature, `l` + digest, `m` + name, `n` +
-//! a front end's note key), so that
-//! one message's token counts, the class totals and its ledger entry go to disk in one
-//! `apply_batch`, which sled applies atomically.
+//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name, `n` + a
+//! front end's note key), so that
+//! a batch of messages' token counts, the class totals and their ledger entries go to disk
+//! in one `apply_batch`, which sled applies atomically.
+//!
+//! Token counts are kept in 16,384 buckets (by a fixed hash of the feature), each bucket one
+//! sled value listing its features and their counts. A key per feature made sled do a
+//! hundred thousand tree inserts for a few hundred messages learned, and hold their garbage
+//! until the batch ended (150 MB for 500 messages); a bucket per key cuts that to at most
+//! 16,384 small writes per batch, whatever the vocabulary.
 //!
 //! Scoring reads counts from memory, never from disk: [`SledStore::preload`] copies the
-//! token table into a map keyed by a 64-bit hash of the feature (24 bytes an entry, a
-//! third of what owned strings would cost). A collision between two features would merge
-//! their counts in memory only; at a million features its chance is about 3·10⁻⁸. Without
-//! a preload (one message through `spamnb filter`), counts are read from sled's cache:
-//! loading the table would cost more than the few hundred lookups one message needs.
+//! counts into a map keyed by the feature's 64-bit hash (24 bytes an entry, a third of what
+//! owned strings would cost). A collision between two features would merge their counts in
+//! memory only; at a million features its chance is about 3·10⁻⁸. Without a preload (one
+//! message through `spamnb filter`), counts are read from their buckets: loading the table
+//! would cost more than the few hundred lookups one message needs.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
@@ -28,6 +34,9 @@ const LEDGER: u8 = b'l';
 const NOTE: u8 = b'n';
 const META_SCHEMA: &[u8] = b"mschema";
 const META_TOTALS: &[u8] = b"mtotals";
+const MARKER_FILE: &str = "spamnb-database";
+const MARKER_TEXT: &str =
+    "This directory is a spamnb database (sled). Back it up with `spamnb export`.\n";
 
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -99,13 +108,18 @@ impl SledStore {
         let mut table = TokenTable::default();
         table.reserve(self.totals().vocabulary as usize);
         self.for_each_token(&mut |feature, counts| {
-            table.insert(feature_key(feature), counts);
+            table.insert(feature_hash(feature), counts);
         })?;
         *self.table.write().expect("table lock is never poisoned") = Some(table);
         Ok(())
     }
 
+    /// The schema version, checked; a new database gets one. The marker file says a spamnb
+    /// database was made here: sled recovers a damaged log by truncating it, so without the
+    /// marker a wrecked database would open as an empty one and quietly start over.
     fn check_schema(&self) -> Result<(), Error> {
+        let marker = self.path.join(MARKER_FILE);
+        let created = marker.exists();
         match self.db.get(META_SCHEMA).map_err(|e| self.corrupt(e))? {
             Some(v) => {
                 let found =
@@ -119,13 +133,21 @@ impl SledStore {
                         expected: SCHEMA_VERSION,
                     });
                 }
+                if !created {
+                    std::fs::write(&marker, MARKER_TEXT)?;
+                }
                 Ok(())
             }
+            None if created => Err(Error::Corrupt {
+                path: self.path.clone(),
+                reason: "its data files are unreadable".into(),
+            }),
             None if self.db.is_empty() => {
                 self.db
                     .insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes())
                     .map_err(|e| Error::Write(e.to_string()))?;
                 self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
+                std::fs::write(&marker, MARKER_TEXT)?;
                 Ok(())
             }
             None => Err(Error::Foreign {
@@ -152,22 +174,32 @@ impl SledStore {
     }
 
     fn read_token(&self, feature: &str) -> Result<TokenCounts, Error> {
+        let hash = feature_hash(feature);
         if let Some(table) = self
             .table
             .read()
             .expect("table lock is never poisoned")
             .as_ref()
         {
-            return Ok(table
-                .get(&feature_key(feature))
-                .copied()
-                .unwrap_or_default());
+            return Ok(table.get(&hash).copied().unwrap_or_default());
         }
-        let v = self
-            .db
-            .get(token_key(feature))
-            .map_err(|e| self.corrupt(e))?;
-        Ok(v.and_then(|v| decode_counts(&v)).unwrap_or_default())
+        let entries = self.read_bucket(&bucket_key(bucket_of(hash)))?;
+        let at = entries.binary_search_by(|(f, _)| f.as_str().cmp(feature));
+        Ok(at.map_or(TokenCounts::default(), |i| entries[i].1))
+    }
+
+    fn read_bucket(&self, key: &[u8]) -> Result<Vec<(String, TokenCounts)>, Error> {
+        match self.db.get(key).map_err(|e| self.corrupt(e))? {
+            None => Ok(Vec::new()),
+            Some(v) => decode_bucket(&v).ok_or_else(|| self.damaged_bucket()),
+        }
+    }
+
+    fn damaged_bucket(&self) -> Error {
+        Error::Corrupt {
+            path: self.path.clone(),
+            reason: "a bucket of token counts is unreadable".into(),
+        }
     }
 }
 
@@ -202,9 +234,8 @@ impl Store for SledStore {
     ) -> Result<Vec<Outcome>, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
-        // Counts as they were before this batch, and as they are becoming.
-        let mut before: HashMap<&str, TokenCounts> = HashMap::new();
-        let mut after: HashMap<&str, TokenCounts> = HashMap::new();
+        // Per feature: occurrences and messages per class to add (or, negative, take away).
+        let mut delta: HashMap<&str, [i64; 4]> = HashMap::new();
         let mut ledger: HashMap<Digest, Option<LedgerEntry>> = HashMap::new();
         let mut outcomes = Vec::with_capacity(lessons.len());
         let now = SystemTime::now()
@@ -213,44 +244,21 @@ impl Store for SledStore {
 
         for lesson in lessons {
             let known = match ledger.get(&lesson.digest) {
-                Some(entry) => entry.clone(),
-                None => self.ledger_entry(&lesson.digest)?,
+                Some(entry) => entry.as_ref().map(|e| e.class),
+                None => self.ledger_entry(&lesson.digest)?.map(|e| e.class),
             };
-            let known_class = known.as_ref().map(|e| e.class);
-            let (outcome, moves): (Outcome, &[(Class, i64)]) = match (known_class, lesson.target) {
-                (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
-                (Some(Class::Ham), Some(Class::Spam)) => {
-                    (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
-                }
-                (Some(Class::Spam), Some(Class::Ham)) => {
-                    (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
-                }
-                (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
-                (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
-                (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
-                (Some(Class::Spam), None) => (Outcome::Forgotten, &[(Class::Spam, -1)]),
-                (None, None) => (Outcome::NotLearned, &[]),
-                (Some(_), Some(_)) => unreachable!("equal classes are matched first"),
-            };
+            let (outcome, moves) = moves(known, lesson.target);
             for &(class, sign) in moves {
                 let c = class.index();
                 totals.messages[c] = (totals.messages[c] as i64 + sign).max(0) as u64;
-                for (feature, n) in lesson.features.iter() {
-                    let counts = match after.get_mut(feature) {
-                        Some(counts) => counts,
-                        None => {
-                            let current = self.read_token(feature)?;
-                            before.insert(feature, current);
-                            after.entry(feature).or_insert(current)
-                        }
-                    };
-                    let (old_occ, old_msg) = (counts.occurrences[c], counts.messages[c]);
-                    model::apply(counts, class, n, sign);
-                    totals.occurrences[c] = (totals.occurrences[c] as i64
-                        + counts.occurrences[c] as i64
-                        - old_occ as i64) as u64;
-                    totals.presences[c] = (totals.presences[c] as i64 + counts.messages[c] as i64
-                        - old_msg as i64) as u64;
+                for (feature, n) in lesson
+                    .features
+                    .iter()
+                    .filter(|(f, _)| f.len() <= MAX_FEATURE_BYTES)
+                {
+                    let d = delta.entry(feature).or_default();
+                    d[c] += n as i64 * sign;
+                    d[2 + c] += sign;
                 }
             }
             if !moves.is_empty() {
@@ -264,18 +272,55 @@ impl Store for SledStore {
             outcomes.push(outcome);
         }
 
+        let mut by_bucket: HashMap<u16, Vec<(&str, [i64; 4])>> = HashMap::new();
+        for (feature, d) in delta {
+            by_bucket
+                .entry(bucket_of(feature_hash(feature)))
+                .or_default()
+                .push((feature, d));
+        }
         let mut batch = sled::Batch::default();
-        for (feature, counts) in &after {
-            let was_zero = before.get(feature).is_none_or(TokenCounts::is_zero);
-            match (was_zero, counts.is_zero()) {
-                (true, false) => totals.vocabulary += 1,
-                (false, true) => totals.vocabulary = totals.vocabulary.saturating_sub(1),
-                _ => {}
+        let mut changed: Vec<(u64, TokenCounts)> = Vec::new();
+        for (bucket, deltas) in by_bucket {
+            let key = bucket_key(bucket);
+            let mut entries = self.read_bucket(&key)?;
+            for (feature, d) in deltas {
+                let at = entries.binary_search_by(|(f, _)| f.as_str().cmp(feature));
+                let old = at.map_or(TokenCounts::default(), |i| entries[i].1);
+                let new = TokenCounts {
+                    occurrences: [
+                        model::add_signed(old.occurrences[0], d[0]),
+                        model::add_signed(old.occurrences[1], d[1]),
+                    ],
+                    messages: [
+                        model::add_signed(old.messages[0], d[2]),
+                        model::add_signed(old.messages[1], d[3]),
+                    ],
+                };
+                for c in 0..2 {
+                    totals.occurrences[c] = (totals.occurrences[c] + new.occurrences[c] as u64)
+                        .saturating_sub(old.occurrences[c] as u64);
+                    totals.presences[c] = (totals.presences[c] + new.messages[c] as u64)
+                        .saturating_sub(old.messages[c] as u64);
+                }
+                match (at, new.is_zero()) {
+                    (Ok(i), true) => {
+                        entries.remove(i);
+                        totals.vocabulary = totals.vocabulary.saturating_sub(1);
+                    }
+                    (Ok(i), false) => entries[i].1 = new,
+                    (Err(_), true) => {}
+                    (Err(i), false) => {
+                        entries.insert(i, (feature.to_string(), new));
+                        totals.vocabulary += 1;
+                    }
+                }
+                changed.push((feature_hash(feature), new));
             }
-            if counts.is_zero() {
-                batch.remove(token_key(feature));
+            if entries.is_empty() {
+                batch.remove(&key[..]);
             } else {
-                batch.insert(token_key(feature), encode_counts(counts).to_vec());
+                batch.insert(&key[..], encode_bucket(&entries));
             }
         }
         for (digest, entry) in &ledger {
@@ -302,11 +347,11 @@ impl Store for SledStore {
             .expect("table lock is never poisoned")
             .as_mut()
         {
-            for (feature, counts) in &after {
+            for (hash, counts) in changed {
                 if counts.is_zero() {
-                    table.remove(&feature_key(feature));
+                    table.remove(&hash);
                 } else {
-                    table.insert(feature_key(feature), *counts);
+                    table.insert(hash, counts);
                 }
             }
         }
@@ -330,16 +375,10 @@ impl Store for SledStore {
 
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error> {
         for kv in self.db.scan_prefix([TOKEN]) {
-            let (k, v) = kv.map_err(|e| self.corrupt(e))?;
-            let feature = std::str::from_utf8(&k[1..]).map_err(|_| Error::Corrupt {
-                path: self.path.clone(),
-                reason: "a feature name is not UTF-8".into(),
-            })?;
-            let counts = decode_counts(&v).ok_or_else(|| Error::Corrupt {
-                path: self.path.clone(),
-                reason: format!("the counts of {feature:?} are unreadable"),
-            })?;
-            each(feature, counts);
+            let (_, v) = kv.map_err(|e| self.corrupt(e))?;
+            for (feature, counts) in decode_bucket(&v).ok_or_else(|| self.damaged_bucket())? {
+                each(&feature, counts);
+            }
         }
         Ok(())
     }
@@ -405,9 +444,18 @@ impl Store for SledStore {
                 path: self.path.clone(),
             });
         }
-        let mut batch = sled::Batch::default();
+        let mut buckets: HashMap<u16, Vec<(String, TokenCounts)>> = HashMap::new();
         for (feature, counts) in tokens {
-            batch.insert(token_key(feature), encode_counts(counts).to_vec());
+            buckets
+                .entry(bucket_of(feature_hash(feature)))
+                .or_default()
+                .push((feature.clone(), *counts));
+        }
+        let mut batch = sled::Batch::default();
+        for (bucket, mut entries) in buckets {
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|a, b| a.0 == b.0);
+            batch.insert(&bucket_key(bucket)[..], encode_bucket(&entries));
         }
         for (digest, entry) in ledger {
             batch.insert(ledger_key(digest), encode_ledger(entry));
@@ -462,10 +510,25 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
     }
 }
 
-fn token_key(feature: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(feature.len() + 1);
-    k.push(TOKEN);
-    k.extend_from_slice(feature.as_bytes());
+/// Longer features are not learned; none of spamnb's own come near it.
+const MAX_FEATURE_BYTES: usize = 1024;
+
+/// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
+const BUCKET_BITS: u32 = 14;
+
+fn bucket_of(hash: u64) -> u16 {
+    (hash >> (64 - BUCKET_BITS)) as u16
+}
+
+fn bucket_key(bucket: u16) -> [u8; 3] {
+    let [hi, lo] = bucket.to_be_bytes();
+    [TOKEN, hi, lo]
+}
+
+fn note_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(NOTE);
+    k.extend_from_slice(key);
     k
 }
 
@@ -476,18 +539,61 @@ fn ledger_key(digest: &Digest) -> Vec<u8> {
     k
 }
 
-fn note_key(key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(key.len() + 1);
-    k.push(NOTE);
-    k.extend_from_slice(key);
-    k
+/// FNV-1a with a SplitMix64 finish: fixed for all time (it places features in buckets on
+/// disk), fast on short strings, and with well-mixed high bits for the bucket number.
+fn feature_hash(feature: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in feature.as_bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
-fn feature_key(feature: &str) -> u64 {
-    // `DefaultHasher::new()` has fixed keys: a feature maps to one key for the whole run.
-    let mut h = std::hash::DefaultHasher::new();
-    feature.hash(&mut h);
-    h.finish()
+/// Which learning moves what: the outcome, and the (class, +1/−1) steps to apply.
+fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Class, i64)]) {
+    match (known, target) {
+        (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
+        (Some(Class::Ham), Some(Class::Spam)) => {
+            (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
+        }
+        (Some(Class::Spam), Some(Class::Ham)) => {
+            (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
+        }
+        (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
+        (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
+        (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
+        (Some(Class::Spam), None) => (Outcome::Forgotten, &[(Class::Spam, -1)]),
+        (None, None) => (Outcome::NotLearned, &[]),
+        (Some(_), Some(_)) => unreachable!("equal classes are matched first"),
+    }
+}
+
+/// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
+fn encode_bucket(entries: &[(String, TokenCounts)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.iter().map(|(f, _)| f.len() + 18).sum());
+    for (feature, counts) in entries {
+        out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+        out.extend_from_slice(feature.as_bytes());
+        out.extend_from_slice(&encode_counts(counts));
+    }
+    out
+}
+
+fn decode_bucket(mut b: &[u8]) -> Option<Vec<(String, TokenCounts)>> {
+    let mut entries = Vec::new();
+    while !b.is_empty() {
+        let len = u16::from_le_bytes(b.get(..2)?.try_into().ok()?) as usize;
+        let feature = std::str::from_utf8(b.get(2..2 + len)?).ok()?;
+        let counts = decode_counts(b.get(2 + len..2 + len + 16)?)?;
+        entries.push((feature.to_string(), counts));
+        b = &b[2 + len + 16..];
+    }
+    Some(entries)
 }
 
 /// The table's keys are already hashes; hashing them again would only cost time.
@@ -696,27 +802,49 @@ mod tests {
     }
 
     #[test]
+    fn feature_hash_is_fixed() {
+        // Buckets on disk depend on these values: changing the hash is a schema change.
+        assert_eq!(
+            feature_hash(""),
+            0xf52a_15e9_a9b5_e89b,
+            "{:#x}",
+            feature_hash("")
+        );
+        assert_ne!(feature_hash("free"), feature_hash("subj:free"));
+    }
+
+    #[test]
     fn notes_are_kept_apart_from_the_model() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let note = |k: &[u8], v: Option<&[u8]>| (k.to_vec(), v.map(<[u8]>::to_vec));
         store
             .write_notes(&[
-                (b"w/a".to_vec(), Some(b"1".to_vec())),
-                (b"w/b".to_vec(), Some(b"2".to_vec())),
-                (b"x".to_vec(), Some(vec![])),
+                note(b"w/a", Some(b"1")),
+                note(b"w/b", Some(b"2")),
+                note(b"x", Some(b"")),
             ])
             .unwrap();
-        store.write_notes(&[(b"w/a".to_vec(), None)]).unwrap();
+        store.write_notes(&[note(b"w/a", None)]).unwrap();
         let mut seen = Vec::new();
         store
             .for_each_note(b"w/", &mut |k, v| seen.push((k.to_vec(), v.to_vec())))
             .unwrap();
         assert_eq!(seen, [(b"w/b".to_vec(), b"2".to_vec())]);
         assert_eq!(store.note(b"x").unwrap(), Some(vec![]));
-        assert_eq!(store.stats().unwrap().ledger_entries, 0);
+        // Notes written with lessons go in the same batch.
+        let out = store
+            .learn_noting(
+                &[lesson(1, Some(Class::Spam), "a b")],
+                &[note(b"w/c", Some(b"3"))],
+            )
+            .unwrap();
+        assert_eq!(out, [Outcome::Learned]);
+        assert_eq!(store.note(b"w/c").unwrap(), Some(b"3".to_vec()));
+        assert_eq!(store.stats().unwrap().ledger_entries, 1);
         let mut tokens = 0;
         store.for_each_token(&mut |_, _| tokens += 1).unwrap();
-        assert_eq!(tokens, 0, "notes are not tokens");
+        assert_eq!(tokens, 2, "notes are not tokens");
     }
 
     #[test]
@@ -739,5 +867,15 @@ mod tests {
             user: Some("ann".into()),
         };
         assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
+        let bucket = vec![
+            ("a".to_string(), c),
+            ("ünï:b".to_string(), TokenCounts::default()),
+        ];
+        assert_eq!(decode_bucket(&encode_bucket(&bucket)), Some(bucket));
+        assert_eq!(
+            decode_bucket(&[3, 0, b'a']),
+            None,
+            "a cut-off bucket is damage, not data"
+        );
     }
 }

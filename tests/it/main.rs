@@ -1,4 +1,5 @@
 mod cli;
+mod model;
 mod util;
 mod watch;
 mod watch_e2e;
