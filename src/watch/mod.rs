@@ -147,8 +147,9 @@ struct Candidate {
     unique: String,
 }
 
-/// How many messages go to the store in one atomic write, at most.
-const BATCH: usize = 500;
+/// How many messages go to the store in one atomic write, at most: as `spamnb learn`
+/// batches, since a write rewrites every bucket of counts it touches.
+const BATCH: usize = 1000;
 /// How many bytes of mail one batch reads into memory, roughly at most.
 const BATCH_BYTES: u64 = 64 << 20;
 /// However busy the folders, a batch is read at the latest this long after its first event.
