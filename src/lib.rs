@@ -20,6 +20,7 @@
 //! - [`milter`]: the milter protocol (Postfix, Sendmail): codec, session, server.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
 //! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
+//! - [`watch`]: learning from the folders users move mail into and out of (Junk).
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
@@ -35,3 +36,4 @@ pub mod spam_headers;
 pub mod spamd;
 pub mod store;
 pub mod tokenize;
+pub mod watch;

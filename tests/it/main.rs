@@ -4,3 +4,5 @@ mod milter;
 mod model;
 mod spamd;
 mod util;
+mod watch;
+mod watch_e2e;
