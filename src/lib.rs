@@ -17,8 +17,10 @@
 //! - [`store`]: the [`store::Store`] trait and its sled implementation.
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
+//! - [`milter`]: the milter protocol (Postfix, Sendmail): codec, session, server.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
 //! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
+//! - [`watch`]: learning from the folders users move mail into and out of (Junk).
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
@@ -28,8 +30,10 @@ pub mod engine;
 pub mod features;
 pub mod mailbox;
 pub mod message;
+pub mod milter;
 pub mod model;
 pub mod spam_headers;
 pub mod spamd;
 pub mod store;
 pub mod tokenize;
+pub mod watch;

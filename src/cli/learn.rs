@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
+use super::route::{Prepared, Route};
 use crate::config::Config;
-use crate::mailbox::{self, Unreadable};
+use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
 use crate::store::Outcome;
 
@@ -31,7 +32,8 @@ pub struct LearnArgs {
     paths: Vec<PathBuf>,
 }
 
-/// Messages per store batch: each batch is one atomic write.
+/// Messages per store batch: each batch is one atomic write, which rewrites the buckets of
+/// counts it touches; 500 messages touch nearly all of them, and take ~10 MB to hold.
 const BATCH: usize = 500;
 
 #[derive(Default)]
@@ -44,6 +46,43 @@ struct Tally {
     unreadable: Vec<Unreadable>,
 }
 
+impl Tally {
+    fn count(&mut self, outcomes: &[Outcome]) {
+        for o in outcomes {
+            match o {
+                Outcome::Learned => self.learned += 1,
+                Outcome::Relearned => self.relearned += 1,
+                Outcome::AlreadyKnown => self.known += 1,
+                Outcome::Forgotten => self.forgotten += 1,
+                Outcome::NotLearned => self.not_learned += 1,
+            }
+        }
+    }
+}
+
+/// Reads one batch and prepares it for the route: its messages, and the inputs that could
+/// not be read.
+fn prepare(
+    route: &Route,
+    chunk: &[Input],
+    target: Option<Class>,
+    user: Option<&str>,
+) -> (Prepared, Vec<Unreadable>) {
+    let mut raws = Vec::with_capacity(chunk.len());
+    let mut unreadable = Vec::new();
+    for (name, read) in mailbox::read_all(chunk) {
+        match read {
+            Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => unreadable.push(Unreadable {
+                name,
+                reason: "empty: not a message".into(),
+            }),
+            Ok(raw) => raws.push(raw),
+            Err(e) => unreadable.push(e),
+        }
+    }
+    (route.prepare(raws, target, user), unreadable)
+}
+
 pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let target = match (args.spam, args.ham) {
         (true, _) => Some(Class::Spam),
@@ -51,37 +90,38 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     // The database here, or through the daemon that holds it.
-    let route = super::route::Route::open(config)?;
+    let route = Route::open(config)?;
     let inputs = mailbox::expand(&args.paths);
     let mut tally = Tally::default();
     let bar = super::progress(inputs.len(), "learning");
-    for chunk in inputs.chunks(BATCH) {
-        let mut raws = Vec::with_capacity(chunk.len());
-        for (name, read) in mailbox::read_all(chunk) {
-            match read {
-                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => {
-                    tally.unreadable.push(Unreadable {
-                        name,
-                        reason: "empty: not a message".into(),
-                    })
-                }
-                Ok(raw) => raws.push(raw),
-                Err(e) => tally.unreadable.push(e),
-            }
+    // A pipeline: while one batch is written to the store (one thread: writes are
+    // serial), the next is read and tokenized on the others.
+    let user = args.user.as_deref();
+    let mut pending: Option<(Prepared, u64)> = None;
+    for chunk in inputs.chunks(BATCH).map(Some).chain([None]) {
+        let mut write = || {
+            pending
+                .take()
+                .map(|(batch, n)| (route.learn(&batch, target, user), n))
+        };
+        let read = || chunk.map(|chunk| (prepare(&route, chunk, target, user), chunk.len() as u64));
+        // One message (a Sieve or procmail hook) needs no thread pool, and a hook may run
+        // under limits (Dovecot's vsz_limit) where starting one fails.
+        let (written, next) = if inputs.len() < 2 {
+            (write(), read())
+        } else {
+            rayon::join(write, read)
+        };
+        if let Some((outcomes, n)) = written {
+            let outcomes =
+                outcomes.with_context(|| format!("learning into {}", config.db.display()))?;
+            tally.count(&outcomes);
+            bar.inc(n);
         }
-        let outcomes = route
-            .learn(&raws, target, args.user.as_deref())
-            .with_context(|| format!("learning into {}", config.db.display()))?;
-        for o in outcomes {
-            match o {
-                Outcome::Learned => tally.learned += 1,
-                Outcome::Relearned => tally.relearned += 1,
-                Outcome::AlreadyKnown => tally.known += 1,
-                Outcome::Forgotten => tally.forgotten += 1,
-                Outcome::NotLearned => tally.not_learned += 1,
-            }
-        }
-        bar.inc(chunk.len() as u64);
+        pending = next.map(|((raws, unreadable), n)| {
+            tally.unreadable.extend(unreadable);
+            (raws, n)
+        });
     }
     route
         .flush()

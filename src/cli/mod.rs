@@ -6,6 +6,7 @@ mod db;
 mod filter;
 mod learn;
 mod route;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,6 +55,8 @@ pub enum Command {
     Import(db::ImportArgs),
     /// Run the daemon: milter, spamd protocol, control socket, metrics
     Daemon(daemon::DaemonArgs),
+    /// Learn from the folders users move mail into and out of (Junk), without the daemon
+    Watch(watch::WatchArgs),
 }
 
 impl Command {
@@ -81,6 +84,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Export(a) => db::export(&load_config(&args)?, a),
         Command::Import(a) => db::import(&load_config(&args)?, a),
         Command::Daemon(a) => daemon::run(&args, a),
+        Command::Watch(a) => watch::run(&load_config(&args)?, a),
     }
 }
 

@@ -15,7 +15,13 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::{Class, Verdict};
 use crate::spamd::client::{Client, ClientError};
-use crate::store::{Error, Outcome, SledStore, Store};
+use crate::store::{Error, Lesson, Outcome, SledStore, Store};
+
+/// A batch of messages ready for [`Route::learn`].
+pub enum Prepared {
+    Lessons(Vec<Lesson>),
+    Messages(Vec<Vec<u8>>),
+}
 
 pub enum Route {
     Local {
@@ -72,41 +78,48 @@ impl Route {
         }
     }
 
+    /// The first stage of learning a batch, run while the previous batch is written:
+    /// locally the messages are tokenized (on every core); for the daemon they go as they are.
+    pub fn prepare(
+        &self,
+        raws: Vec<Vec<u8>>,
+        target: Option<Class>,
+        user: Option<&str>,
+    ) -> Prepared {
+        match self {
+            Route::Local { engine, .. } => {
+                Prepared::Lessons(each(&raws, |raw| engine.lesson(raw, target, user)))
+            }
+            Route::Daemon(_) => Prepared::Messages(raws),
+        }
+    }
+
     /// Learns (`target` a class) or forgets each message, in order; all or nothing when
     /// local, one message at a time through the daemon.
     pub fn learn(
         &self,
-        raws: &[Vec<u8>],
+        batch: &Prepared,
         target: Option<Class>,
         user: Option<&str>,
     ) -> anyhow::Result<Vec<Outcome>> {
-        match self {
-            Route::Local { engine, .. } => {
-                let lessons: Vec<_> = raws
-                    .par_iter()
-                    .map(|raw| engine.lesson(raw, target, user))
-                    .collect();
-                Ok(engine.learn(&lessons)?)
+        match (self, batch) {
+            (Route::Local { engine, .. }, Prepared::Lessons(lessons)) => Ok(engine.learn(lessons)?),
+            (Route::Daemon(client), Prepared::Messages(raws)) => {
+                each(raws, |raw| retry(|| client.tell(raw, target, user)))
+                    .into_iter()
+                    .collect::<Result<Vec<_>, _>>()
             }
-            Route::Daemon(client) => raws
-                .par_iter()
-                .map(|raw| retry(|| client.tell(raw, target, user)))
-                .collect::<Result<Vec<_>, _>>()
-                .with_context(|| {
-                    format!("learning through the daemon at {}", client.path().display())
-                }),
+            .with_context(|| format!("learning through the daemon at {}", client.path().display())),
+            _ => unreachable!("a batch is prepared by the route that learns it"),
         }
     }
 
     /// The verdict on each message.
     pub fn check(&self, raws: &[&[u8]]) -> anyhow::Result<Vec<Verdict>> {
         match self {
-            Route::Local { engine, .. } => {
-                Ok(raws.par_iter().map(|raw| engine.check(raw)).collect())
-            }
-            Route::Daemon(client) => raws
-                .par_iter()
-                .map(|raw| retry(|| client.verdict(raw)))
+            Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))),
+            Route::Daemon(client) => each(raws, |raw| retry(|| client.verdict(raw)))
+                .into_iter()
                 .collect::<Result<Vec<_>, _>>()
                 .with_context(|| {
                     format!("scoring through the daemon at {}", client.path().display())
@@ -135,6 +148,16 @@ impl Route {
             Route::Local { store, .. } => Ok(store.flush()?),
             Route::Daemon(client) => Ok(client.flush()?),
         }
+    }
+}
+
+/// `f` of each item, in order: on every core, except for a single item, which needs no
+/// thread pool — and a hook may run under limits (Dovecot's vsz_limit) where starting one fails.
+fn each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
+    if items.len() < 2 {
+        items.iter().map(f).collect()
+    } else {
+        items.par_iter().map(f).collect()
     }
 }
 

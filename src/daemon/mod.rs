@@ -256,9 +256,7 @@ async fn serve(
             Kind::Spamd => servers.spawn(crate::spamd::server::run(listener, ctx, token)),
             Kind::Control => servers.spawn(crate::spamd::server::run_control(listener, ctx, token)),
             Kind::Http => servers.spawn(http::run(listener, ctx, token)),
-            // TODO(lead, on merging the milter branch): replace the next line with
-            // `Kind::Milter => servers.spawn(crate::milter::server::run(listener, ctx, token)),`
-            Kind::Milter => servers.spawn(milter_unavailable(listener, ctx, token)),
+            Kind::Milter => servers.spawn(crate::milter::server::run(listener, ctx, token)),
         };
     }
     servers.close();
@@ -416,15 +414,6 @@ fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
         binds.push((Kind::Http, b));
     }
     binds
-}
-
-/// Stands in for the milter server until the milter branch is merged: says so and keeps
-/// the listener closed.
-async fn milter_unavailable(listener: Listener, _ctx: Arc<Context>, _shutdown: CancellationToken) {
-    tracing::error!(
-        "{}: this build has no milter server yet",
-        listener.local_address()
-    );
 }
 
 /// Creates the directory for the default sockets, private to this user when it is ours

@@ -1,14 +1,15 @@
 //! The sled implementation of [`Store`].
 //!
-//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name), so that
+//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name, `n` + a
+//! front end's note key), so that
 //! a batch of messages' token counts, the class totals and their ledger entries go to disk
 //! in one `apply_batch`, which sled applies atomically.
 //!
-//! Token counts are kept in 16,384 buckets (by a fixed hash of the feature), each bucket one
+//! Token counts are kept in 4,096 buckets (by a fixed hash of the feature), each bucket one
 //! sled value listing its features and their counts. A key per feature made sled do a
 //! hundred thousand tree inserts for a few hundred messages learned, and hold their garbage
 //! until the batch ended (150 MB for 500 messages); a bucket per key cuts that to at most
-//! 16,384 small writes per batch, whatever the vocabulary.
+//! 4,096 writes per batch, whatever the vocabulary.
 //!
 //! Scoring reads counts from memory, never from disk: [`SledStore::preload`] copies the
 //! counts into a map keyed by the feature's 64-bit hash (24 bytes an entry, a third of what
@@ -25,11 +26,13 @@ use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{Error, LedgerEntry, Lesson, Outcome, SCHEMA_VERSION, Stats, Store};
+use crate::features::{FeatureMap, feature_hash};
 use crate::message::Digest;
 use crate::model::{self, Class, CountSource, TokenCounts, Totals};
 
 const TOKEN: u8 = b't';
 const LEDGER: u8 = b'l';
+const NOTE: u8 = b'n';
 const META_SCHEMA: &[u8] = b"mschema";
 const META_TOTALS: &[u8] = b"mtotals";
 const MARKER_FILE: &str = "spamnb-database";
@@ -181,16 +184,17 @@ impl SledStore {
         {
             return Ok(table.get(&hash).copied().unwrap_or_default());
         }
-        let entries = self.read_bucket(&bucket_key(bucket_of(hash)))?;
-        let at = entries.binary_search_by(|(f, _)| f.as_str().cmp(feature));
-        Ok(at.map_or(TokenCounts::default(), |i| entries[i].1))
-    }
-
-    fn read_bucket(&self, key: &[u8]) -> Result<Vec<(String, TokenCounts)>, Error> {
-        match self.db.get(key).map_err(|e| self.corrupt(e))? {
-            None => Ok(Vec::new()),
-            Some(v) => decode_bucket(&v).ok_or_else(|| self.damaged_bucket()),
+        let key = bucket_key(bucket_of(hash));
+        let Some(bucket) = self.db.get(key).map_err(|e| self.corrupt(e))? else {
+            return Ok(TokenCounts::default());
+        };
+        for entry in BucketEntries(&bucket) {
+            let (f, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
+            if f == feature {
+                return Ok(counts);
+            }
         }
+        Ok(TokenCounts::default())
     }
 
     fn damaged_bucket(&self) -> Error {
@@ -222,10 +226,18 @@ impl Store for SledStore {
     }
 
     fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
+        self.learn_noting(lessons, &[])
+    }
+
+    fn learn_noting(
+        &self,
+        lessons: &[Lesson],
+        notes: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Outcome>, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
         // Per feature: occurrences and messages per class to add (or, negative, take away).
-        let mut delta: HashMap<&str, [i64; 4]> = HashMap::new();
+        let mut delta: FeatureMap<&str, [i64; 4]> = FeatureMap::default();
         let mut ledger: HashMap<Digest, Option<LedgerEntry>> = HashMap::new();
         let mut outcomes = Vec::with_capacity(lessons.len());
         let now = SystemTime::now()
@@ -271,52 +283,78 @@ impl Store for SledStore {
         }
         let mut batch = sled::Batch::default();
         let mut changed: Vec<(u64, TokenCounts)> = Vec::new();
-        for (bucket, deltas) in by_bucket {
+        for (bucket, mut deltas) in by_bucket {
+            deltas.sort_unstable_by(|a, b| a.0.cmp(b.0));
             let key = bucket_key(bucket);
-            let mut entries = self.read_bucket(&key)?;
-            for (feature, d) in deltas {
-                let at = entries.binary_search_by(|(f, _)| f.as_str().cmp(feature));
-                let old = at.map_or(TokenCounts::default(), |i| entries[i].1);
-                let new = TokenCounts {
-                    occurrences: [
-                        model::add_signed(old.occurrences[0], d[0]),
-                        model::add_signed(old.occurrences[1], d[1]),
-                    ],
-                    messages: [
-                        model::add_signed(old.messages[0], d[2]),
-                        model::add_signed(old.messages[1], d[3]),
-                    ],
+            let old = self.db.get(key).map_err(|e| self.corrupt(e))?;
+            let old = old.as_deref().unwrap_or_default();
+            let mut out = Vec::with_capacity(old.len() + deltas.len() * 24);
+            let mut entries = BucketEntries(old).peekable();
+            let mut deltas = deltas.into_iter().peekable();
+            // A merge of two sorted lists: the bucket's entries and this batch's changes.
+            loop {
+                let next_old = match entries.peek() {
+                    Some(Some((f, _))) => Some(*f),
+                    Some(None) => return Err(self.damaged_bucket()),
+                    None => None,
+                };
+                let next_delta = deltas.peek().map(|(f, _)| *f);
+                let (feature, was, d) = match (next_old, next_delta) {
+                    (None, None) => break,
+                    (Some(f), Some(g)) if g < f => {
+                        (g, TokenCounts::default(), deltas.next().map(|x| x.1))
+                    }
+                    (None, Some(g)) => (g, TokenCounts::default(), deltas.next().map(|x| x.1)),
+                    (Some(f), g) => {
+                        let (_, counts) = entries.next().flatten().expect("peeked an entry");
+                        let d = if g == Some(f) {
+                            deltas.next().map(|x| x.1)
+                        } else {
+                            None
+                        };
+                        (f, counts, d)
+                    }
+                };
+                let Some(d) = d else {
+                    encode_entry(&mut out, feature, &was);
+                    continue;
+                };
+                let now = TokenCounts {
+                    occurrences: [0, 1].map(|c| model::add_signed(was.occurrences[c], d[c])),
+                    messages: [0, 1].map(|c| model::add_signed(was.messages[c], d[2 + c])),
                 };
                 for c in 0..2 {
-                    totals.occurrences[c] = (totals.occurrences[c] + new.occurrences[c] as u64)
-                        .saturating_sub(old.occurrences[c] as u64);
-                    totals.presences[c] = (totals.presences[c] + new.messages[c] as u64)
-                        .saturating_sub(old.messages[c] as u64);
+                    totals.occurrences[c] = (totals.occurrences[c] + now.occurrences[c] as u64)
+                        .saturating_sub(was.occurrences[c] as u64);
+                    totals.presences[c] = (totals.presences[c] + now.messages[c] as u64)
+                        .saturating_sub(was.messages[c] as u64);
                 }
-                match (at, new.is_zero()) {
-                    (Ok(i), true) => {
-                        entries.remove(i);
-                        totals.vocabulary = totals.vocabulary.saturating_sub(1);
-                    }
-                    (Ok(i), false) => entries[i].1 = new,
-                    (Err(_), true) => {}
-                    (Err(i), false) => {
-                        entries.insert(i, (feature.to_string(), new));
-                        totals.vocabulary += 1;
-                    }
+                match (was.is_zero(), now.is_zero()) {
+                    (true, false) => totals.vocabulary += 1,
+                    (false, true) => totals.vocabulary = totals.vocabulary.saturating_sub(1),
+                    _ => {}
                 }
-                changed.push((feature_hash(feature), new));
+                if !now.is_zero() {
+                    encode_entry(&mut out, feature, &now);
+                }
+                changed.push((feature_hash(feature), now));
             }
-            if entries.is_empty() {
+            if out.is_empty() {
                 batch.remove(&key[..]);
             } else {
-                batch.insert(&key[..], encode_bucket(&entries));
+                batch.insert(&key[..], out);
             }
         }
         for (digest, entry) in &ledger {
             match entry {
                 Some(entry) => batch.insert(ledger_key(digest), encode_ledger(entry)),
                 None => batch.remove(ledger_key(digest)),
+            }
+        }
+        for (key, value) in notes {
+            match value {
+                Some(v) => batch.insert(note_key(key), v.as_slice()),
+                None => batch.remove(note_key(key)),
             }
         }
         batch.insert(META_TOTALS, encode_totals(&totals));
@@ -360,8 +398,9 @@ impl Store for SledStore {
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error> {
         for kv in self.db.scan_prefix([TOKEN]) {
             let (_, v) = kv.map_err(|e| self.corrupt(e))?;
-            for (feature, counts) in decode_bucket(&v).ok_or_else(|| self.damaged_bucket())? {
-                each(&feature, counts);
+            for entry in BucketEntries(&v) {
+                let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
+                each(feature, counts);
             }
         }
         Ok(())
@@ -380,6 +419,36 @@ impl Store for SledStore {
                 });
             };
             each(&digest, &entry);
+        }
+        Ok(())
+    }
+
+    fn note(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let v = self.db.get(note_key(key)).map_err(|e| self.corrupt(e))?;
+        Ok(v.map(|v| v.to_vec()))
+    }
+
+    fn write_notes(&self, changes: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        for (key, value) in changes {
+            match value {
+                Some(v) => batch.insert(note_key(key), v.as_slice()),
+                None => batch.remove(note_key(key)),
+            }
+        }
+        self.db
+            .apply_batch(batch)
+            .map_err(|e| Error::Write(e.to_string()))
+    }
+
+    fn for_each_note(
+        &self,
+        prefix: &[u8],
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), Error> {
+        for kv in self.db.scan_prefix(note_key(prefix)) {
+            let (k, v) = kv.map_err(|e| self.corrupt(e))?;
+            each(&k[1..], &v);
         }
         Ok(())
     }
@@ -409,7 +478,11 @@ impl Store for SledStore {
         for (bucket, mut entries) in buckets {
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             entries.dedup_by(|a, b| a.0 == b.0);
-            batch.insert(&bucket_key(bucket)[..], encode_bucket(&entries));
+            let mut out = Vec::new();
+            for (feature, counts) in &entries {
+                encode_entry(&mut out, feature, counts);
+            }
+            batch.insert(&bucket_key(bucket)[..], out);
         }
         for (digest, entry) in ledger {
             batch.insert(ledger_key(digest), encode_ledger(entry));
@@ -468,7 +541,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 const MAX_FEATURE_BYTES: usize = 1024;
 
 /// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
-const BUCKET_BITS: u32 = 14;
+const BUCKET_BITS: u32 = 12;
 
 fn bucket_of(hash: u64) -> u16 {
     (hash >> (64 - BUCKET_BITS)) as u16
@@ -479,26 +552,18 @@ fn bucket_key(bucket: u16) -> [u8; 3] {
     [TOKEN, hi, lo]
 }
 
+fn note_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(NOTE);
+    k.extend_from_slice(key);
+    k
+}
+
 fn ledger_key(digest: &Digest) -> Vec<u8> {
     let mut k = Vec::with_capacity(17);
     k.push(LEDGER);
     k.extend_from_slice(digest);
     k
-}
-
-/// FNV-1a with a SplitMix64 finish: fixed for all time (it places features in buckets on
-/// disk), fast on short strings, and with well-mixed high bits for the bucket number.
-fn feature_hash(feature: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in feature.as_bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
-    h ^ (h >> 31)
 }
 
 /// Which learning moves what: the outcome, and the (class, +1/−1) steps to apply.
@@ -521,26 +586,39 @@ fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Cl
 }
 
 /// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
-fn encode_bucket(entries: &[(String, TokenCounts)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.iter().map(|(f, _)| f.len() + 18).sum());
-    for (feature, counts) in entries {
-        out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
-        out.extend_from_slice(feature.as_bytes());
-        out.extend_from_slice(&encode_counts(counts));
-    }
-    out
+fn encode_entry(out: &mut Vec<u8>, feature: &str, counts: &TokenCounts) {
+    out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+    out.extend_from_slice(feature.as_bytes());
+    out.extend_from_slice(&encode_counts(counts));
 }
 
-fn decode_bucket(mut b: &[u8]) -> Option<Vec<(String, TokenCounts)>> {
-    let mut entries = Vec::new();
-    while !b.is_empty() {
-        let len = u16::from_le_bytes(b.get(..2)?.try_into().ok()?) as usize;
-        let feature = std::str::from_utf8(b.get(2..2 + len)?).ok()?;
-        let counts = decode_counts(b.get(2 + len..2 + len + 16)?)?;
-        entries.push((feature.to_string(), counts));
-        b = &b[2 + len + 16..];
+/// The entries of a bucket, read in place; `None` where the bytes are damaged.
+struct BucketEntries<'a>(&'a [u8]);
+
+impl<'a> Iterator for BucketEntries<'a> {
+    type Item = Option<(&'a str, TokenCounts)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let entry = (|| {
+            let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
+            let feature = std::str::from_utf8(self.0.get(2..2 + len)?).ok()?;
+            let counts = decode_counts(self.0.get(2 + len..2 + len + 16)?)?;
+            Some((feature, counts, 2 + len + 16))
+        })();
+        match entry {
+            Some((feature, counts, used)) => {
+                self.0 = &self.0[used..];
+                Some(Some((feature, counts)))
+            }
+            None => {
+                self.0 = &[];
+                Some(None)
+            }
+        }
     }
-    Some(entries)
 }
 
 /// The table's keys are already hashes; hashing them again would only cost time.
@@ -761,6 +839,40 @@ mod tests {
     }
 
     #[test]
+    fn notes_are_kept_apart_from_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let note = |k: &[u8], v: Option<&[u8]>| (k.to_vec(), v.map(<[u8]>::to_vec));
+        store
+            .write_notes(&[
+                note(b"w/a", Some(b"1")),
+                note(b"w/b", Some(b"2")),
+                note(b"x", Some(b"")),
+            ])
+            .unwrap();
+        store.write_notes(&[note(b"w/a", None)]).unwrap();
+        let mut seen = Vec::new();
+        store
+            .for_each_note(b"w/", &mut |k, v| seen.push((k.to_vec(), v.to_vec())))
+            .unwrap();
+        assert_eq!(seen, [(b"w/b".to_vec(), b"2".to_vec())]);
+        assert_eq!(store.note(b"x").unwrap(), Some(vec![]));
+        // Notes written with lessons go in the same batch.
+        let out = store
+            .learn_noting(
+                &[lesson(1, Some(Class::Spam), "a b")],
+                &[note(b"w/c", Some(b"3"))],
+            )
+            .unwrap();
+        assert_eq!(out, [Outcome::Learned]);
+        assert_eq!(store.note(b"w/c").unwrap(), Some(b"3".to_vec()));
+        assert_eq!(store.stats().unwrap().ledger_entries, 1);
+        let mut tokens = 0;
+        store.for_each_token(&mut |_, _| tokens += 1).unwrap();
+        assert_eq!(tokens, 2, "notes are not tokens");
+    }
+
+    #[test]
     fn encodings_round_trip() {
         let c = TokenCounts {
             occurrences: [1, u32::MAX],
@@ -780,15 +892,15 @@ mod tests {
             user: Some("ann".into()),
         };
         assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
-        let bucket = vec![
-            ("a".to_string(), c),
-            ("ünï:b".to_string(), TokenCounts::default()),
-        ];
-        assert_eq!(decode_bucket(&encode_bucket(&bucket)), Some(bucket));
+        let mut bucket = Vec::new();
+        encode_entry(&mut bucket, "a", &c);
+        encode_entry(&mut bucket, "ünï:b", &TokenCounts::default());
+        let entries: Vec<_> = BucketEntries(&bucket).collect();
         assert_eq!(
-            decode_bucket(&[3, 0, b'a']),
-            None,
-            "a cut-off bucket is damage, not data"
+            entries,
+            [Some(("a", c)), Some(("ünï:b", TokenCounts::default()))]
         );
+        let cut: Vec<_> = BucketEntries(&[3, 0, b'a']).collect();
+        assert_eq!(cut, [None], "a cut-off bucket is damage, not data");
     }
 }
