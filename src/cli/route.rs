@@ -127,6 +127,21 @@ impl Route {
         }
     }
 
+    pub fn stats(&self) -> anyhow::Result<crate::store::Stats> {
+        match self {
+            Route::Local { store, .. } => Ok(store.stats()?),
+            Route::Daemon(client) => Ok(client.stats()?),
+        }
+    }
+
+    /// Writes the whole model as `spamnb export` does.
+    pub fn export(&self, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        match self {
+            Route::Local { store, .. } => Ok(crate::store::export(&**store, out)?),
+            Route::Daemon(client) => Ok(client.export(out)?),
+        }
+    }
+
     /// Makes what was learned durable.
     pub fn flush(&self) -> anyhow::Result<()> {
         match self {
