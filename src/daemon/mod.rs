@@ -55,7 +55,8 @@ use crate::store::SledStore;
 
 /// What every session of every protocol shares.
 pub struct Context {
-    pub engine: SharedEngine,
+    /// Shared with the folder watcher, which learns through the daemon's own store.
+    pub engine: Arc<SharedEngine>,
     /// The configuration now in force; see [`Context::config`].
     config: RwLock<Arc<Config>>,
     pub metrics: Metrics,
@@ -93,7 +94,7 @@ pub enum CheckError {
 impl Context {
     pub fn new(engine: Engine, config: Config) -> Arc<Context> {
         Arc::new(Context {
-            engine: SharedEngine::new(engine),
+            engine: Arc::new(SharedEngine::new(engine)),
             connections: Arc::new(Semaphore::new(config.daemon.max_connections)),
             sessions: Arc::new(Semaphore::new(config.daemon.max_sessions)),
             config: RwLock::new(Arc::new(config)),
@@ -258,6 +259,14 @@ async fn serve(
             Kind::Http => servers.spawn(http::run(listener, ctx, token)),
             Kind::Milter => servers.spawn(crate::milter::server::run(listener, ctx, token)),
         };
+    }
+    if let Some(settings) = ctx.config().watch.clone() {
+        let (engine, token) = (ctx.engine.clone(), shutdown.clone());
+        servers.spawn(async move {
+            if let Err(e) = crate::watch::run(settings, engine, token).await {
+                tracing::error!("the folder watcher stopped: {e}");
+            }
+        });
     }
     servers.close();
     notify::notify("READY=1\nSTATUS=serving");

@@ -32,6 +32,8 @@ pub struct Sections<'a> {
     pub daemon: &'a str,
     pub spamd: &'a str,
     pub model: &'a str,
+    /// Whole sections of its own (`[watch]` …), appended as they are.
+    pub extra: &'a str,
 }
 
 pub fn config_text(dir: &Path, s: &Sections) -> String {
@@ -44,10 +46,11 @@ pub fn config_text(dir: &Path, s: &Sections) -> String {
     format!(
         "[daemon]\nruntime_dir = {run:?}\n{read_timeout}session_timeout = 20\ndrain_timeout = 10\n{}\n\
          [spamd]\nlisten = [\"inet:127.0.0.1:0\", \"unix:{spamd}\"]\n{}\n\
-         [http]\nlisten = \"inet:127.0.0.1:0\"\n[model]\n{}\n",
+         [http]\nlisten = \"inet:127.0.0.1:0\"\n[model]\n{}\n{}\n",
         s.daemon,
         s.spamd,
         s.model,
+        s.extra,
         run = dir.join("run"),
         spamd = dir.join("spamd.sock").display(),
     )
@@ -647,6 +650,14 @@ fn the_example_config_is_valid_and_documents_every_section() {
         "[control]",
         "[http]",
         "[milter]",
+        "[watch]",
+        "spam_folders =",
+        "never_learn =",
+        "other_folders_are_ham =",
+        "burst_limit =",
+        "burst_window_secs =",
+        "debounce_ms =",
+        "[watch.users]",
     ] {
         assert!(
             text.contains(key),

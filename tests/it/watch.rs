@@ -479,3 +479,44 @@ fn bench_watch_latency_and_burst_throughput() {
         burst.len() as f64 / took.as_secs_f64()
     );
 }
+
+/// `spamnb daemon` with a `[watch]` section watches the Maildirs it names and learns
+/// through its own store: a move into Junk is learned while the daemon holds the database.
+#[test]
+fn the_daemon_runs_the_watcher_from_its_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("Maildir");
+    for folder in ["", ".Junk"] {
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
+        }
+    }
+    let inbox = root.join("cur/1700000001.A.host:2,S");
+    std::fs::write(&inbox, mail(1)).unwrap();
+    let watch = format!(
+        "[watch]\nspam_folders = [\"Junk\"]\n[watch.users]\nann = {:?}\n",
+        root
+    );
+    let sections = crate::daemon::Sections {
+        extra: &watch,
+        ..Default::default()
+    };
+    let db = dir.path().join("db");
+    let daemon = crate::daemon::Daemon::start(dir.path(), &db, &sections);
+    let spam_learned = || {
+        let out = crate::util::spamnb(&db)
+            .env("SPAMNB_CONFIG", &daemon.config)
+            .args(["stats", "--format", "json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["messages"]["spam"].as_u64() == Some(1)
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!spam_learned(), "the first scan learns nothing");
+    std::fs::rename(&inbox, root.join(".Junk/cur/1700000001.A.host:2,S")).unwrap();
+    wait_until(
+        spam_learned,
+        "the daemon's watcher learned the move into Junk",
+    );
+}
