@@ -114,7 +114,10 @@ impl Config {
         };
         let defaults = Config::default();
         if raw.model.alpha <= 0.0 || !raw.model.alpha.is_finite() {
-            return Err(invalid(format!("model.alpha must be above 0, not {}", raw.model.alpha)));
+            return Err(invalid(format!(
+                "model.alpha must be above 0, not {}",
+                raw.model.alpha
+            )));
         }
         if raw.model.ham_threshold > raw.model.spam_threshold {
             return Err(invalid(format!(
@@ -122,15 +125,27 @@ impl Config {
                 raw.model.ham_threshold, raw.model.spam_threshold
             )));
         }
+        if raw.model.event_model == crate::model::EventModel::Bernoulli {
+            return Err(invalid(
+                "model.event_model = \"bernoulli\" is for `spamnb eval --models bernoulli` only (its score \
+                 needs a pass over the whole vocabulary after every lesson); use \"multinomial\" or \
+                 \"binary-multinomial\""
+                    .into(),
+            ));
+        }
         let scan_limit = raw.scan_limit.unwrap_or(DEFAULT_SCAN_LIMIT);
         if scan_limit < 1024 {
-            return Err(invalid(format!("scan_limit must be at least 1024 bytes, not {scan_limit}")));
+            return Err(invalid(format!(
+                "scan_limit must be at least 1024 bytes, not {scan_limit}"
+            )));
         }
         Ok(Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
             store: StoreOptions {
-                cache_bytes: raw.cache_mb.map_or(defaults.store.cache_bytes, |mb| mb << 20),
+                cache_bytes: raw
+                    .cache_mb
+                    .map_or(defaults.store.cache_bytes, |mb| mb << 20),
             },
             extractor: Extractor {
                 tokenizer: raw.tokenizer,
@@ -157,7 +172,11 @@ mod tests {
         for (text, line, wanted) in [
             ("db = \"x\"\nbogus = 1\n", Some(2), "unknown field"),
             ("[model]\nalpha = 0\n", None, "alpha must be above 0"),
-            ("[model]\nspam_threshold = -10.0\n", None, "must not be above"),
+            (
+                "[model]\nspam_threshold = -10.0\n",
+                None,
+                "must not be above",
+            ),
             ("[model\n", Some(1), ""),
         ] {
             let e = Config::parse(text, p).unwrap_err();

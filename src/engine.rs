@@ -47,7 +47,10 @@ impl SharedEngine {
     }
 
     pub fn current(&self) -> Arc<Engine> {
-        self.0.read().expect("engine lock is never poisoned").clone()
+        self.0
+            .read()
+            .expect("engine lock is never poisoned")
+            .clone()
     }
 
     pub fn replace(&self, engine: Engine) {

@@ -18,12 +18,14 @@
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
+//! - [`eval`]: cross-validation, online and split evaluation in memory, through [`model`].
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod eval;
 pub mod features;
 pub mod mailbox;
 pub mod message;

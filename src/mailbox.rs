@@ -10,7 +10,10 @@ use std::path::{Path, PathBuf};
 pub enum MailSource {
     File(PathBuf),
     /// The `index`-th message (from 0) of an mbox file.
-    Mbox { path: PathBuf, index: usize },
+    Mbox {
+        path: PathBuf,
+        index: usize,
+    },
     Stdin,
 }
 
@@ -79,7 +82,9 @@ fn walk(dir: &Path, recurse: bool, sources: &mut Vec<MailSource>, problems: &mut
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for path in paths {
-        let hidden = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        let hidden = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         match fs::metadata(&path) {
             Err(e) => problems.push(unreadable(&path, &e)),
             Ok(m) if m.is_dir() && recurse && !hidden => expand_dir(&path, sources, problems),
@@ -96,7 +101,9 @@ fn expand_file(path: &Path, sources: &mut Vec<MailSource>, problems: &mut Vec<Un
         Ok(true) => match mbox_messages(path) {
             Err(e) => problems.push(unreadable(path, &e)),
             // One message saved with its envelope line, as many archives keep them.
-            Ok(messages) if messages.len() == 1 => sources.push(MailSource::File(path.to_path_buf())),
+            Ok(messages) if messages.len() == 1 => {
+                sources.push(MailSource::File(path.to_path_buf()))
+            }
             Ok(messages) => sources.extend((0..messages.len()).map(|index| MailSource::Mbox {
                 path: path.to_path_buf(),
                 index,
@@ -149,7 +156,9 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
 }
 
 /// Reads many messages, each mbox file once, in the order given.
-pub fn read_all(sources: &[MailSource]) -> impl Iterator<Item = (&MailSource, Result<Vec<u8>, Unreadable>)> {
+pub fn read_all(
+    sources: &[MailSource],
+) -> impl Iterator<Item = (&MailSource, Result<Vec<u8>, Unreadable>)> {
     let mut open_mbox: Option<(PathBuf, std::vec::IntoIter<Vec<u8>>)> = None;
     sources.iter().map(move |source| {
         let MailSource::Mbox { path, .. } = source else {
@@ -183,7 +192,10 @@ pub fn read_all(sources: &[MailSource]) -> impl Iterator<Item = (&MailSource, Re
 /// Drops an mbox `From ` envelope line: it belongs to the mailbox, not to the message.
 fn strip_envelope_line(mut raw: Vec<u8>) -> Vec<u8> {
     if raw.starts_with(b"From ") {
-        let end = raw.iter().position(|&b| b == b'\n').map_or(raw.len(), |i| i + 1);
+        let end = raw
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(raw.len(), |i| i + 1);
         raw.drain(..end);
     }
     raw
@@ -220,24 +232,53 @@ mod tests {
         fs::write(root.join("md/tmp/3"), "Subject: half\n").unwrap();
         fs::write(root.join("tree/a/m1"), "Subject: m1\n\nx\n").unwrap();
         fs::write(root.join("tree/.hidden/m2"), "x").unwrap();
-        fs::write(root.join("tree/a/m3"), "From a@b Mon Jan  1 00:00:00 2024\nSubject: m3\n\nx\n").unwrap();
+        fs::write(
+            root.join("tree/a/m3"),
+            "From a@b Mon Jan  1 00:00:00 2024\nSubject: m3\n\nx\n",
+        )
+        .unwrap();
         fs::write(
             root.join("box"),
             "From a@b Mon Jan  1 00:00:00 2024\nSubject: a\n\n>From quoted\n\nFrom c@d Mon Jan  1 00:00:00 2024\nSubject: b\n\ncut off",
         )
         .unwrap();
-        let inputs = [root.join("md"), root.join("tree"), root.join("box"), root.join("missing")];
+        let inputs = [
+            root.join("md"),
+            root.join("tree"),
+            root.join("box"),
+            root.join("missing"),
+        ];
         let (sources, problems) = expand(&inputs);
         let names: Vec<String> = sources
             .iter()
             .map(|s| s.name().replace(&root.display().to_string(), ""))
             .collect();
-        assert_eq!(names, ["/md/cur/1:2,S", "/md/new/2", "/tree/a/m1", "/tree/a/m3", "/box#1", "/box#2"]);
+        assert_eq!(
+            names,
+            [
+                "/md/cur/1:2,S",
+                "/md/new/2",
+                "/tree/a/m1",
+                "/tree/a/m3",
+                "/box#1",
+                "/box#2"
+            ]
+        );
         assert_eq!(problems.len(), 1);
-        assert!(problems[0].to_string().contains("missing: no such file"), "{}", problems[0]);
+        assert!(
+            problems[0].to_string().contains("missing: no such file"),
+            "{}",
+            problems[0]
+        );
         let read: Vec<Vec<u8>> = read_all(&sources).map(|(_, r)| r.unwrap()).collect();
-        assert!(read[3].starts_with(b"Subject: m3"), "the envelope line is not part of the message");
+        assert!(
+            read[3].starts_with(b"Subject: m3"),
+            "the envelope line is not part of the message"
+        );
         assert!(String::from_utf8_lossy(&read[4]).contains("From quoted"));
-        assert!(String::from_utf8_lossy(&read[5]).contains("cut off"), "a truncated mbox keeps its last message");
+        assert!(
+            String::from_utf8_lossy(&read[5]).contains("cut off"),
+            "a truncated mbox keeps its last message"
+        );
     }
 }

@@ -175,7 +175,10 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             PartType::Html(html) if !is_attachment => {
                 msg.html.push_str(html);
                 msg.html.push('\n');
-                push_text(&mut msg.text, &mail_parser::decoders::html::html_to_text(html));
+                push_text(
+                    &mut msg.text,
+                    &mail_parser::decoders::html::html_to_text(html),
+                );
             }
             PartType::Multipart(_) => {}
             body => {
@@ -244,7 +247,8 @@ static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"(?i)\b(?:https?://|www\.)[^\s<>"'()\[\]{}]+"#).expect("URL pattern is valid")
 });
 static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#).expect("attribute pattern is valid")
+    Regex::new(r#"(?i)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#)
+        .expect("attribute pattern is valid")
 });
 
 /// URLs written in the text, and the targets of links, images and forms in the HTML.
@@ -329,7 +333,13 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
     }
     Cow::Owned(
         text.chars()
-            .map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() })
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
             .collect(),
     )
 }
@@ -359,11 +369,18 @@ Content-Type: text/html\r\n\
 --XX--\r\n";
         let msg = Message::parse(raw, LIMIT);
         assert_eq!(msg.header("subject"), Some("Hello world"));
-        assert!(msg.header("from").unwrap().contains("Jürgen"), "{:?}", msg.headers);
+        assert!(
+            msg.header("from").unwrap().contains("Jürgen"),
+            "{:?}",
+            msg.headers
+        );
         assert!(msg.text.contains("Grüße"), "{}", msg.text);
         assert!(msg.text.contains("click"), "{}", msg.text);
         assert!(msg.html.contains("<a href"), "{}", msg.html);
-        assert_eq!(msg.urls, ["http://example.com/a", "https://evil.example.net/x"]);
+        assert_eq!(
+            msg.urls,
+            ["http://example.com/a", "https://evil.example.net/x"]
+        );
         assert!(msg.anomalies.is_empty(), "{:?}", msg.anomalies);
     }
 
@@ -385,7 +402,11 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         let msg = Message::parse(&raw, LIMIT);
         assert!(msg.anomalies.contains(&Anomaly::Unparsed) || !msg.headers.is_empty());
         let empty = Message::parse(b"", LIMIT);
-        assert!(empty.anomalies.contains(&Anomaly::Unparsed), "{:?}", empty.anomalies);
+        assert!(
+            empty.anomalies.contains(&Anomaly::Unparsed),
+            "{:?}",
+            empty.anomalies
+        );
     }
 
     #[test]
@@ -410,7 +431,10 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
     #[test]
     fn control_characters_are_escaped() {
         assert_eq!(escape_control("plain text"), "plain text");
-        assert_eq!(escape_control("a\r\nfake: line\x1b[31m"), "a\\u{d}\\u{a}fake: line\\u{1b}[31m");
+        assert_eq!(
+            escape_control("a\r\nfake: line\x1b[31m"),
+            "a\\u{d}\\u{a}fake: line\\u{1b}[31m"
+        );
     }
 
     #[test]

@@ -69,6 +69,15 @@ pub struct Totals {
 pub trait CountSource {
     fn totals(&self) -> Totals;
     fn token(&self, feature: &str) -> Option<TokenCounts>;
+
+    /// Per class, Σ over the vocabulary of ln(M_c + α − m_tc) (M_c learned messages, m_tc
+    /// those holding t): the part of the multi-variate Bernoulli score that every absent
+    /// word contributes. It changes with every lesson and costs a pass over the whole
+    /// vocabulary, so only a source that can hold it precomputed offers it (evaluation's
+    /// in-memory table does, the store does not, hence Bernoulli is evaluation-only).
+    fn bernoulli_absent(&self, _alpha: f64) -> Option<[f64; 2]> {
+        None
+    }
 }
 
 /// How a message's features become evidence.
@@ -81,6 +90,22 @@ pub enum EventModel {
     /// 2006 found this the better naive Bayes for spam).
     #[default]
     BinaryMultinomial,
+    /// Multi-variate Bernoulli (McCallum & Nigam): every vocabulary word is an event,
+    /// present or absent. Scored as the precomputed all-absent sum plus a correction for
+    /// the words present, so a message costs what it does in the other models. Needs
+    /// [`CountSource::bernoulli_absent`], so only `spamnb eval` can use it; the
+    /// configuration refuses it for the store.
+    Bernoulli,
+}
+
+impl EventModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventModel::Multinomial => "multinomial",
+            EventModel::BinaryMultinomial => "binary-multinomial",
+            EventModel::Bernoulli => "bernoulli",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -163,11 +188,21 @@ pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfi
 /// Scores `features` against `counts`.
 pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig) -> Verdict {
     let totals = counts.totals();
-    let rules = features.rule_hits().into_iter().map(str::to_string).collect();
+    let rules = features
+        .rule_hits()
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     let short: Vec<String> = [Class::Spam, Class::Ham]
         .into_iter()
         .filter(|c| totals.messages[c.index()] < cfg.min_learned.max(1))
-        .map(|c| format!("{} more {}", cfg.min_learned.max(1) - totals.messages[c.index()], c.name()))
+        .map(|c| {
+            format!(
+                "{} more {}",
+                cfg.min_learned.max(1) - totals.messages[c.index()],
+                c.name()
+            )
+        })
         .collect();
     if !short.is_empty() {
         return Verdict {
@@ -176,7 +211,24 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
             probability: 0.5,
             reasons: Vec::new(),
             rules,
-            note: Some(format!("not enough learned yet: needs {}", short.join(" and "))),
+            note: Some(format!(
+                "not enough learned yet: needs {}",
+                short.join(" and ")
+            )),
+        };
+    }
+
+    if cfg.event_model == EventModel::Bernoulli && counts.bernoulli_absent(cfg.alpha).is_none() {
+        return Verdict {
+            decision: Decision::Unsure,
+            score: 0.0,
+            probability: 0.5,
+            reasons: Vec::new(),
+            rules,
+            note: Some(
+                "the bernoulli event model is for `spamnb eval` only; choose another event_model"
+                    .into(),
+            ),
         };
     }
 
@@ -215,9 +267,16 @@ fn score_features<'f>(
     mut each: impl FnMut(&'f str, u32, f64),
     joint: &mut [f64; 2],
 ) {
+    if cfg.event_model == EventModel::Bernoulli {
+        return score_bernoulli(features, counts, cfg, each, joint);
+    }
     let totals = counts.totals();
     let binary = cfg.event_model == EventModel::BinaryMultinomial;
-    let class_total = if binary { totals.presences } else { totals.occurrences };
+    let class_total = if binary {
+        totals.presences
+    } else {
+        totals.occurrences
+    };
     let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
     let alpha = cfg.alpha;
     let v = totals.vocabulary as f64;
@@ -245,9 +304,72 @@ fn score_features<'f>(
     }
 }
 
+/// Multi-variate Bernoulli: P(t|c) = (m_tc + α) / (M_c + 2α) that a message of class c
+/// holds t. score(c) = log P(c) + Σ_{t∈V} ln(1 − P(t|c)) + Σ_{t present} [ln P(t|c) −
+/// ln(1 − P(t|c))]: the first sum comes precomputed from the source, so only the words
+/// present are visited.
+fn score_bernoulli<'f>(
+    features: &'f Features,
+    counts: &dyn CountSource,
+    cfg: &ModelConfig,
+    mut each: impl FnMut(&'f str, u32, f64),
+    joint: &mut [f64; 2],
+) {
+    let totals = counts.totals();
+    let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
+    let alpha = cfg.alpha;
+    let v = totals.vocabulary as f64;
+    // Without the precomputed sum the absent words are left out: classify() refuses
+    // before that happens, log_joint() callers get the present-word part alone.
+    let absent = counts.bernoulli_absent(alpha).unwrap_or([0.0; 2]);
+    let mut denominators = [0.0; 2];
+    for c in 0..2 {
+        joint[c] = (totals.messages[c].max(1) as f64 / all_messages).ln();
+        denominators[c] = (totals.messages[c] as f64 + 2.0 * alpha).ln();
+        joint[c] += absent[c] - v * denominators[c];
+    }
+    for (feature, _) in features.iter() {
+        let Some(tc) = counts.token(feature) else {
+            continue;
+        };
+        if tc.messages == [0, 0] {
+            continue;
+        }
+        let mut odds = [0.0; 2];
+        for c in 0..2 {
+            let m = tc.messages[c] as f64;
+            let present = (m + alpha).ln();
+            let absent = (totals.messages[c] as f64 + alpha - m).max(alpha).ln();
+            odds[c] = present - absent;
+            joint[c] += odds[c];
+        }
+        each(feature, 1, odds[1] - odds[0]);
+    }
+}
+
+/// Σ over `tokens` of ln(M_c + α − m_tc) per class: what [`CountSource::bernoulli_absent`]
+/// returns, for a source that holds its tokens in memory.
+pub fn bernoulli_absent_sum<'a>(
+    totals: &Totals,
+    tokens: impl Iterator<Item = &'a TokenCounts>,
+    alpha: f64,
+) -> [f64; 2] {
+    let mut sum = [0.0; 2];
+    for tc in tokens {
+        for c in 0..2 {
+            sum[c] += (totals.messages[c] as f64 + alpha - tc.messages[c] as f64)
+                .max(alpha)
+                .ln();
+        }
+    }
+    sum
+}
+
 /// The `top` strongest contributions towards spam and towards ham, strongest first.
 fn strongest(mut all: Vec<(&str, u32, f64)>, top: usize) -> Vec<Reason> {
-    let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0));
+    let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| {
+        b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0))
+    };
     let mut out = Vec::new();
     for towards_spam in [true, false] {
         let mut side: Vec<_> = all

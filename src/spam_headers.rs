@@ -22,7 +22,10 @@ pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str
         env!("CARGO_PKG_VERSION"),
     );
     vec![
-        ("X-Spam-Flag", if is_spam { "YES" } else { "NO" }.to_string()),
+        (
+            "X-Spam-Flag",
+            if is_spam { "YES" } else { "NO" }.to_string(),
+        ),
         ("X-Spam-Status", fold(&status)),
         ("X-Spam-Level", level(verdict.score)),
         ("X-Spam-Class", verdict.decision.name().to_string()),
@@ -55,16 +58,20 @@ fn fold(value: &str) -> String {
 /// `raw` with every incoming `X-Spam-*` header removed (a sender can forge them) and
 /// `headers` added at the end of the header block, in the message's own line ending.
 pub fn rewrite(raw: &[u8], headers: &[(&str, String)]) -> Vec<u8> {
-    let crlf = raw.windows(2).position(|w| w == b"\r\n").is_some_and(|at| {
-        raw.iter().position(|&b| b == b'\n') == Some(at + 1)
-    });
+    let crlf = raw
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .is_some_and(|at| raw.iter().position(|&b| b == b'\n') == Some(at + 1));
     let eol: &[u8] = if crlf { b"\r\n" } else { b"\n" };
     let mut out = Vec::with_capacity(raw.len() + 512);
     let mut rest = raw;
     let mut skipping = false;
     let mut body_at = None;
     while !rest.is_empty() {
-        let end = rest.iter().position(|&b| b == b'\n').map_or(rest.len(), |i| i + 1);
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(rest.len(), |i| i + 1);
         let line = &rest[..end];
         let content = line.strip_suffix(b"\n").unwrap_or(line);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
@@ -88,7 +95,11 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)]) -> Vec<u8> {
     for (name, value) in headers {
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(b": ");
-        out.extend_from_slice(value.replace('\n', std::str::from_utf8(eol).unwrap_or("\n")).as_bytes());
+        out.extend_from_slice(
+            value
+                .replace('\n', std::str::from_utf8(eol).unwrap_or("\n"))
+                .as_bytes(),
+        );
         out.extend_from_slice(eol);
     }
     match body_at {
@@ -115,11 +126,22 @@ mod tests {
 
     #[test]
     fn headers_follow_spamassassin() {
-        let h = spam_headers(&verdict(Decision::Spam, 12.34, &["A", "B"]), &ModelConfig::default());
+        let h = spam_headers(
+            &verdict(Decision::Spam, 12.34, &["A", "B"]),
+            &ModelConfig::default(),
+        );
         assert_eq!(h[0], ("X-Spam-Flag", "YES".to_string()));
-        assert!(h[1].1.starts_with("Yes, score=12.3 required=5.0 tests=A,B version=spamnb-"), "{}", h[1].1);
+        assert!(
+            h[1].1
+                .starts_with("Yes, score=12.3 required=5.0 tests=A,B version=spamnb-"),
+            "{}",
+            h[1].1
+        );
         assert_eq!(h[2].1, "************");
-        let h = spam_headers(&verdict(Decision::Unsure, -3.0, &[]), &ModelConfig::default());
+        let h = spam_headers(
+            &verdict(Decision::Unsure, -3.0, &[]),
+            &ModelConfig::default(),
+        );
         assert_eq!(h[0].1, "NO");
         assert!(h[1].1.contains("tests=none"));
         assert_eq!(h[2].1, "");
@@ -130,17 +152,30 @@ mod tests {
     fn long_test_lists_fold() {
         let rules: Vec<String> = (0..30).map(|i| format!("SOME_LONG_RULE_{i}")).collect();
         let refs: Vec<&str> = rules.iter().map(String::as_str).collect();
-        let h = spam_headers(&verdict(Decision::Spam, 40.0, &refs), &ModelConfig::default());
+        let h = spam_headers(
+            &verdict(Decision::Spam, 40.0, &refs),
+            &ModelConfig::default(),
+        );
         let lines: Vec<&str> = h[1].1.split("\n\t").collect();
         assert!(lines.len() > 3, "{}", h[1].1);
         assert!(lines.iter().all(|l| l.len() <= 78), "{lines:?}");
-        assert!(h[1].1.replace("\n\t", "").contains(&rules.join(",")), "{}", h[1].1);
+        assert!(
+            h[1].1.replace("\n\t", "").contains(&rules.join(",")),
+            "{}",
+            h[1].1
+        );
     }
 
     #[test]
     fn rewrite_removes_forged_and_keeps_body() {
         let raw = b"Subject: hi\r\nX-Spam-Flag: YES\r\nX-Spam-Status: Yes,\r\n score=99\r\nFrom: a@b\r\n\r\nX-Spam-Flag: body line\r\n";
-        let out = rewrite(raw, &[("X-Spam-Flag", "NO".into()), ("X-Spam-Status", "No,\n\ttests=none".into())]);
+        let out = rewrite(
+            raw,
+            &[
+                ("X-Spam-Flag", "NO".into()),
+                ("X-Spam-Status", "No,\n\ttests=none".into()),
+            ],
+        );
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
             text,

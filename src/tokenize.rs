@@ -271,7 +271,9 @@ mod tests {
 
     fn word_list(text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        words(text, &TokenizerOptions::default(), &mut |w| out.push(w.to_string()));
+        words(text, &TokenizerOptions::default(), &mut |w| {
+            out.push(w.to_string())
+        });
         out
     }
 
@@ -281,7 +283,13 @@ mod tests {
             ("FREE Money, now!", vec!["free", "money", "now"]),
             ("a I x", vec![]),
             ("Straße ÄRGER", vec!["straße", "ärger"]),
-            ("don't e-mail", vec!["don't", "e", "mail"].into_iter().filter(|w| w.len() > 1).collect()),
+            (
+                "don't e-mail",
+                vec!["don't", "e", "mail"]
+                    .into_iter()
+                    .filter(|w| w.len() > 1)
+                    .collect(),
+            ),
             ("price 3.50 2002", vec!["price", "3.50", "2002"]),
         ] {
             assert_eq!(word_list(text), expected, "input {text:?}");
@@ -293,7 +301,10 @@ mod tests {
     #[test]
     fn no_space_scripts_become_bigrams() {
         assert_eq!(word_list("免费发票"), ["免费", "费发", "发票"]);
-        assert_eq!(word_list("限定セール。今すぐ"), ["限定", "定セ", "セー", "ール", "今す", "すぐ"]);
+        assert_eq!(
+            word_list("限定セール。今すぐ"),
+            ["限定", "定セ", "セー", "ール", "今す", "すぐ"]
+        );
         assert_eq!(word_list("ลดราคา"), ["ลด", "ดร", "รา", "าค", "คา"]);
         assert_eq!(word_list("buy 免费 now"), ["buy", "免费", "now"]);
     }
@@ -305,22 +316,53 @@ Subject: Free offer\nReceived: from mx1.spam.example.net ([192.0.2.44]) by mail.
 Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\n\nfree stuff at http://www.shop.example.com/buy\n";
         let f = tokens_of(raw, &TokenizerOptions::default());
         for t in [
-            "subj:free", "subj:offer", "free", "stuff", "from:addr:deals@shop.example.com",
-            "from:dom:shop.example.com", "from:big", "to:dom:example.org", "rcvd:mx1.spam.example.net",
-            "rcvd:example.net", "rcvd:ip:192.0.2", "mid:shop.example.com", "ct:text/plain",
-            "charset:utf-8", "hdr:received", "url:www.shop.example.com", "url:shop.example.com",
+            "subj:free",
+            "subj:offer",
+            "free",
+            "stuff",
+            "from:addr:deals@shop.example.com",
+            "from:dom:shop.example.com",
+            "from:big",
+            "to:dom:example.org",
+            "rcvd:mx1.spam.example.net",
+            "rcvd:example.net",
+            "rcvd:ip:192.0.2",
+            "mid:shop.example.com",
+            "ct:text/plain",
+            "charset:utf-8",
+            "hdr:received",
+            "url:www.shop.example.com",
+            "url:shop.example.com",
             "url:example.com",
         ] {
             assert!(f.count(t) > 0, "missing {t}; got {:?}", f.sorted());
         }
-        assert_eq!(f.count("free"), 1, "body free counted apart from subject free");
-        let plain = tokens_of(raw, &TokenizerOptions { header_tokens: false, url_tokens: false, ..Default::default() });
-        assert!(plain.iter().all(|(t, _)| !t.contains(':')), "{:?}", plain.sorted());
+        assert_eq!(
+            f.count("free"),
+            1,
+            "body free counted apart from subject free"
+        );
+        let plain = tokens_of(
+            raw,
+            &TokenizerOptions {
+                header_tokens: false,
+                url_tokens: false,
+                ..Default::default()
+            },
+        );
+        assert!(
+            plain.iter().all(|(t, _)| !t.contains(':')),
+            "{:?}",
+            plain.sorted()
+        );
     }
 
     #[test]
     fn pair_tokens_when_asked() {
-        let opts = TokenizerOptions { pair_tokens: true, ..Default::default() };
+        let opts = TokenizerOptions {
+            pair_tokens: true,
+            ..Default::default()
+        };
         let f = tokens_of(b"Subject: x\n\nclick here now\n", &opts);
         assert_eq!(f.count("click+here"), 1, "{:?}", f.sorted());
         assert_eq!(f.count("here+now"), 1);
@@ -328,7 +370,10 @@ Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\
 
     #[test]
     fn ip_literal_urls() {
-        let f = tokens_of(b"Subject: x\n\ngo to http://192.0.2.7/login now\n", &TokenizerOptions::default());
+        let f = tokens_of(
+            b"Subject: x\n\ngo to http://192.0.2.7/login now\n",
+            &TokenizerOptions::default(),
+        );
         assert_eq!(f.count("url:ip-literal"), 1, "{:?}", f.sorted());
     }
 }

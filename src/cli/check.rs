@@ -62,7 +62,11 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     for u in &unreadable {
         eprintln!("spamnb: {u}");
     }
-    Ok(if unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn unreadable_verdict() -> Verdict {
@@ -78,7 +82,13 @@ fn unreadable_verdict() -> Verdict {
 
 fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std::io::Result<()> {
     match args.format {
-        Format::Tsv => writeln!(out, "{name}\t{}\t{:.4}\t{:.6}", v.decision.name(), v.score, v.probability)?,
+        Format::Tsv => writeln!(
+            out,
+            "{name}\t{}\t{:.4}\t{:.6}",
+            v.decision.name(),
+            v.score,
+            v.probability
+        )?,
         Format::Json => {
             let mut obj = serde_json::json!({
                 "path": name,
@@ -96,7 +106,13 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
             writeln!(out, "{obj}")?;
         }
         Format::Text => {
-            write!(out, "{name}: {} (score {:.2}, probability {:.4})", v.decision.name(), v.score, v.probability)?;
+            write!(
+                out,
+                "{name}: {} (score {:.2}, probability {:.4})",
+                v.decision.name(),
+                v.score,
+                v.probability
+            )?;
             if let Some(note) = &v.note {
                 write!(out, " — {note}")?;
             }
@@ -107,7 +123,11 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
                 }
                 for r in &v.reasons {
                     let towards = if r.weight > 0.0 { "spam" } else { "ham " };
-                    writeln!(out, "  {towards} {:+8.3}  {} ×{}", r.weight, r.feature, r.count)?;
+                    writeln!(
+                        out,
+                        "  {towards} {:+8.3}  {} ×{}",
+                        r.weight, r.feature, r.count
+                    )?;
                 }
             }
         }

@@ -75,7 +75,10 @@ pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
 
 pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let store = super::open_store(config)?;
-    let name = args.file.as_ref().map_or("stdin".into(), |p| p.display().to_string());
+    let name = args
+        .file
+        .as_ref()
+        .map_or("stdin".into(), |p| p.display().to_string());
     let tokens = match &args.file {
         Some(p) => {
             let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;

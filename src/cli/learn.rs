@@ -63,10 +63,12 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         let mut raws = Vec::with_capacity(chunk.len());
         for (source, read) in mailbox::read_all(chunk) {
             match read {
-                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => tally.unreadable.push(Unreadable {
-                    name: source.name(),
-                    reason: "empty: not a message".into(),
-                }),
+                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => {
+                    tally.unreadable.push(Unreadable {
+                        name: source.name(),
+                        reason: "empty: not a message".into(),
+                    })
+                }
                 Ok(raw) => raws.push(raw),
                 Err(e) => tally.unreadable.push(e),
             }
@@ -89,7 +91,9 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         }
         bar.inc(chunk.len() as u64);
     }
-    store.flush().with_context(|| format!("saving {}", config.db.display()))?;
+    store
+        .flush()
+        .with_context(|| format!("saving {}", config.db.display()))?;
     bar.finish_and_clear();
 
     for u in &tally.unreadable {
@@ -101,12 +105,19 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
             "learned {} as {class}, relearned {} as {class}, {} already known",
             tally.learned, tally.relearned, tally.known
         ),
-        None => format!("forgot {}, {} were never learned", tally.forgotten, tally.not_learned),
+        None => format!(
+            "forgot {}, {} were never learned",
+            tally.forgotten, tally.not_learned
+        ),
     };
     let unreadable = match tally.unreadable.len() {
         0 => String::new(),
         n => format!(", {n} unreadable (listed above)"),
     };
     eprintln!("{summary}{unreadable}");
-    Ok(if tally.unreadable.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if tally.unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }

@@ -2,6 +2,7 @@
 
 mod check;
 mod db;
+mod eval;
 mod filter;
 mod learn;
 
@@ -17,7 +18,11 @@ use crate::engine::Engine;
 use crate::store::SledStore;
 
 #[derive(Debug, Parser)]
-#[command(name = "spamnb", version, about = "Spam filtering with naive Bayes over words and handcrafted rules")]
+#[command(
+    name = "spamnb",
+    version,
+    about = "Spam filtering with naive Bayes over words and handcrafted rules"
+)]
 pub struct Args {
     /// Configuration file [default: ~/.config/spamnb/spamnb.toml, then /etc/spamnb/spamnb.toml]
     #[arg(long, global = true, env = "SPAMNB_CONFIG")]
@@ -46,6 +51,8 @@ pub enum Command {
     Export(db::ExportArgs),
     /// Load a plain-text export into a new database
     Import(db::ImportArgs),
+    /// Measure how well spamnb sorts labelled mail (cross-validation, split, online)
+    Eval(eval::EvalArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => db::stats(&load_config(&args)?, a),
         Command::Export(a) => db::export(&load_config(&args)?, a),
         Command::Import(a) => db::import(&load_config(&args)?, a),
+        Command::Eval(a) => eval::run(&load_config(&args)?, a),
     }
 }
 
@@ -92,8 +100,12 @@ pub fn engine(config: &Config, store: Arc<SledStore>) -> Engine {
 
 fn ensure_parent(db: &Path) -> anyhow::Result<()> {
     if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create the directory {} for the database", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| {
+            format!(
+                "cannot create the directory {} for the database",
+                parent.display()
+            )
+        })?;
     }
     Ok(())
 }
@@ -106,8 +118,10 @@ fn progress(len: usize, what: &str) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(len as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{prefix} {bar:40} {pos}/{len} {per_sec} eta {eta}")
-            .expect("progress template is valid"),
+        indicatif::ProgressStyle::with_template(
+            "{prefix} {bar:40} {pos}/{len} {per_sec} eta {eta}",
+        )
+        .expect("progress template is valid"),
     );
     bar.set_prefix(what.to_string());
     bar

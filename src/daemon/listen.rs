@@ -28,7 +28,9 @@ impl std::str::FromStr for Address {
             None => hostport.to_string(),
         };
         if !hostport.contains(':') {
-            return Err(format!("{s:?} is not an address: write inet:HOST:PORT or unix:PATH"));
+            return Err(format!(
+                "{s:?} is not an address: write inet:HOST:PORT or unix:PATH"
+            ));
         }
         Ok(Address::Inet(hostport))
     }
@@ -125,10 +127,19 @@ mod tests {
     #[test]
     fn parses_postfix_spellings() {
         for (s, want) in [
-            ("inet:127.0.0.1:11332", Some(Address::Inet("127.0.0.1:11332".into()))),
-            ("inet:11332@localhost", Some(Address::Inet("localhost:11332".into()))),
+            (
+                "inet:127.0.0.1:11332",
+                Some(Address::Inet("127.0.0.1:11332".into())),
+            ),
+            (
+                "inet:11332@localhost",
+                Some(Address::Inet("localhost:11332".into())),
+            ),
             ("127.0.0.1:783", Some(Address::Inet("127.0.0.1:783".into()))),
-            ("unix:/run/spamnb/milter.sock", Some(Address::Unix("/run/spamnb/milter.sock".into()))),
+            (
+                "unix:/run/spamnb/milter.sock",
+                Some(Address::Unix("/run/spamnb/milter.sock".into())),
+            ),
             ("inet:nohost", None),
         ] {
             assert_eq!(s.parse::<Address>().ok(), want, "{s}");

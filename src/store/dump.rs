@@ -69,7 +69,9 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
         };
         if !seen_header {
             if line != HEADER {
-                return Err(bad("not a spamnb export (first line should be `spamnb-export 1`)"));
+                return Err(bad(
+                    "not a spamnb export (first line should be `spamnb-export 1`)",
+                ));
             }
             seen_header = true;
             continue;
@@ -77,7 +79,10 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
         let fields: Vec<&str> = line.split(' ').collect();
         match fields.as_slice() {
             ["totals", ham, spam] => {
-                totals.messages = [number(ham).ok_or_else(|| bad("bad count"))?, number(spam).ok_or_else(|| bad("bad count"))?];
+                totals.messages = [
+                    number(ham).ok_or_else(|| bad("bad count"))?,
+                    number(spam).ok_or_else(|| bad("bad count"))?,
+                ];
             }
             ["token", a, b, c, d, feature] => {
                 let nums: Option<Vec<u32>> = [a, b, c, d].iter().map(|s| s.parse().ok()).collect();
@@ -94,7 +99,10 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                     totals.presences[c] += counts.messages[c] as u64;
                 }
                 totals.vocabulary += 1;
-                tokens.push((unescape(feature).ok_or_else(|| bad("bad escape in feature"))?, counts));
+                tokens.push((
+                    unescape(feature).ok_or_else(|| bad("bad escape in feature"))?,
+                    counts,
+                ));
             }
             ["ledger", hex, class, at, user] => {
                 let digest = parse_digest(hex).ok_or_else(|| bad("bad digest"))?;
@@ -183,7 +191,15 @@ mod tests {
 
     #[test]
     fn escaping_round_trips() {
-        for s in ["plain", "a b", "100%", "tab\there", "line\nbreak", "ünï", "\u{3000}x"] {
+        for s in [
+            "plain",
+            "a b",
+            "100%",
+            "tab\there",
+            "line\nbreak",
+            "ünï",
+            "\u{3000}x",
+        ] {
             let e = escape(s);
             assert!(!e.contains(char::is_whitespace), "{e:?}");
             assert_eq!(unescape(&e).as_deref(), Some(s), "{s:?}");

@@ -40,7 +40,9 @@ pub enum Error {
         found: u32,
         expected: u32,
     },
-    #[error("the database {path} is damaged: {reason}; rebuild it with `spamnb import` from an export")]
+    #[error(
+        "the database {path} is damaged: {reason}; rebuild it with `spamnb import` from an export"
+    )]
     Corrupt { path: PathBuf, reason: String },
     #[error("database write failed: {0}")]
     Write(String),
@@ -105,7 +107,10 @@ pub trait Store: CountSource + Send + Sync {
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error>;
 
     /// Every ledger entry, in digest order.
-    fn for_each_ledger_entry(&self, each: &mut dyn FnMut(&Digest, &LedgerEntry)) -> Result<(), Error>;
+    fn for_each_ledger_entry(
+        &self,
+        each: &mut dyn FnMut(&Digest, &LedgerEntry),
+    ) -> Result<(), Error>;
 
     /// Loads a whole model into an empty store in one atomic step.
     fn replace_all(

@@ -81,7 +81,10 @@ impl SledStore {
         };
         store.check_schema()?;
         let totals = store.read_totals()?;
-        *store.totals.write().expect("totals lock is never poisoned: no panics while held") = totals;
+        *store
+            .totals
+            .write()
+            .expect("totals lock is never poisoned: no panics while held") = totals;
         Ok(store)
     }
 
@@ -103,9 +106,10 @@ impl SledStore {
     fn check_schema(&self) -> Result<(), Error> {
         match self.db.get(META_SCHEMA).map_err(|e| self.corrupt(e))? {
             Some(v) => {
-                let found = u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
-                    path: self.path.clone(),
-                })?);
+                let found =
+                    u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
+                        path: self.path.clone(),
+                    })?);
                 if found != SCHEMA_VERSION {
                     return Err(Error::Schema {
                         path: self.path.clone(),
@@ -146,10 +150,21 @@ impl SledStore {
     }
 
     fn read_token(&self, feature: &str) -> Result<TokenCounts, Error> {
-        if let Some(table) = self.table.read().expect("table lock is never poisoned").as_ref() {
-            return Ok(table.get(&feature_key(feature)).copied().unwrap_or_default());
+        if let Some(table) = self
+            .table
+            .read()
+            .expect("table lock is never poisoned")
+            .as_ref()
+        {
+            return Ok(table
+                .get(&feature_key(feature))
+                .copied()
+                .unwrap_or_default());
         }
-        let v = self.db.get(token_key(feature)).map_err(|e| self.corrupt(e))?;
+        let v = self
+            .db
+            .get(token_key(feature))
+            .map_err(|e| self.corrupt(e))?;
         Ok(v.and_then(|v| decode_counts(&v)).unwrap_or_default())
     }
 }
@@ -167,7 +182,10 @@ impl CountSource for SledStore {
 
 impl Store for SledStore {
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error> {
-        let v = self.db.get(ledger_key(digest)).map_err(|e| self.corrupt(e))?;
+        let v = self
+            .db
+            .get(ledger_key(digest))
+            .map_err(|e| self.corrupt(e))?;
         Ok(v.and_then(|v| decode_ledger(&v)))
     }
 
@@ -191,8 +209,12 @@ impl Store for SledStore {
             let known_class = known.as_ref().map(|e| e.class);
             let (outcome, moves): (Outcome, &[(Class, i64)]) = match (known_class, lesson.target) {
                 (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
-                (Some(Class::Ham), Some(Class::Spam)) => (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)]),
-                (Some(Class::Spam), Some(Class::Ham)) => (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)]),
+                (Some(Class::Ham), Some(Class::Spam)) => {
+                    (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
+                }
+                (Some(Class::Spam), Some(Class::Ham)) => {
+                    (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
+                }
                 (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
                 (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
                 (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
@@ -214,10 +236,11 @@ impl Store for SledStore {
                     };
                     let (old_occ, old_msg) = (counts.occurrences[c], counts.messages[c]);
                     model::apply(counts, class, n, sign);
-                    totals.occurrences[c] =
-                        (totals.occurrences[c] as i64 + counts.occurrences[c] as i64 - old_occ as i64) as u64;
-                    totals.presences[c] =
-                        (totals.presences[c] as i64 + counts.messages[c] as i64 - old_msg as i64) as u64;
+                    totals.occurrences[c] = (totals.occurrences[c] as i64
+                        + counts.occurrences[c] as i64
+                        - old_occ as i64) as u64;
+                    totals.presences[c] = (totals.presences[c] as i64 + counts.messages[c] as i64
+                        - old_msg as i64) as u64;
                 }
             }
             if !moves.is_empty() {
@@ -257,7 +280,12 @@ impl Store for SledStore {
             .map_err(|e| Error::Write(e.to_string()))?;
 
         // The disk has it; now memory follows.
-        if let Some(table) = self.table.write().expect("table lock is never poisoned").as_mut() {
+        if let Some(table) = self
+            .table
+            .write()
+            .expect("table lock is never poisoned")
+            .as_mut()
+        {
             for (feature, counts) in &after {
                 if counts.is_zero() {
                     table.remove(&feature_key(feature));
@@ -300,7 +328,10 @@ impl Store for SledStore {
         Ok(())
     }
 
-    fn for_each_ledger_entry(&self, each: &mut dyn FnMut(&Digest, &LedgerEntry)) -> Result<(), Error> {
+    fn for_each_ledger_entry(
+        &self,
+        each: &mut dyn FnMut(&Digest, &LedgerEntry),
+    ) -> Result<(), Error> {
         for kv in self.db.scan_prefix([LEDGER]) {
             let (k, v) = kv.map_err(|e| self.corrupt(e))?;
             let (Ok(digest), Some(entry)) = (Digest::try_from(&k[1..]), decode_ledger(&v)) else {
@@ -321,7 +352,9 @@ impl Store for SledStore {
         ledger: &[(Digest, LedgerEntry)],
     ) -> Result<(), Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
-        if self.db.scan_prefix([TOKEN]).next().is_some() || self.db.scan_prefix([LEDGER]).next().is_some() {
+        if self.db.scan_prefix([TOKEN]).next().is_some()
+            || self.db.scan_prefix([LEDGER]).next().is_some()
+        {
             return Err(Error::NotEmpty {
                 path: self.path.clone(),
             });
@@ -338,7 +371,12 @@ impl Store for SledStore {
             .apply_batch(batch)
             .map_err(|e| Error::Write(e.to_string()))?;
         *self.totals.write().expect("totals lock is never poisoned") = totals;
-        if self.table.read().expect("table lock is never poisoned").is_some() {
+        if self
+            .table
+            .read()
+            .expect("table lock is never poisoned")
+            .is_some()
+        {
             self.preload()?;
         }
         Ok(())
@@ -419,9 +457,14 @@ impl Hasher for PrehashedKey {
 
 fn encode_counts(c: &TokenCounts) -> [u8; 16] {
     let mut out = [0u8; 16];
-    for (i, v) in [c.occurrences[0], c.occurrences[1], c.messages[0], c.messages[1]]
-        .into_iter()
-        .enumerate()
+    for (i, v) in [
+        c.occurrences[0],
+        c.occurrences[1],
+        c.messages[0],
+        c.messages[1],
+    ]
+    .into_iter()
+    .enumerate()
     {
         out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
     }
@@ -429,7 +472,11 @@ fn encode_counts(c: &TokenCounts) -> [u8; 16] {
 }
 
 fn decode_counts(b: &[u8]) -> Option<TokenCounts> {
-    let word = |i: usize| Some(u32::from_le_bytes(b.get(i * 4..i * 4 + 4)?.try_into().ok()?));
+    let word = |i: usize| {
+        Some(u32::from_le_bytes(
+            b.get(i * 4..i * 4 + 4)?.try_into().ok()?,
+        ))
+    };
     Some(TokenCounts {
         occurrences: [word(0)?, word(1)?],
         messages: [word(2)?, word(3)?],
@@ -452,7 +499,11 @@ fn encode_totals(t: &Totals) -> Vec<u8> {
 }
 
 fn decode_totals(b: &[u8]) -> Option<Totals> {
-    let word = |i: usize| Some(u64::from_le_bytes(b.get(i * 8..i * 8 + 8)?.try_into().ok()?));
+    let word = |i: usize| {
+        Some(u64::from_le_bytes(
+            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
     Some(Totals {
         messages: [word(0)?, word(1)?],
         occurrences: [word(2)?, word(3)?],
@@ -500,24 +551,50 @@ mod tests {
     fn learn_relearn_forget_keep_counts_exact() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
-        let out = store.learn(&[lesson(1, Some(Class::Spam), "buy buy now"), lesson(2, Some(Class::Ham), "now meeting")]).unwrap();
+        let out = store
+            .learn(&[
+                lesson(1, Some(Class::Spam), "buy buy now"),
+                lesson(2, Some(Class::Ham), "now meeting"),
+            ])
+            .unwrap();
         assert_eq!(out, [Outcome::Learned, Outcome::Learned]);
         assert_eq!(store.token("buy").unwrap().occurrences, [0, 2]);
         let t = store.totals();
-        assert_eq!((t.messages, t.occurrences, t.presences, t.vocabulary), ([1, 1], [2, 3], [2, 2], 3));
+        assert_eq!(
+            (t.messages, t.occurrences, t.presences, t.vocabulary),
+            ([1, 1], [2, 3], [2, 2], 3)
+        );
 
-        assert_eq!(store.learn(&[lesson(1, Some(Class::Spam), "buy buy now")]).unwrap(), [Outcome::AlreadyKnown]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, Some(Class::Spam), "buy buy now")])
+                .unwrap(),
+            [Outcome::AlreadyKnown]
+        );
         assert_eq!(store.totals(), t, "learning twice changes nothing");
 
-        assert_eq!(store.learn(&[lesson(1, Some(Class::Ham), "buy buy now")]).unwrap(), [Outcome::Relearned]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, Some(Class::Ham), "buy buy now")])
+                .unwrap(),
+            [Outcome::Relearned]
+        );
         assert_eq!(store.token("buy").unwrap().occurrences, [2, 0]);
         assert_eq!(store.token("now").unwrap().messages, [2, 0]);
         assert_eq!(store.totals().messages, [2, 0]);
 
-        assert_eq!(store.learn(&[lesson(1, None, "buy buy now"), lesson(9, None, "x")]).unwrap(), [Outcome::Forgotten, Outcome::NotLearned]);
+        assert_eq!(
+            store
+                .learn(&[lesson(1, None, "buy buy now"), lesson(9, None, "x")])
+                .unwrap(),
+            [Outcome::Forgotten, Outcome::NotLearned]
+        );
         assert_eq!(store.token("buy"), None);
         let t = store.totals();
-        assert_eq!((t.messages, t.occurrences, t.vocabulary), ([1, 0], [2, 0], 2));
+        assert_eq!(
+            (t.messages, t.occurrences, t.vocabulary),
+            ([1, 0], [2, 0], 2)
+        );
         assert_eq!(store.ledger_entry(&[1; 16]).unwrap(), None);
     }
 
@@ -528,7 +605,12 @@ mod tests {
             let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
             store.learn(&[lesson(1, Some(Class::Spam), "a b")]).unwrap();
             store.preload().unwrap();
-            store.learn(&[lesson(2, Some(Class::Ham), "b c"), lesson(2, Some(Class::Spam), "b c")]).unwrap();
+            store
+                .learn(&[
+                    lesson(2, Some(Class::Ham), "b c"),
+                    lesson(2, Some(Class::Spam), "b c"),
+                ])
+                .unwrap();
             assert_eq!(store.token("b").unwrap().messages, [0, 2]);
             assert_eq!(store.token("c").unwrap().messages, [0, 1]);
             store.flush().unwrap();
@@ -536,14 +618,20 @@ mod tests {
         let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
         assert_eq!(store.token("b").unwrap().messages, [0, 2]);
         assert_eq!(store.totals().messages, [0, 2]);
-        assert_eq!(store.ledger_entry(&[2; 16]).unwrap().unwrap().class, Class::Spam);
+        assert_eq!(
+            store.ledger_entry(&[2; 16]).unwrap().unwrap().class,
+            Class::Spam
+        );
     }
 
     #[test]
     fn refuses_a_foreign_directory_and_a_second_opener() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
-        assert!(matches!(SledStore::open(dir.path(), &StoreOptions::default()), Err(Error::Foreign { .. })));
+        assert!(matches!(
+            SledStore::open(dir.path(), &StoreOptions::default()),
+            Err(Error::Foreign { .. })
+        ));
 
         let db = tempfile::tempdir().unwrap();
         let _first = SledStore::open(db.path(), &StoreOptions::default()).unwrap();
@@ -556,11 +644,23 @@ mod tests {
 
     #[test]
     fn encodings_round_trip() {
-        let c = TokenCounts { occurrences: [1, u32::MAX], messages: [7, 0] };
+        let c = TokenCounts {
+            occurrences: [1, u32::MAX],
+            messages: [7, 0],
+        };
         assert_eq!(decode_counts(&encode_counts(&c)), Some(c));
-        let t = Totals { messages: [1, 2], occurrences: [3, 4], presences: [5, 6], vocabulary: 7 };
+        let t = Totals {
+            messages: [1, 2],
+            occurrences: [3, 4],
+            presences: [5, 6],
+            vocabulary: 7,
+        };
         assert_eq!(decode_totals(&encode_totals(&t)), Some(t));
-        let e = LedgerEntry { class: Class::Spam, learned_at: 99, user: Some("ann".into()) };
+        let e = LedgerEntry {
+            class: Class::Spam,
+            learned_at: 99,
+            user: Some("ann".into()),
+        };
         assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
     }
 }

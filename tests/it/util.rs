@@ -6,7 +6,9 @@ use std::process::{Command, Output, Stdio};
 /// The `spamnb` binary under test, with a private config (none) and database.
 pub fn spamnb(db: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_spamnb"));
-    c.env("SPAMNB_DB", db).env("SPAMNB_CONFIG", "/dev/null").env_remove("SPAMNB_LOG");
+    c.env("SPAMNB_DB", db)
+        .env("SPAMNB_CONFIG", "/dev/null")
+        .env_remove("SPAMNB_LOG");
     c
 }
 
@@ -58,7 +60,10 @@ pub fn corpus() -> Option<PathBuf> {
     if dir.join("spam-1").is_dir() {
         return Some(dir);
     }
-    assert!(std::env::var_os("CI").is_none(), "CI must provide the corpus (SA_CORPUS)");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must provide the corpus (SA_CORPUS)"
+    );
     eprintln!("skipped: corpus not unpacked (set SA_CORPUS)");
     None
 }
@@ -71,7 +76,10 @@ pub fn have(program: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
         || Path::new("/usr/sbin").join(program).exists();
-    assert!(found || std::env::var_os("CI").is_none(), "CI must install {program}");
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "CI must install {program}"
+    );
     if !found {
         eprintln!("skipped: {program} is not installed");
     }

@@ -1,0 +1,596 @@
+//! Evaluation in memory: the mail is parsed and tokenized once into [`Corpus`], then
+//! counted into [`Table`]s and scored through the production [`model::classify`], so
+//! that every figure is the figure of the real product. Modes: stratified K-fold
+//! cross-validation ([`cross_validate`]), a fixed train/test split ([`split`]), and TREC's
+//! online order ([`online`]). Thresholds are only ever chosen on validation folds.
+//!
+//! - [`metrics`]: confusion matrix, TREC figures, AUC, thresholds.
+//! - [`select`]: feature selection (MI, χ², frequency).
+//! - [`table`]: the in-memory [`crate::model::CountSource`].
+//! - [`plot`]: the SVG of a sweep.
+
+pub mod metrics;
+pub mod plot;
+pub mod select;
+pub mod table;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::features::{Extractor, Features};
+use crate::mailbox::{self, MailSource, Unreadable};
+use crate::model::{self, Class, CountSource, Decision, EventModel, ModelConfig};
+use metrics::{Confusion, Figures};
+use select::Selector;
+use table::{Selection, Table};
+
+/// One message, reduced to what evaluation needs.
+#[derive(Debug, Clone)]
+pub struct Item {
+    pub features: Features,
+    pub class: Class,
+    /// The Date header as Unix seconds, for the online order.
+    pub date: Option<i64>,
+}
+
+/// Labelled raw mail, read once.
+#[derive(Debug, Default)]
+pub struct Mail {
+    pub raw: Vec<Vec<u8>>,
+    pub classes: Vec<Class>,
+}
+
+impl Mail {
+    /// Reads `spam` and `ham` inputs (files, Maildirs, folders, mboxes) in the order given.
+    pub fn read(
+        spam: &[std::path::PathBuf],
+        ham: &[std::path::PathBuf],
+    ) -> (Mail, Vec<Unreadable>) {
+        let mut mail = Mail::default();
+        let mut problems = Vec::new();
+        for (paths, class) in [(spam, Class::Spam), (ham, Class::Ham)] {
+            let (sources, mut unlisted) = mailbox::expand(paths);
+            problems.append(&mut unlisted);
+            mail.add(&sources, class, &mut problems);
+        }
+        (mail, problems)
+    }
+
+    fn add(&mut self, sources: &[MailSource], class: Class, problems: &mut Vec<Unreadable>) {
+        for (source, read) in mailbox::read_all(sources) {
+            match read {
+                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => problems.push(Unreadable {
+                    name: source.name(),
+                    reason: "empty: not a message".into(),
+                }),
+                Ok(raw) => {
+                    self.raw.push(raw);
+                    self.classes.push(class);
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+
+    /// Parses and tokenizes every message once, in parallel, the way the engine does.
+    pub fn corpus(&self, extractor: &Extractor) -> Corpus {
+        let items = self
+            .raw
+            .par_iter()
+            .zip(self.classes.par_iter())
+            .map(|(raw, &class)| Item {
+                features: extractor.features(raw),
+                class,
+                date: date_of(raw),
+            })
+            .collect();
+        Corpus { items }
+    }
+}
+
+/// The Date header as Unix seconds, read from the header block alone.
+fn date_of(raw: &[u8]) -> Option<i64> {
+    let parsed = mail_parser::MessageParser::new().parse_headers(raw)?;
+    parsed.date().map(|d| d.to_timestamp())
+}
+
+#[derive(Debug, Default)]
+pub struct Corpus {
+    pub items: Vec<Item>,
+}
+
+impl Corpus {
+    pub fn count(&self, class: Class) -> usize {
+        self.items.iter().filter(|i| i.class == class).count()
+    }
+
+    fn table_of<'a>(&self, indices: impl Iterator<Item = &'a usize>) -> Table {
+        let mut t = Table::new();
+        for &i in indices {
+            t.learn(&self.items[i].features, self.items[i].class, 1);
+        }
+        t
+    }
+}
+
+/// What is evaluated: an event model with its α and thresholds, and a feature selection.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Setting {
+    pub model: ModelConfig,
+    pub selector: Selector,
+    /// Features kept; `None` keeps all.
+    pub vocab: Option<usize>,
+}
+
+impl Setting {
+    pub fn label(&self) -> String {
+        let vocab = self.vocab.map_or("all".to_string(), |k| k.to_string());
+        format!(
+            "{} α={} vocab={vocab}",
+            self.model.event_model.name(),
+            self.model.alpha
+        )
+    }
+}
+
+/// A message's verdict, reduced.
+#[derive(Debug, Clone, Copy)]
+pub struct Scored {
+    pub index: usize,
+    pub class: Class,
+    pub score: f64,
+    pub decision: Decision,
+}
+
+/// Scores `indices` against `table` (trained without them) under `setting`.
+fn score_with(
+    corpus: &Corpus,
+    table: &mut Table,
+    setting: &Setting,
+    indices: &[usize],
+) -> Vec<Scored> {
+    let cfg = &setting.model;
+    let score = |source: &dyn CountSource| -> Vec<Scored> {
+        indices
+            .iter()
+            .map(|&i| {
+                let item = &corpus.items[i];
+                let v = model::classify(&item.features, source, cfg);
+                Scored {
+                    index: i,
+                    class: item.class,
+                    score: v.score,
+                    decision: v.decision,
+                }
+            })
+            .collect()
+    };
+    match setting.vocab {
+        Some(k) if k < table.len() => {
+            let keep = select::select(table, setting.selector, cfg.event_model, k);
+            score(&Selection::new(table, keep, cfg.alpha))
+        }
+        _ => {
+            if cfg.event_model == EventModel::Bernoulli {
+                table.prepare_bernoulli(cfg.alpha);
+            }
+            score(table)
+        }
+    }
+}
+
+/// A small seeded generator (SplitMix64): fold assignment must be the same on every run
+/// and every machine for a given seed, and needs nothing stronger.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Fisher–Yates.
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next_u64() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// Stratified fold of each message: each class shuffled under `seed` and dealt round the
+/// `k` folds in turn, spam continuing where ham stopped, so every fold gets its share of
+/// each class and the folds differ in size by at most one.
+pub fn assign_folds(classes: &[Class], k: usize, seed: u64) -> Vec<usize> {
+    let k = k.max(1);
+    let mut rng = Rng::new(seed);
+    let mut fold = vec![0; classes.len()];
+    let mut dealt = 0;
+    for class in [Class::Ham, Class::Spam] {
+        let mut members: Vec<usize> = (0..classes.len())
+            .filter(|&i| classes[i] == class)
+            .collect();
+        rng.shuffle(&mut members);
+        for i in members {
+            fold[i] = dealt % k;
+            dealt += 1;
+        }
+    }
+    fold
+}
+
+/// Threshold advice: what `spam_threshold` keeps ham loss at the target, chosen on
+/// validation scores only, and what it does on the held-out messages.
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    /// Ham loss aimed at (a fraction).
+    pub target: f64,
+    /// The log-odds threshold chosen on all validation scores: the value for production.
+    pub spam_threshold: f64,
+    /// Per held-out fold: the threshold chosen on its own inner validation folds, and the
+    /// ham lost and spam caught (%) when it is applied to the held-out fold.
+    pub per_fold: Vec<FoldAdvice>,
+    /// Held-out ham lost (%) and spam caught (%), all folds pooled.
+    pub test_hm_pct: f64,
+    pub test_caught_pct: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FoldAdvice {
+    pub threshold: f64,
+    pub hm_pct: f64,
+    pub caught_pct: f64,
+}
+
+/// The figures of one evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub setting: Setting,
+    pub mode: String,
+    pub per_fold: Vec<Figures>,
+    /// Confusion matrices and scores pooled over folds.
+    pub micro: Figures,
+    /// The mean of the per-fold figures.
+    #[serde(rename = "macro")]
+    pub macro_: Figures,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<Advice>,
+    /// Held-out scores of every message, in corpus order (for plots and further advice).
+    #[serde(skip)]
+    pub scores: Vec<Scored>,
+}
+
+impl Report {
+    fn new(
+        setting: &Setting,
+        mode: String,
+        folds: Vec<Vec<Scored>>,
+        advice: Option<Advice>,
+    ) -> Report {
+        let per_fold: Vec<Figures> = folds.iter().map(|f| figures_of(f)).collect();
+        let mut all: Vec<Scored> = folds.into_iter().flatten().collect();
+        all.sort_by_key(|s| s.index);
+        Report {
+            setting: setting.clone(),
+            mode,
+            micro: figures_of(&all),
+            macro_: Figures::macro_average(&per_fold),
+            per_fold,
+            advice,
+            scores: all,
+        }
+    }
+}
+
+pub fn figures_of(scored: &[Scored]) -> Figures {
+    let mut c = Confusion::default();
+    for s in scored {
+        c.add(s.class, s.decision);
+    }
+    Figures::new(c, &pairs(scored))
+}
+
+fn pairs(scored: &[Scored]) -> Vec<(f64, Class)> {
+    scored.iter().map(|s| (s.score, s.class)).collect()
+}
+
+/// K-fold cross-validation of `setting` over `subset` of the corpus (all of it if None).
+/// With `target` (a ham-loss fraction), thresholds are advised by nested validation: for
+/// each held-out fold, the threshold comes from inner folds that never include it.
+pub fn cross_validate(
+    corpus: &Corpus,
+    setting: &Setting,
+    k: usize,
+    seed: u64,
+    target: Option<f64>,
+) -> Report {
+    let all: Vec<usize> = (0..corpus.items.len()).collect();
+    let (folds, advice) = cv_folds(corpus, &all, setting, k, seed, target);
+    Report::new(
+        setting,
+        format!("{k}-fold cross-validation, seed {seed}"),
+        folds,
+        advice,
+    )
+}
+
+/// The held-out scores of each fold of `subset`, and the advice if asked for.
+fn cv_folds(
+    corpus: &Corpus,
+    subset: &[usize],
+    setting: &Setting,
+    k: usize,
+    seed: u64,
+    target: Option<f64>,
+) -> (Vec<Vec<Scored>>, Option<Advice>) {
+    let classes: Vec<Class> = subset.iter().map(|&i| corpus.items[i].class).collect();
+    let fold_of = assign_folds(&classes, k, seed);
+    let members: Vec<Vec<usize>> = (0..k)
+        .map(|f| {
+            (0..subset.len())
+                .filter(|&j| fold_of[j] == f)
+                .map(|j| subset[j])
+                .collect()
+        })
+        .collect();
+    let full = corpus.table_of(subset.iter());
+    // Each fold starts from the whole table and forgets its own messages: what the
+    // store would hold had it learned everything else.
+    let results: Vec<(Vec<Scored>, Option<FoldAdvice>)> = (0..k)
+        .into_par_iter()
+        .map(|f| {
+            let mut table = full.clone();
+            forget(corpus, &mut table, &members[f]);
+            let held_out = score_with(corpus, &mut table, setting, &members[f]);
+            let advice = target.map(|target| {
+                let mut inner = Vec::new();
+                for (g, m) in members.iter().enumerate().filter(|(g, _)| *g != f) {
+                    let _ = g;
+                    forget(corpus, &mut table, m);
+                    inner.extend(score_with(corpus, &mut table, setting, m));
+                    relearn(corpus, &mut table, m);
+                }
+                let threshold = metrics::threshold_for(&pairs(&inner), target);
+                let (hm, caught) = metrics::rates_at(&pairs(&held_out), threshold);
+                FoldAdvice {
+                    threshold,
+                    hm_pct: 100.0 * hm,
+                    caught_pct: 100.0 * caught,
+                }
+            });
+            (held_out, advice)
+        })
+        .collect();
+    let (folds, fold_advice): (Vec<_>, Vec<_>) = results.into_iter().unzip();
+    let advice = target.map(|target| {
+        let per_fold: Vec<FoldAdvice> = fold_advice.into_iter().flatten().collect();
+        advise(target, &folds, per_fold)
+    });
+    (folds, advice)
+}
+
+fn advise(target: f64, folds: &[Vec<Scored>], per_fold: Vec<FoldAdvice>) -> Advice {
+    let pooled: Vec<(f64, Class)> = folds.iter().flat_map(|f| pairs(f)).collect();
+    let (mut lost, mut ham, mut caught, mut spam) = (0.0, 0.0, 0.0, 0.0);
+    for (f, a) in folds.iter().zip(&per_fold) {
+        let (h, s) = (
+            f.iter().filter(|x| x.class == Class::Ham).count() as f64,
+            f.iter().filter(|x| x.class == Class::Spam).count() as f64,
+        );
+        lost += a.hm_pct / 100.0 * h;
+        caught += a.caught_pct / 100.0 * s;
+        ham += h;
+        spam += s;
+    }
+    Advice {
+        target,
+        spam_threshold: metrics::threshold_for(&pooled, target),
+        per_fold,
+        test_hm_pct: if ham > 0.0 { 100.0 * lost / ham } else { 0.0 },
+        test_caught_pct: if spam > 0.0 {
+            100.0 * caught / spam
+        } else {
+            0.0
+        },
+    }
+}
+
+fn forget(corpus: &Corpus, table: &mut Table, indices: &[usize]) {
+    for &i in indices {
+        table.learn(&corpus.items[i].features, corpus.items[i].class, -1);
+    }
+}
+
+fn relearn(corpus: &Corpus, table: &mut Table, indices: &[usize]) {
+    for &i in indices {
+        table.learn(&corpus.items[i].features, corpus.items[i].class, 1);
+    }
+}
+
+/// A fixed split: trained on `train`, scored on `test`. With `target`, thresholds come
+/// from K-fold validation inside `train`.
+pub fn split(
+    corpus: &Corpus,
+    train: &[usize],
+    test: &[usize],
+    setting: &Setting,
+    k: usize,
+    seed: u64,
+    target: Option<f64>,
+) -> Report {
+    let mut table = corpus.table_of(train.iter());
+    let held_out = score_with(corpus, &mut table, setting, test);
+    let advice = target.map(|target| {
+        let (validation, _) = cv_folds(corpus, train, setting, k, seed, None);
+        let threshold = metrics::threshold_for(
+            &validation.iter().flat_map(|f| pairs(f)).collect::<Vec<_>>(),
+            target,
+        );
+        let (hm, caught) = metrics::rates_at(&pairs(&held_out), threshold);
+        Advice {
+            target,
+            spam_threshold: threshold,
+            per_fold: vec![FoldAdvice {
+                threshold,
+                hm_pct: 100.0 * hm,
+                caught_pct: 100.0 * caught,
+            }],
+            test_hm_pct: 100.0 * hm,
+            test_caught_pct: 100.0 * caught,
+        }
+    });
+    Report::new(
+        setting,
+        format!("trained on {}, tested on {}", train.len(), test.len()),
+        vec![held_out],
+        advice,
+    )
+}
+
+/// A stratified split of the corpus into (development, held-out), `fraction` held out.
+pub fn holdout(corpus: &Corpus, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let classes: Vec<Class> = corpus.items.iter().map(|i| i.class).collect();
+    // Dealing into 1000 stratified slots and holding out the first fraction of them
+    // keeps the class balance in both parts.
+    let slot = assign_folds(&classes, 1000, seed ^ 0x5eed);
+    let cut = (fraction * 1000.0).round() as usize;
+    (0..classes.len()).partition(|&i| slot[i] >= cut)
+}
+
+/// When online learning updates the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Training {
+    /// Learn every message after it is classified.
+    Everything,
+    /// Learn only the messages classified wrongly (unsure counts as wrong).
+    OnError,
+}
+
+/// Which order online mode takes the messages in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// By the Date header; messages without one keep their place among the inputs.
+    Date,
+    /// As given on the command line.
+    Input,
+}
+
+/// TREC's online filtering: each message classified, then learned with its true label.
+/// The figures are those of the whole run. Errors if the setting needs what online
+/// learning cannot give (a Bernoulli model or a feature selection, which both need a
+/// pass over the vocabulary after every lesson).
+pub fn online(
+    corpus: &Corpus,
+    setting: &Setting,
+    training: Training,
+    order: Order,
+) -> Result<Report, String> {
+    if setting.model.event_model == EventModel::Bernoulli || setting.vocab.is_some() {
+        return Err(
+            "online mode scores as the store does: no bernoulli model and no --vocab selection"
+                .into(),
+        );
+    }
+    let sequence = online_order(corpus, order);
+    let mut table = Table::new();
+    let mut scored = Vec::with_capacity(sequence.len());
+    for i in sequence {
+        let item = &corpus.items[i];
+        let v = model::classify(&item.features, &table, &setting.model);
+        let right = matches!(
+            (item.class, v.decision),
+            (Class::Spam, Decision::Spam) | (Class::Ham, Decision::Ham)
+        );
+        if training == Training::Everything || !right {
+            table.learn(&item.features, item.class, 1);
+        }
+        scored.push(Scored {
+            index: i,
+            class: item.class,
+            score: v.score,
+            decision: v.decision,
+        });
+    }
+    let per_fold = vec![figures_of(&scored)];
+    Ok(Report {
+        setting: setting.clone(),
+        mode: format!(
+            "online, train on {}",
+            if training == Training::Everything {
+                "everything"
+            } else {
+                "error"
+            }
+        ),
+        micro: per_fold[0].clone(),
+        macro_: per_fold[0].clone(),
+        per_fold,
+        advice: None,
+        scores: scored,
+    })
+}
+
+/// Message indices in online order. Undated messages take the date of the message before
+/// them, so they stay where they were among their neighbours.
+pub fn online_order(corpus: &Corpus, order: Order) -> Vec<usize> {
+    let mut sequence: Vec<usize> = (0..corpus.items.len()).collect();
+    if order == Order::Date {
+        let mut last = i64::MIN;
+        let keys: Vec<i64> = corpus
+            .items
+            .iter()
+            .map(|item| {
+                last = item.date.unwrap_or(last);
+                last
+            })
+            .collect();
+        sequence.sort_by_key(|&i| (keys[i], i));
+    }
+    sequence
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folds_are_stratified_and_seeded() {
+        let classes: Vec<Class> = (0..1003)
+            .map(|i| if i % 3 == 0 { Class::Spam } else { Class::Ham })
+            .collect();
+        let a = assign_folds(&classes, 10, 7);
+        assert_eq!(a, assign_folds(&classes, 10, 7), "same seed, same folds");
+        assert_ne!(
+            a,
+            assign_folds(&classes, 10, 8),
+            "another seed, other folds"
+        );
+        let spam = classes.iter().filter(|c| **c == Class::Spam).count();
+        for f in 0..10 {
+            let members: Vec<usize> = (0..classes.len()).filter(|&i| a[i] == f).collect();
+            let s = members
+                .iter()
+                .filter(|&&i| classes[i] == Class::Spam)
+                .count();
+            assert!(
+                members.len().abs_diff(classes.len() / 10) <= 1,
+                "fold {f}: {} messages",
+                members.len()
+            );
+            assert!(
+                s.abs_diff(spam / 10) <= 1,
+                "fold {f}: {s} spam of {}",
+                members.len()
+            );
+        }
+    }
+}
