@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::eval::metrics::Figures;
 use crate::eval::plot::{self, Series};
 use crate::eval::select::Selector;
-use crate::eval::{self, Corpus, Mail, Order, Report, Setting, Training};
+use crate::eval::{self, Corpus, Mail, Order, Report, Setting, Target, Training};
 use crate::features::Extractor;
 use crate::model::{Class, EventModel};
 use crate::tokenize::TokenizerOptions;
@@ -70,6 +70,16 @@ pub struct EvalArgs {
     /// Event models, comma-separated: multinomial, binary-multinomial, bernoulli [default: from the config]
     #[arg(long, value_delimiter = ',')]
     models: Vec<String>,
+    /// Log-odds at or above which a message is spam [default: from the config]; 0 with
+    /// --ham-threshold 0 gives the plain most-probable-class decision
+    #[arg(long, allow_negative_numbers = true)]
+    spam_threshold: Option<f64>,
+    /// Log-odds at or below which a message is ham [default: from the config]
+    #[arg(long, allow_negative_numbers = true)]
+    ham_threshold: Option<f64>,
+    /// Write every message's held-out score as TSV (setting, input, class, log-odds)
+    #[arg(long)]
+    scores: Option<PathBuf>,
     /// Smoothing α [default: from the config]
     #[arg(long)]
     alpha: Option<f64>,
@@ -92,6 +102,10 @@ pub struct EvalArgs {
     /// Advise the spam threshold that keeps ham loss at this rate (e.g. 0.1% or 0.001)
     #[arg(long)]
     target_fp: Option<String>,
+    /// With --target-fp, advise the ham threshold that lets at most this rate of spam be
+    /// called ham (what lies between the thresholds is unsure)
+    #[arg(long, default_value = "1%")]
+    target_fn: String,
     /// Write an SVG chart of a sweep's accuracy against vocabulary size (or α)
     #[arg(long)]
     plot: Option<PathBuf>,
@@ -124,7 +138,14 @@ struct SweepOutput {
 
 pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let start = Instant::now();
-    let target = args.target_fp.as_deref().map(parse_rate).transpose()?;
+    let spam_leak = parse_rate(&args.target_fn).context("--target-fn")?;
+    let target = args
+        .target_fp
+        .as_deref()
+        .map(parse_rate)
+        .transpose()
+        .context("--target-fp")?
+        .map(|ham_loss| Target { ham_loss, spam_leak });
     if let Some(h) = args.holdout
         && !(0.0..1.0).contains(&h)
     {
@@ -188,6 +209,15 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                     let mut model = config.model.clone();
                     model.event_model = event_model;
                     model.alpha = alpha;
+                    model.spam_threshold = args.spam_threshold.unwrap_or(model.spam_threshold);
+                    model.ham_threshold = args.ham_threshold.unwrap_or(model.ham_threshold);
+                    if model.ham_threshold > model.spam_threshold {
+                        bail!(
+                            "the ham threshold ({}) must not be above the spam threshold ({})",
+                            model.ham_threshold,
+                            model.spam_threshold
+                        );
+                    }
                     let setting = Setting {
                         model,
                         selector: args.select,
@@ -218,6 +248,23 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         std::fs::write(path, svg)
             .with_context(|| format!("cannot write the plot to {}", path.display()))?;
     }
+    if let Some(path) = &args.scores {
+        let mut tsv = String::from("setting\ttokenizer\tinput\tclass\tscore\n");
+        for r in rows.iter().chain(&chosen) {
+            for sc in &r.report.scores {
+                let _ = writeln!(
+                    tsv,
+                    "{}\t{}\t{}\t{}\t{}",
+                    r.report.setting.label(),
+                    r.tokenizer,
+                    mail.names.get(sc.index).or_else(|| test_mail.names.get(sc.index - mail.names.len())).map_or("?", |n| n.as_str()),
+                    sc.class.name(),
+                    sc.score
+                );
+            }
+        }
+        std::fs::write(path, tsv).with_context(|| format!("cannot write the scores to {}", path.display()))?;
+    }
     let out = SweepOutput {
         rows,
         chosen,
@@ -244,7 +291,7 @@ fn evaluate(
     train_len: usize,
     setting: &Setting,
     args: &EvalArgs,
-    target: Option<f64>,
+    target: Option<Target>,
 ) -> anyhow::Result<Report> {
     let k = args.folds as usize;
     if args.online {
@@ -262,10 +309,7 @@ fn evaluate(
         // Sweep figures come from the development part only: the held-out part is
         // looked at once, for the chosen setting.
         let (dev, _) = eval::holdout(corpus, fraction, args.seed);
-        let sub = Corpus {
-            items: dev.iter().map(|&i| corpus.items[i].clone()).collect(),
-        };
-        return Ok(eval::cross_validate(&sub, setting, k, args.seed, target));
+        return Ok(eval::cross_validate_subset(corpus, &dev, setting, k, args.seed, target));
     }
     Ok(eval::cross_validate(corpus, setting, k, args.seed, target))
 }
@@ -279,9 +323,9 @@ fn choose_and_hold_out(
     rows: &[SweepRow],
     fraction: f64,
     args: &EvalArgs,
-    target: Option<f64>,
+    target: Option<Target>,
 ) -> anyhow::Result<SweepRow> {
-    let at = target.unwrap_or(0.001);
+    let at = target.map_or(0.001, |t| t.ham_loss);
     let point = eval::metrics::HAM_LOSS_POINTS
         .iter()
         .position(|p| (p - at).abs() < 1e-12);
@@ -450,7 +494,7 @@ fn parse_rate(s: &str) -> anyhow::Result<f64> {
     };
     match number.trim().parse::<f64>() {
         Ok(r) if (0.0..1.0).contains(&(r * scale)) => Ok(r * scale),
-        _ => bail!("--target-fp {s}: give a rate like 0.1% or 0.001"),
+        _ => bail!("{s}: give a rate like 0.1% or 0.001"),
     }
 }
 
@@ -632,13 +676,22 @@ fn report_text(s: &mut String, r: &Report) {
         row(s, "all", &r.micro);
     }
     if let Some(a) = &r.advice {
+        let h = &a.held_out;
         let _ = writeln!(
             s,
-            "advice for {:.2}% ham loss: spam_threshold = {:.2} (chosen on validation folds); on held-out folds it lost {:.3}% of ham and caught {:.2}% of spam",
-            a.target * 100.0,
-            a.spam_threshold,
-            a.test_hm_pct,
-            a.test_caught_pct
+            "advice for at most {}% ham lost and {}% spam called ham, chosen on validation folds:\n  \
+             spam_threshold = {:.2}, ham_threshold = {:.2}\n  \
+             on held-out mail (thresholds from each fold's own validation): {:.3}% of ham lost, {:.2}% of spam caught, \
+             {:.2}% of spam called ham, unsure {:.2}% of ham and {:.2}% of spam",
+            a.target.ham_loss * 100.0,
+            a.target.spam_leak * 100.0,
+            a.chosen.spam_threshold,
+            a.chosen.ham_threshold,
+            h.ham_lost_pct,
+            h.spam_caught_pct,
+            h.spam_as_ham_pct,
+            h.ham_unsure_pct,
+            h.spam_unsure_pct
         );
     }
 }

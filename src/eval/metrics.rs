@@ -169,6 +169,28 @@ pub fn threshold_for(scores: &[(f64, Class)], ham_loss: f64) -> f64 {
     }
 }
 
+/// The highest log-odds threshold (`score <= threshold` is ham) that calls at most
+/// `spam_leak` (a fraction) of the spam in `scores` ham; halfway between scores as above.
+pub fn ham_threshold_for(scores: &[(f64, Class)], spam_leak: f64) -> f64 {
+    let mut spam: Vec<f64> = scores.iter().filter(|s| s.1 == Class::Spam).map(|s| s.0).collect();
+    if spam.is_empty() {
+        return f64::INFINITY;
+    }
+    spam.sort_by(|a, b| a.total_cmp(b));
+    let allowed = (spam_leak * spam.len() as f64 + 1e-9).floor() as usize;
+    if allowed >= spam.len() {
+        return f64::INFINITY;
+    }
+    // spam[allowed] must stay above the threshold; spam[..allowed] may be at or below it.
+    let above = spam[allowed];
+    let below = if allowed == 0 { above - 1.0 } else { spam[allowed - 1] };
+    if above > below { below + (above - below) / 2.0 } else { next_down(above) }
+}
+
+fn next_down(x: f64) -> f64 {
+    if x.is_finite() { x - x.abs().max(1.0) * 1e-12 } else { x }
+}
+
 fn next_up(x: f64) -> f64 {
     if x.is_finite() {
         x + x.abs().max(1.0) * 1e-12
@@ -352,5 +374,8 @@ mod tests {
         assert!(close(spam_caught_at(&s, 0.01), 0.51));
         // No ham may be lost: the threshold clears the highest ham.
         assert!(threshold_for(&s, 0.0) > 999.0);
+        // 1% of 1000 spam may be called ham: 500..=509 at or below, 510 above.
+        let h = ham_threshold_for(&s, 0.01);
+        assert!(h >= 509.0 && h < 510.0, "{h}");
     }
 }

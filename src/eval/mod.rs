@@ -37,6 +37,8 @@ pub struct Item {
 #[derive(Debug, Default)]
 pub struct Mail {
     pub raw: Vec<Vec<u8>>,
+    /// How each message is named in output (its path, or `MBOX#N`).
+    pub names: Vec<String>,
     pub classes: Vec<Class>,
 }
 
@@ -65,6 +67,7 @@ impl Mail {
                 }),
                 Ok(raw) => {
                     self.raw.push(raw);
+                    self.names.push(source.name());
                     self.classes.push(class);
                 }
                 Err(e) => problems.push(e),
@@ -226,27 +229,102 @@ pub fn assign_folds(classes: &[Class], k: usize, seed: u64) -> Vec<usize> {
     fold
 }
 
-/// Threshold advice: what `spam_threshold` keeps ham loss at the target, chosen on
-/// validation scores only, and what it does on the held-out messages.
-#[derive(Debug, Clone, Serialize)]
-pub struct Advice {
-    /// Ham loss aimed at (a fraction).
-    pub target: f64,
-    /// The log-odds threshold chosen on all validation scores: the value for production.
-    pub spam_threshold: f64,
-    /// Per held-out fold: the threshold chosen on its own inner validation folds, and the
-    /// ham lost and spam caught (%) when it is applied to the held-out fold.
-    pub per_fold: Vec<FoldAdvice>,
-    /// Held-out ham lost (%) and spam caught (%), all folds pooled.
-    pub test_hm_pct: f64,
-    pub test_caught_pct: f64,
+/// What threshold advice aims at, as fractions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Target {
+    /// Ham called spam, at most: sets `spam_threshold`.
+    pub ham_loss: f64,
+    /// Spam called ham, at most: sets `ham_threshold` (what lies between is unsure).
+    pub spam_leak: f64,
 }
 
+/// Thresholds chosen on scores, for a [`Target`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Thresholds {
+    pub spam_threshold: f64,
+    pub ham_threshold: f64,
+}
+
+impl Thresholds {
+    pub fn choose(scores: &[(f64, Class)], target: Target) -> Thresholds {
+        let spam_threshold = metrics::threshold_for(scores, target.ham_loss);
+        let ham_threshold = metrics::ham_threshold_for(scores, target.spam_leak).min(spam_threshold);
+        Thresholds { spam_threshold, ham_threshold }
+    }
+
+    /// What these thresholds do to `scores` (percentages).
+    pub fn apply(&self, scores: &[(f64, Class)]) -> Applied {
+        let mut n = [0u64; 2];
+        let (mut spam, mut ham) = ([0u64; 2], [0u64; 2]);
+        for &(s, c) in scores {
+            n[c.index()] += 1;
+            if s >= self.spam_threshold {
+                spam[c.index()] += 1;
+            } else if s <= self.ham_threshold {
+                ham[c.index()] += 1;
+            }
+        }
+        let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+        Applied {
+            thresholds: *self,
+            ham: n[0],
+            spam: n[1],
+            ham_lost_pct: pct(spam[0], n[0]),
+            spam_caught_pct: pct(spam[1], n[1]),
+            spam_as_ham_pct: pct(ham[1], n[1]),
+            ham_unsure_pct: pct(n[0] - spam[0] - ham[0], n[0]),
+            spam_unsure_pct: pct(n[1] - spam[1] - ham[1], n[1]),
+        }
+    }
+}
+
+/// Thresholds applied to held-out scores.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Applied {
+    pub thresholds: Thresholds,
+    pub ham: u64,
+    pub spam: u64,
+    pub ham_lost_pct: f64,
+    pub spam_caught_pct: f64,
+    pub spam_as_ham_pct: f64,
+    pub ham_unsure_pct: f64,
+    pub spam_unsure_pct: f64,
+}
+
+/// Threshold advice: the thresholds that meet the target, chosen on validation scores
+/// only, and what they do on held-out messages.
 #[derive(Debug, Clone, Serialize)]
-pub struct FoldAdvice {
-    pub threshold: f64,
-    pub hm_pct: f64,
-    pub caught_pct: f64,
+pub struct Advice {
+    pub target: Target,
+    /// Chosen on all validation scores together: the values for production.
+    pub chosen: Thresholds,
+    /// Per held-out fold: thresholds chosen on that fold's own inner validation folds,
+    /// applied to it.
+    pub per_fold: Vec<Applied>,
+    /// The per-fold outcomes pooled (weighted by messages).
+    pub held_out: Applied,
+}
+
+fn pool(per_fold: &[Applied], chosen: Thresholds) -> Applied {
+    let (ham, spam) = (per_fold.iter().map(|a| a.ham).sum::<u64>(), per_fold.iter().map(|a| a.spam).sum::<u64>());
+    let mean = |f: &dyn Fn(&Applied) -> f64, by_ham: bool| {
+        let total = if by_ham { ham } else { spam }.max(1) as f64;
+        per_fold
+            .iter()
+            .map(|a| f(a) * if by_ham { a.ham } else { a.spam } as f64)
+            .sum::<f64>()
+            / total
+    };
+    Applied {
+        thresholds: chosen,
+        ham,
+        spam,
+        ham_lost_pct: mean(&|a| a.ham_lost_pct, true),
+        spam_caught_pct: mean(&|a| a.spam_caught_pct, false),
+        spam_as_ham_pct: mean(&|a| a.spam_as_ham_pct, false),
+        ham_unsure_pct: mean(&|a| a.ham_unsure_pct, true),
+        spam_unsure_pct: mean(&|a| a.spam_unsure_pct, false),
+    }
 }
 
 /// The figures of one evaluation.
@@ -309,16 +387,23 @@ pub fn cross_validate(
     setting: &Setting,
     k: usize,
     seed: u64,
-    target: Option<f64>,
+    target: Option<Target>,
 ) -> Report {
     let all: Vec<usize> = (0..corpus.items.len()).collect();
-    let (folds, advice) = cv_folds(corpus, &all, setting, k, seed, target);
-    Report::new(
-        setting,
-        format!("{k}-fold cross-validation, seed {seed}"),
-        folds,
-        advice,
-    )
+    cross_validate_subset(corpus, &all, setting, k, seed, target)
+}
+
+/// [`cross_validate`] over some of the corpus only (the development part of a holdout).
+pub fn cross_validate_subset(
+    corpus: &Corpus,
+    subset: &[usize],
+    setting: &Setting,
+    k: usize,
+    seed: u64,
+    target: Option<Target>,
+) -> Report {
+    let (folds, advice) = cv_folds(corpus, subset, setting, k, seed, target);
+    Report::new(setting, format!("{k}-fold cross-validation, seed {seed}"), folds, advice)
 }
 
 /// The held-out scores of each fold of `subset`, and the advice if asked for.
@@ -328,7 +413,7 @@ fn cv_folds(
     setting: &Setting,
     k: usize,
     seed: u64,
-    target: Option<f64>,
+    target: Option<Target>,
 ) -> (Vec<Vec<Scored>>, Option<Advice>) {
     let classes: Vec<Class> = subset.iter().map(|&i| corpus.items[i].class).collect();
     let fold_of = assign_folds(&classes, k, seed);
@@ -343,7 +428,7 @@ fn cv_folds(
     let full = corpus.table_of(subset.iter());
     // Each fold starts from the whole table and forgets its own messages: what the
     // store would hold had it learned everything else.
-    let results: Vec<(Vec<Scored>, Option<FoldAdvice>)> = (0..k)
+    let results: Vec<(Vec<Scored>, Option<Applied>)> = (0..k)
         .into_par_iter()
         .map(|f| {
             let mut table = full.clone();
@@ -351,55 +436,29 @@ fn cv_folds(
             let held_out = score_with(corpus, &mut table, setting, &members[f]);
             let advice = target.map(|target| {
                 let mut inner = Vec::new();
-                for (g, m) in members.iter().enumerate().filter(|(g, _)| *g != f) {
-                    let _ = g;
+                for m in members.iter().enumerate().filter(|(g, _)| *g != f).map(|(_, m)| m) {
                     forget(corpus, &mut table, m);
                     inner.extend(score_with(corpus, &mut table, setting, m));
                     relearn(corpus, &mut table, m);
                 }
-                let threshold = metrics::threshold_for(&pairs(&inner), target);
-                let (hm, caught) = metrics::rates_at(&pairs(&held_out), threshold);
-                FoldAdvice {
-                    threshold,
-                    hm_pct: 100.0 * hm,
-                    caught_pct: 100.0 * caught,
-                }
+                Thresholds::choose(&pairs(&inner), target).apply(&pairs(&held_out))
             });
             (held_out, advice)
         })
         .collect();
     let (folds, fold_advice): (Vec<_>, Vec<_>) = results.into_iter().unzip();
     let advice = target.map(|target| {
-        let per_fold: Vec<FoldAdvice> = fold_advice.into_iter().flatten().collect();
-        advise(target, &folds, per_fold)
+        let per_fold: Vec<Applied> = fold_advice.into_iter().flatten().collect();
+        let pooled: Vec<(f64, Class)> = folds.iter().flat_map(|f| pairs(f)).collect();
+        let chosen = Thresholds::choose(&pooled, target);
+        Advice {
+            target,
+            chosen,
+            held_out: pool(&per_fold, chosen),
+            per_fold,
+        }
     });
     (folds, advice)
-}
-
-fn advise(target: f64, folds: &[Vec<Scored>], per_fold: Vec<FoldAdvice>) -> Advice {
-    let pooled: Vec<(f64, Class)> = folds.iter().flat_map(|f| pairs(f)).collect();
-    let (mut lost, mut ham, mut caught, mut spam) = (0.0, 0.0, 0.0, 0.0);
-    for (f, a) in folds.iter().zip(&per_fold) {
-        let (h, s) = (
-            f.iter().filter(|x| x.class == Class::Ham).count() as f64,
-            f.iter().filter(|x| x.class == Class::Spam).count() as f64,
-        );
-        lost += a.hm_pct / 100.0 * h;
-        caught += a.caught_pct / 100.0 * s;
-        ham += h;
-        spam += s;
-    }
-    Advice {
-        target,
-        spam_threshold: metrics::threshold_for(&pooled, target),
-        per_fold,
-        test_hm_pct: if ham > 0.0 { 100.0 * lost / ham } else { 0.0 },
-        test_caught_pct: if spam > 0.0 {
-            100.0 * caught / spam
-        } else {
-            0.0
-        },
-    }
 }
 
 fn forget(corpus: &Corpus, table: &mut Table, indices: &[usize]) {
@@ -423,35 +482,22 @@ pub fn split(
     setting: &Setting,
     k: usize,
     seed: u64,
-    target: Option<f64>,
+    target: Option<Target>,
 ) -> Report {
     let mut table = corpus.table_of(train.iter());
     let held_out = score_with(corpus, &mut table, setting, test);
     let advice = target.map(|target| {
         let (validation, _) = cv_folds(corpus, train, setting, k, seed, None);
-        let threshold = metrics::threshold_for(
-            &validation.iter().flat_map(|f| pairs(f)).collect::<Vec<_>>(),
-            target,
-        );
-        let (hm, caught) = metrics::rates_at(&pairs(&held_out), threshold);
+        let chosen = Thresholds::choose(&validation.iter().flat_map(|f| pairs(f)).collect::<Vec<_>>(), target);
+        let applied = chosen.apply(&pairs(&held_out));
         Advice {
             target,
-            spam_threshold: threshold,
-            per_fold: vec![FoldAdvice {
-                threshold,
-                hm_pct: 100.0 * hm,
-                caught_pct: 100.0 * caught,
-            }],
-            test_hm_pct: 100.0 * hm,
-            test_caught_pct: 100.0 * caught,
+            chosen,
+            per_fold: vec![applied],
+            held_out: applied,
         }
     });
-    Report::new(
-        setting,
-        format!("trained on {}, tested on {}", train.len(), test.len()),
-        vec![held_out],
-        advice,
-    )
+    Report::new(setting, format!("trained on {}, tested on {}", train.len(), test.len()), vec![held_out], advice)
 }
 
 /// A stratified split of the corpus into (development, held-out), `fraction` held out.
