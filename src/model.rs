@@ -356,8 +356,8 @@ pub fn bernoulli_absent_sum<'a>(
 ) -> [f64; 2] {
     let mut sum = [0.0; 2];
     for tc in tokens {
-        for c in 0..2 {
-            sum[c] += (totals.messages[c] as f64 + alpha - tc.messages[c] as f64)
+        for (c, s) in sum.iter_mut().enumerate() {
+            *s += (totals.messages[c] as f64 + alpha - tc.messages[c] as f64)
                 .max(alpha)
                 .ln();
         }

@@ -27,6 +27,16 @@ pub enum Format {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlotMetric {
+    /// Accuracy (%) at the thresholds in force
+    Accuracy,
+    /// Spam caught (%) at 0.1% ham loss
+    Caught,
+    /// 1 − AUC (%)
+    Auc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ChooseBy {
     /// Spam caught at the --target-fp ham loss (0.1% if not given)
     Caught,
@@ -59,7 +69,7 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// TREC online mode: classify each message in turn, then learn it
-    #[arg(long, conflicts_with_all = ["test_spam", "sweep", "holdout"])]
+    #[arg(long, conflicts_with = "test_spam")]
     online: bool,
     /// In online mode, learn every message or only the misclassified ones
     #[arg(long, value_enum, default_value = "everything")]
@@ -106,9 +116,12 @@ pub struct EvalArgs {
     /// called ham (what lies between the thresholds is unsure)
     #[arg(long, default_value = "1%")]
     target_fn: String,
-    /// Write an SVG chart of a sweep's accuracy against vocabulary size (or α)
+    /// Write an SVG chart of a sweep: --plot-metric against vocabulary size (or α)
     #[arg(long)]
     plot: Option<PathBuf>,
+    /// What the chart shows
+    #[arg(long, value_enum, default_value = "accuracy")]
+    plot_metric: PlotMetric,
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
 }
@@ -145,7 +158,10 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         .map(parse_rate)
         .transpose()
         .context("--target-fp")?
-        .map(|ham_loss| Target { ham_loss, spam_leak });
+        .map(|ham_loss| Target {
+            ham_loss,
+            spam_leak,
+        });
     if let Some(h) = args.holdout
         && !(0.0..1.0).contains(&h)
     {
@@ -244,7 +260,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     if let Some(path) = &args.plot {
-        let svg = chart(&dims, &rows);
+        let svg = chart(&dims, &rows, args.plot_metric);
         std::fs::write(path, svg)
             .with_context(|| format!("cannot write the plot to {}", path.display()))?;
     }
@@ -257,13 +273,17 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                     "{}\t{}\t{}\t{}\t{}",
                     r.report.setting.label(),
                     r.tokenizer,
-                    mail.names.get(sc.index).or_else(|| test_mail.names.get(sc.index - mail.names.len())).map_or("?", |n| n.as_str()),
+                    mail.names
+                        .get(sc.index)
+                        .or_else(|| test_mail.names.get(sc.index - mail.names.len()))
+                        .map_or("?", |n| n.as_str()),
                     sc.class.name(),
                     sc.score
                 );
             }
         }
-        std::fs::write(path, tsv).with_context(|| format!("cannot write the scores to {}", path.display()))?;
+        std::fs::write(path, tsv)
+            .with_context(|| format!("cannot write the scores to {}", path.display()))?;
     }
     let out = SweepOutput {
         rows,
@@ -295,7 +315,12 @@ fn evaluate(
 ) -> anyhow::Result<Report> {
     let k = args.folds as usize;
     if args.online {
-        return eval::online(corpus, setting, args.train_on, args.order)
+        // With --holdout, online learning runs over the development part only.
+        let subset = match args.holdout {
+            Some(fraction) => eval::holdout(corpus, fraction, args.seed).0,
+            None => (0..corpus.items.len()).collect(),
+        };
+        return eval::online(corpus, &subset, setting, args.train_on, args.order)
             .map_err(anyhow::Error::msg);
     }
     if train_len < corpus.items.len() {
@@ -309,7 +334,9 @@ fn evaluate(
         // Sweep figures come from the development part only: the held-out part is
         // looked at once, for the chosen setting.
         let (dev, _) = eval::holdout(corpus, fraction, args.seed);
-        return Ok(eval::cross_validate_subset(corpus, &dev, setting, k, args.seed, target));
+        return Ok(eval::cross_validate_subset(
+            corpus, &dev, setting, k, args.seed, target,
+        ));
     }
     Ok(eval::cross_validate(corpus, setting, k, args.seed, target))
 }
@@ -500,7 +527,7 @@ fn parse_rate(s: &str) -> anyhow::Result<f64> {
 
 /// Accuracy against vocabulary size (α if vocabulary is not swept), one line per model
 /// and tokenizer (and α).
-fn chart(dims: &Dims, rows: &[SweepRow]) -> String {
+fn chart(dims: &Dims, rows: &[SweepRow], metric: PlotMetric) -> String {
     let by_vocab = dims.vocabs.len() > 1 || dims.alphas.len() == 1;
     let largest = rows
         .iter()
@@ -526,7 +553,12 @@ fn chart(dims: &Dims, rows: &[SweepRow]) -> String {
         } else {
             name
         };
-        let y = 100.0 * r.report.micro.accuracy;
+        let m = &r.report.micro;
+        let y = match metric {
+            PlotMetric::Accuracy => 100.0 * m.accuracy,
+            PlotMetric::Caught => m.caught_at_pct[0],
+            PlotMetric::Auc => m.one_minus_auc_pct,
+        };
         match series.iter_mut().find(|x| x.name == name) {
             Some(existing) => existing.points.push((x, y)),
             None => series.push(Series {
@@ -552,9 +584,17 @@ fn chart(dims: &Dims, rows: &[SweepRow]) -> String {
         "smoothing α"
     };
     plot::line_chart(
-        "Accuracy on held-out folds",
+        match metric {
+            PlotMetric::Accuracy => "Accuracy on held-out folds",
+            PlotMetric::Caught => "Spam caught at 0.1% ham loss, held-out folds",
+            PlotMetric::Auc => "1 − AUC on held-out folds (lower is better)",
+        },
         x_label,
-        "accuracy (%)",
+        match metric {
+            PlotMetric::Accuracy => "accuracy (%)",
+            PlotMetric::Caught => "spam caught (%)",
+            PlotMetric::Auc => "1 − AUC (%)",
+        },
         &series,
         true,
         &ticks,

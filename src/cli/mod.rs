@@ -52,7 +52,7 @@ pub enum Command {
     /// Load a plain-text export into a new database
     Import(db::ImportArgs),
     /// Measure how well spamnb sorts labelled mail (cross-validation, split, online)
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

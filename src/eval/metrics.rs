@@ -172,7 +172,11 @@ pub fn threshold_for(scores: &[(f64, Class)], ham_loss: f64) -> f64 {
 /// The highest log-odds threshold (`score <= threshold` is ham) that calls at most
 /// `spam_leak` (a fraction) of the spam in `scores` ham; halfway between scores as above.
 pub fn ham_threshold_for(scores: &[(f64, Class)], spam_leak: f64) -> f64 {
-    let mut spam: Vec<f64> = scores.iter().filter(|s| s.1 == Class::Spam).map(|s| s.0).collect();
+    let mut spam: Vec<f64> = scores
+        .iter()
+        .filter(|s| s.1 == Class::Spam)
+        .map(|s| s.0)
+        .collect();
     if spam.is_empty() {
         return f64::INFINITY;
     }
@@ -183,12 +187,24 @@ pub fn ham_threshold_for(scores: &[(f64, Class)], spam_leak: f64) -> f64 {
     }
     // spam[allowed] must stay above the threshold; spam[..allowed] may be at or below it.
     let above = spam[allowed];
-    let below = if allowed == 0 { above - 1.0 } else { spam[allowed - 1] };
-    if above > below { below + (above - below) / 2.0 } else { next_down(above) }
+    let below = if allowed == 0 {
+        above - 1.0
+    } else {
+        spam[allowed - 1]
+    };
+    if above > below {
+        below + (above - below) / 2.0
+    } else {
+        next_down(above)
+    }
 }
 
 fn next_down(x: f64) -> f64 {
-    if x.is_finite() { x - x.abs().max(1.0) * 1e-12 } else { x }
+    if x.is_finite() {
+        x - x.abs().max(1.0) * 1e-12
+    } else {
+        x
+    }
 }
 
 fn next_up(x: f64) -> f64 {
@@ -376,6 +392,6 @@ mod tests {
         assert!(threshold_for(&s, 0.0) > 999.0);
         // 1% of 1000 spam may be called ham: 500..=509 at or below, 510 above.
         let h = ham_threshold_for(&s, 0.01);
-        assert!(h >= 509.0 && h < 510.0, "{h}");
+        assert!((509.0..510.0).contains(&h), "{h}");
     }
 }

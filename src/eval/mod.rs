@@ -248,8 +248,12 @@ pub struct Thresholds {
 impl Thresholds {
     pub fn choose(scores: &[(f64, Class)], target: Target) -> Thresholds {
         let spam_threshold = metrics::threshold_for(scores, target.ham_loss);
-        let ham_threshold = metrics::ham_threshold_for(scores, target.spam_leak).min(spam_threshold);
-        Thresholds { spam_threshold, ham_threshold }
+        let ham_threshold =
+            metrics::ham_threshold_for(scores, target.spam_leak).min(spam_threshold);
+        Thresholds {
+            spam_threshold,
+            ham_threshold,
+        }
     }
 
     /// What these thresholds do to `scores` (percentages).
@@ -264,7 +268,13 @@ impl Thresholds {
                 ham[c.index()] += 1;
             }
         }
-        let pct = |a: u64, b: u64| if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 };
+        let pct = |a: u64, b: u64| {
+            if b == 0 {
+                0.0
+            } else {
+                100.0 * a as f64 / b as f64
+            }
+        };
         Applied {
             thresholds: *self,
             ham: n[0],
@@ -306,7 +316,10 @@ pub struct Advice {
 }
 
 fn pool(per_fold: &[Applied], chosen: Thresholds) -> Applied {
-    let (ham, spam) = (per_fold.iter().map(|a| a.ham).sum::<u64>(), per_fold.iter().map(|a| a.spam).sum::<u64>());
+    let (ham, spam) = (
+        per_fold.iter().map(|a| a.ham).sum::<u64>(),
+        per_fold.iter().map(|a| a.spam).sum::<u64>(),
+    );
     let mean = |f: &dyn Fn(&Applied) -> f64, by_ham: bool| {
         let total = if by_ham { ham } else { spam }.max(1) as f64;
         per_fold
@@ -403,7 +416,12 @@ pub fn cross_validate_subset(
     target: Option<Target>,
 ) -> Report {
     let (folds, advice) = cv_folds(corpus, subset, setting, k, seed, target);
-    Report::new(setting, format!("{k}-fold cross-validation, seed {seed}"), folds, advice)
+    Report::new(
+        setting,
+        format!("{k}-fold cross-validation, seed {seed}"),
+        folds,
+        advice,
+    )
 }
 
 /// The held-out scores of each fold of `subset`, and the advice if asked for.
@@ -436,7 +454,12 @@ fn cv_folds(
             let held_out = score_with(corpus, &mut table, setting, &members[f]);
             let advice = target.map(|target| {
                 let mut inner = Vec::new();
-                for m in members.iter().enumerate().filter(|(g, _)| *g != f).map(|(_, m)| m) {
+                for m in members
+                    .iter()
+                    .enumerate()
+                    .filter(|(g, _)| *g != f)
+                    .map(|(_, m)| m)
+                {
                     forget(corpus, &mut table, m);
                     inner.extend(score_with(corpus, &mut table, setting, m));
                     relearn(corpus, &mut table, m);
@@ -488,7 +511,10 @@ pub fn split(
     let held_out = score_with(corpus, &mut table, setting, test);
     let advice = target.map(|target| {
         let (validation, _) = cv_folds(corpus, train, setting, k, seed, None);
-        let chosen = Thresholds::choose(&validation.iter().flat_map(|f| pairs(f)).collect::<Vec<_>>(), target);
+        let chosen = Thresholds::choose(
+            &validation.iter().flat_map(|f| pairs(f)).collect::<Vec<_>>(),
+            target,
+        );
         let applied = chosen.apply(&pairs(&held_out));
         Advice {
             target,
@@ -497,7 +523,12 @@ pub fn split(
             held_out: applied,
         }
     });
-    Report::new(setting, format!("trained on {}, tested on {}", train.len(), test.len()), vec![held_out], advice)
+    Report::new(
+        setting,
+        format!("trained on {}, tested on {}", train.len(), test.len()),
+        vec![held_out],
+        advice,
+    )
 }
 
 /// A stratified split of the corpus into (development, held-out), `fraction` held out.
@@ -536,6 +567,7 @@ pub enum Order {
 /// pass over the vocabulary after every lesson).
 pub fn online(
     corpus: &Corpus,
+    subset: &[usize],
     setting: &Setting,
     training: Training,
     order: Order,
@@ -546,7 +578,7 @@ pub fn online(
                 .into(),
         );
     }
-    let sequence = online_order(corpus, order);
+    let sequence = online_order(corpus, subset, order);
     let mut table = Table::new();
     let mut scored = Vec::with_capacity(sequence.len());
     for i in sequence {
@@ -585,10 +617,10 @@ pub fn online(
     })
 }
 
-/// Message indices in online order. Undated messages take the date of the message before
+/// Indices of `subset` in online order. Undated messages take the date of the message before
 /// them, so they stay where they were among their neighbours.
-pub fn online_order(corpus: &Corpus, order: Order) -> Vec<usize> {
-    let mut sequence: Vec<usize> = (0..corpus.items.len()).collect();
+pub fn online_order(corpus: &Corpus, subset: &[usize], order: Order) -> Vec<usize> {
+    let mut sequence: Vec<usize> = subset.to_vec();
     if order == Order::Date {
         let mut last = i64::MIN;
         let keys: Vec<i64> = corpus

@@ -1,3 +1,5 @@
 mod cli;
-mod util;
+// Shared helpers: not every test module uses every one.
 mod eval;
+#[allow(dead_code)]
+mod util;
