@@ -74,9 +74,10 @@ pub struct EvalArgs {
     /// In online mode, learn every message or only the misclassified ones
     #[arg(long, value_enum, default_value = "everything")]
     train_on: Training,
-    /// In online mode, the order of the messages
-    #[arg(long, value_enum, default_value = "date")]
-    order: Order,
+    /// In online mode, the order of the messages: date (the Date header), input (as
+    /// given), or shuffle (seeded by --seed)
+    #[arg(long, default_value = "date", value_parser = ["date", "input", "shuffle"])]
+    order: String,
     /// Event models, comma-separated: multinomial, binary-multinomial, bernoulli [default: from the config]
     #[arg(long, value_delimiter = ',')]
     models: Vec<String>,
@@ -146,6 +147,10 @@ struct SweepOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     chosen: Option<SweepRow>,
     messages: usize,
+    /// Distinct features in all the mail (the first tokenizer setting's).
+    vocabulary: usize,
+    /// Of `seconds`, the time spent reading, parsing and tokenizing.
+    parse_seconds: f64,
     seconds: f64,
 }
 
@@ -208,17 +213,26 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
 
     let mut variants = Vec::new();
     let mut rows = Vec::new();
+    let mut vocabulary = None;
+    let mut parse_seconds = start.elapsed().as_secs_f64();
     for tok in &dims.tokenizers {
         let extractor = Extractor {
             tokenizer: tokenizer_variant(&config.extractor.tokenizer, tok)?,
             scan_limit: config.extractor.scan_limit,
         };
         // Parse and tokenize once per tokenizer setting, then only count.
+        let parse_start = Instant::now();
         let mut corpus = mail.corpus(&extractor);
         let train_len = corpus.items.len();
         if !test_mail.raw.is_empty() {
             corpus.items.extend(test_mail.corpus(&extractor).items);
         }
+        parse_seconds += parse_start.elapsed().as_secs_f64();
+        vocabulary.get_or_insert_with(|| {
+            let all: std::collections::HashSet<&str> =
+                corpus.items.iter().flat_map(|i| i.features.iter().map(|(f, _)| f)).collect();
+            all.len()
+        });
         for &event_model in &dims.models {
             for &alpha in &dims.alphas {
                 for &vocab in &dims.vocabs {
@@ -254,7 +268,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     }
 
     let chosen = match args.holdout {
-        Some(fraction) if rows.len() > 1 || args.holdout.is_some() => Some(choose_and_hold_out(
+        Some(fraction) if !args.online => Some(choose_and_hold_out(
             &mail, config, &variants, &rows, fraction, args, target,
         )?),
         _ => None,
@@ -289,6 +303,8 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         rows,
         chosen,
         messages: mail.raw.len() + test_mail.raw.len(),
+        vocabulary: vocabulary.unwrap_or(0),
+        parse_seconds,
         seconds: start.elapsed().as_secs_f64(),
     };
     match args.format {
@@ -320,7 +336,12 @@ fn evaluate(
             Some(fraction) => eval::holdout(corpus, fraction, args.seed).0,
             None => (0..corpus.items.len()).collect(),
         };
-        return eval::online(corpus, &subset, setting, args.train_on, args.order)
+        let order = match args.order.as_str() {
+            "input" => Order::Input,
+            "shuffle" => Order::Shuffle(args.seed),
+            _ => Order::Date,
+        };
+        return eval::online(corpus, &subset, setting, args.train_on, order)
             .map_err(anyhow::Error::msg);
     }
     if train_len < corpus.items.len() {
@@ -650,7 +671,11 @@ fn text(out: &SweepOutput) -> String {
             report_text(&mut s, &c.report);
         }
     }
-    let _ = writeln!(s, "\n{} messages in {:.1} s", out.messages, out.seconds);
+    let _ = writeln!(
+        s,
+        "\n{} messages, {} distinct features; {:.1} s ({:.1} s reading and parsing)",
+        out.messages, out.vocabulary, out.seconds, out.parse_seconds
+    );
     s
 }
 
