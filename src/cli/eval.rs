@@ -229,8 +229,11 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         }
         parse_seconds += parse_start.elapsed().as_secs_f64();
         vocabulary.get_or_insert_with(|| {
-            let all: std::collections::HashSet<&str> =
-                corpus.items.iter().flat_map(|i| i.features.iter().map(|(f, _)| f)).collect();
+            let all: std::collections::HashSet<&str> = corpus
+                .items
+                .iter()
+                .flat_map(|i| i.features.iter().map(|(f, _)| f))
+                .collect();
             all.len()
         });
         for &event_model in &dims.models {

@@ -195,4 +195,127 @@ mod tests {
             ([1, 2], [1, 1], 2)
         );
     }
+
+    /// The Bernoulli score by its definition: every vocabulary word, present or absent.
+    fn bernoulli_by_hand(t: &Table, msg: &Features, alpha: f64) -> [f64; 2] {
+        let tot = t.totals();
+        let n = (tot.messages[0] + tot.messages[1]) as f64;
+        let mut out = [0.0; 2];
+        for (c, o) in out.iter_mut().enumerate() {
+            let m = tot.messages[c] as f64;
+            *o = (m / n).ln();
+            for (f, tc) in t.iter() {
+                let p = (tc.messages[c] as f64 + alpha) / (m + 2.0 * alpha);
+                *o += if msg.count(f) > 0 {
+                    p.ln()
+                } else {
+                    (1.0 - p).ln()
+                };
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn bernoulli_scoring_equals_its_definition() {
+        use crate::model::{EventModel, ModelConfig, log_joint};
+        let mut t = Table::new();
+        for (words, class) in [
+            ("cheap pills now now", Class::Spam),
+            ("cheap offer click", Class::Spam),
+            ("meeting notes now", Class::Ham),
+            ("lunch meeting", Class::Ham),
+            ("notes draft offer", Class::Ham),
+        ] {
+            t.learn(&bag(words), class, 1);
+        }
+        for alpha in [1.0, 0.1] {
+            let cfg = ModelConfig {
+                event_model: EventModel::Bernoulli,
+                alpha,
+                ..ModelConfig::default()
+            };
+            t.prepare_bernoulli(alpha);
+            for msg in ["cheap now unknown", "meeting", "", "offer offer draft"] {
+                let got = log_joint(&bag(msg), &t, &cfg);
+                let want = bernoulli_by_hand(&t, &bag(msg), alpha);
+                for c in 0..2 {
+                    assert!(
+                        (got[c] - want[c]).abs() < 1e-9,
+                        "{msg:?} α={alpha}: {got:?} != {want:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn selection_scores_as_a_table_that_learned_only_the_kept_features() {
+        use crate::model::{EventModel, ModelConfig, log_joint};
+        let lessons = [
+            ("a a b c", Class::Spam),
+            ("b c d", Class::Ham),
+            ("a d d e", Class::Ham),
+        ];
+        let keep = |w: &&str| ["a", "d", "e"].contains(w);
+        let mut full = Table::new();
+        let mut kept_only = Table::new();
+        for (words, class) in lessons {
+            full.learn(&bag(words), class, 1);
+            kept_only.learn(&words.split_whitespace().filter(keep).collect(), class, 1);
+        }
+        let sel = Selection::new(&full, ["a", "d", "e"].into_iter().collect(), 0.5);
+        for model in [
+            EventModel::Multinomial,
+            EventModel::BinaryMultinomial,
+            EventModel::Bernoulli,
+        ] {
+            let cfg = ModelConfig {
+                event_model: model,
+                alpha: 0.5,
+                ..ModelConfig::default()
+            };
+            kept_only.prepare_bernoulli(0.5);
+            let msg = bag("a b d d z");
+            let (got, want) = (
+                log_joint(&msg, &sel, &cfg),
+                log_joint(&msg, &kept_only, &cfg),
+            );
+            for c in 0..2 {
+                assert!(
+                    (got[c] - want[c]).abs() < 1e-9,
+                    "{model:?}: {got:?} != {want:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bernoulli_is_refused_by_a_source_without_the_absent_sums() {
+        use crate::model::{Decision, EventModel, ModelConfig, classify};
+        /// A source like the store: counts, but no precomputed Bernoulli sums.
+        struct StoreLike(Table);
+        impl CountSource for StoreLike {
+            fn totals(&self) -> Totals {
+                self.0.totals()
+            }
+            fn token(&self, f: &str) -> Option<TokenCounts> {
+                self.0.token(f)
+            }
+        }
+        let mut t = Table::new();
+        t.learn(&bag("cheap pills"), Class::Spam, 1);
+        t.learn(&bag("meeting notes"), Class::Ham, 1);
+        let cfg = ModelConfig {
+            event_model: EventModel::Bernoulli,
+            min_learned: 1,
+            ..ModelConfig::default()
+        };
+        let v = classify(&bag("cheap pills"), &StoreLike(t.clone()), &cfg);
+        assert_eq!(v.decision, Decision::Unsure);
+        assert!(v.note.unwrap_or_default().contains("spamnb eval"));
+        t.prepare_bernoulli(cfg.alpha);
+        let v = classify(&bag("cheap pills"), &t, &cfg);
+        assert!(v.note.is_none() && v.score > 0.0, "{v:?}");
+    }
 }
