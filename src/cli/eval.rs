@@ -105,7 +105,7 @@ pub struct EvalArgs {
     sweep: Vec<String>,
     /// Hold this fraction of the mail out (stratified): settings are chosen by
     /// cross-validation on the rest and the chosen one is reported on the held-out part
-    #[arg(long)]
+    #[arg(long, conflicts_with = "test_spam")]
     holdout: Option<f64>,
     /// What a sweep with --holdout chooses by
     #[arg(long, value_enum, default_value = "caught")]
