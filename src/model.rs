@@ -4,7 +4,8 @@
 //! score(c) = log P(c) + Σ_t n_t · log P(t|c), P(t|c) = (count(t,c) + α) / (N_c + α|V|),
 //! with V the vocabulary of both classes together and tokens seen in neither ignored
 //! (McCallum & Nigam 1998; Manning et al. ch. 13). The verdict's score is the log-odds
-//! score(spam) − score(ham).
+//! score(spam) − score(ham). Variants ([`EventModel`]): the binary multinomial (counts
+//! clipped at one per message) and, for evaluation only, the multi-variate Bernoulli.
 
 use serde::{Deserialize, Serialize};
 
