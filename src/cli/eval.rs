@@ -282,12 +282,12 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write the plot to {}", path.display()))?;
     }
     if let Some(path) = &args.scores {
-        let mut tsv = String::from("setting\ttokenizer\tinput\tclass\tscore\n");
+        let mut tsv = String::from("setting\ttokenizer\tinput\tclass\tscore\trun\n");
         for r in rows.iter().chain(&chosen) {
             for sc in &r.report.scores {
                 let _ = writeln!(
                     tsv,
-                    "{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}",
                     r.report.setting.label(),
                     r.tokenizer,
                     mail.names
@@ -295,7 +295,8 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                         .or_else(|| test_mail.names.get(sc.index - mail.names.len()))
                         .map_or("?", |n| n.as_str()),
                     sc.class.name(),
-                    sc.score
+                    sc.score,
+                    r.report.mode
                 );
             }
         }

@@ -531,14 +531,23 @@ pub fn split(
     )
 }
 
-/// A stratified split of the corpus into (development, held-out), `fraction` held out.
+/// A stratified split of the corpus into (development, held-out), `fraction` of each
+/// class held out, chosen under `seed`. Both parts keep the corpus's class balance.
 pub fn holdout(corpus: &Corpus, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-    let classes: Vec<Class> = corpus.items.iter().map(|i| i.class).collect();
-    // Dealing into 1000 stratified slots and holding out the first fraction of them
-    // keeps the class balance in both parts.
-    let slot = assign_folds(&classes, 1000, seed ^ 0x5eed);
-    let cut = (fraction * 1000.0).round() as usize;
-    (0..classes.len()).partition(|&i| slot[i] >= cut)
+    // A seed of its own, so the held-out part does not line up with fold 0 of the same seed.
+    let mut rng = Rng::new(seed ^ 0x5eed_5eed_5eed_5eed);
+    let mut held_out = vec![false; corpus.items.len()];
+    for class in [Class::Ham, Class::Spam] {
+        let mut members: Vec<usize> = (0..corpus.items.len())
+            .filter(|&i| corpus.items[i].class == class)
+            .collect();
+        rng.shuffle(&mut members);
+        let n = (fraction * members.len() as f64).round() as usize;
+        for &i in &members[..n.min(members.len())] {
+            held_out[i] = true;
+        }
+    }
+    (0..corpus.items.len()).partition(|&i| !held_out[i])
 }
 
 /// When online learning updates the model.
@@ -645,6 +654,28 @@ pub fn online_order(corpus: &Corpus, subset: &[usize], order: Order) -> Vec<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn holdout_keeps_the_class_balance() {
+        let items = (0..1003)
+            .map(|i| Item {
+                features: Features::new(),
+                class: if i % 4 == 0 { Class::Spam } else { Class::Ham },
+                date: None,
+            })
+            .collect();
+        let corpus = Corpus { items };
+        let (dev, held) = holdout(&corpus, 0.2, 1);
+        assert_eq!(dev.len() + held.len(), 1003);
+        let spam = |v: &[usize]| {
+            v.iter()
+                .filter(|&&i| corpus.items[i].class == Class::Spam)
+                .count()
+        };
+        // 251 spam and 752 ham: 50 and 150 held out.
+        assert_eq!((spam(&held), held.len() - spam(&held)), (50, 150));
+        assert_eq!(holdout(&corpus, 0.2, 1), (dev, held), "seeded");
+    }
 
     #[test]
     fn folds_are_stratified_and_seeded() {
