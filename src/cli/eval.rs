@@ -744,6 +744,9 @@ fn report_text(s: &mut String, r: &Report) {
     } else {
         row(s, "all", &r.micro);
     }
+    if let Some(n) = r.learned {
+        let _ = writeln!(s, "learned {n} of {} messages", r.micro.messages);
+    }
     if let Some(a) = &r.advice {
         let h = &a.held_out;
         let _ = writeln!(

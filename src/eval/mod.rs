@@ -353,6 +353,9 @@ pub struct Report {
     pub macro_: Figures,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advice: Option<Advice>,
+    /// In online mode, how many messages were learned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub learned: Option<usize>,
     /// Held-out scores of every message, in corpus order (for plots and further advice).
     #[serde(skip)]
     pub scores: Vec<Scored>,
@@ -375,6 +378,7 @@ impl Report {
             macro_: Figures::macro_average(&per_fold),
             per_fold,
             advice,
+            learned: None,
             scores: all,
         }
     }
@@ -592,6 +596,7 @@ pub fn online(
     }
     let sequence = online_order(corpus, subset, order);
     let mut table = Table::new();
+    let mut learned = 0;
     let mut scored = Vec::with_capacity(sequence.len());
     for i in sequence {
         let item = &corpus.items[i];
@@ -602,6 +607,7 @@ pub fn online(
         );
         if training == Training::Everything || !right {
             table.learn(&item.features, item.class, 1);
+            learned += 1;
         }
         scored.push(Scored {
             index: i,
@@ -625,6 +631,7 @@ pub fn online(
         macro_: per_fold[0].clone(),
         per_fold,
         advice: None,
+        learned: Some(learned),
         scores: scored,
     })
 }
@@ -654,6 +661,50 @@ pub fn online_order(corpus: &Corpus, subset: &[usize], order: Order) -> Vec<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn corpus_of(messages: &[(&str, Class)]) -> Corpus {
+        let items = messages
+            .iter()
+            .map(|(words, class)| Item {
+                features: words.split_whitespace().collect(),
+                class: *class,
+                date: None,
+            })
+            .collect();
+        Corpus { items }
+    }
+
+    #[test]
+    fn online_on_error_learns_only_mistakes() {
+        let mut messages = Vec::new();
+        for _ in 0..20 {
+            messages.push(("cheap pills click", Class::Spam));
+            messages.push(("meeting agenda notes", Class::Ham));
+        }
+        let corpus = corpus_of(&messages);
+        let all: Vec<usize> = (0..corpus.items.len()).collect();
+        let mut model = ModelConfig {
+            min_learned: 1,
+            ..ModelConfig::default()
+        };
+        model.spam_threshold = 0.5;
+        model.ham_threshold = -0.5;
+        let setting = Setting {
+            model,
+            selector: Selector::Mi,
+            vocab: None,
+        };
+        let everything = online(&corpus, &all, &setting, Training::Everything, Order::Input)
+            .expect("online runs");
+        assert_eq!(everything.learned, Some(40));
+        let on_error =
+            online(&corpus, &all, &setting, Training::OnError, Order::Input).expect("online runs");
+        // The first spam and ham are unsure (nothing learned of the other class yet), so
+        // wrong, and learned; after one of each, every message is right and none is.
+        assert_eq!(on_error.learned, Some(2));
+        let c = on_error.micro.confusion;
+        assert_eq!((c.fp, c.fn_, c.unsure), (0, 1, [1, 1]), "{c:?}");
+    }
 
     #[test]
     fn holdout_keeps_the_class_balance() {
