@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::daemon::config::{ControlConfig, DaemonConfig, HttpConfig, SpamdConfig};
+use crate::daemon::milter_config::MilterConfig;
 use crate::features::Extractor;
 use crate::model::ModelConfig;
 use crate::store::StoreOptions;
@@ -39,6 +41,12 @@ pub struct Config {
     pub store: StoreOptions,
     pub extractor: Extractor,
     pub model: ModelConfig,
+    /// `[daemon]`, `[spamd]`, `[control]`, `[http]`, `[milter]`: see `crate::daemon::config`.
+    pub daemon: DaemonConfig,
+    pub spamd: SpamdConfig,
+    pub control: ControlConfig,
+    pub http: HttpConfig,
+    pub milter: MilterConfig,
 }
 
 impl Default for Config {
@@ -52,6 +60,11 @@ impl Default for Config {
                 scan_limit: DEFAULT_SCAN_LIMIT,
             },
             model: ModelConfig::default(),
+            daemon: DaemonConfig::default(),
+            spamd: SpamdConfig::default(),
+            control: ControlConfig::default(),
+            http: HttpConfig::default(),
+            milter: MilterConfig::default(),
         }
     }
 }
@@ -81,6 +94,16 @@ struct RawConfig {
     model: ModelConfig,
     #[serde(default)]
     tokenizer: TokenizerOptions,
+    #[serde(default)]
+    daemon: DaemonConfig,
+    #[serde(default)]
+    spamd: SpamdConfig,
+    #[serde(default)]
+    control: ControlConfig,
+    #[serde(default)]
+    http: HttpConfig,
+    #[serde(default)]
+    milter: MilterConfig,
 }
 
 impl Config {
@@ -139,6 +162,8 @@ impl Config {
                 "scan_limit must be at least 1024 bytes, not {scan_limit}"
             )));
         }
+        crate::daemon::config::validate(&raw.daemon, &raw.spamd, &raw.http).map_err(invalid)?;
+        raw.milter.validate().map_err(invalid)?;
         Ok(Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
@@ -152,6 +177,11 @@ impl Config {
                 scan_limit,
             },
             model: raw.model,
+            daemon: raw.daemon,
+            spamd: raw.spamd,
+            control: raw.control,
+            http: raw.http,
+            milter: raw.milter,
         })
     }
 }

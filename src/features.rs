@@ -4,10 +4,11 @@
 //! anomalies (`anomaly:NAME`) all land in one bag; the model weighs them alike.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Features {
-    counts: HashMap<String, u32>,
+    counts: FeatureMap<String, u32>,
 }
 
 impl Features {
@@ -64,6 +65,46 @@ impl Features {
     }
 }
 
+/// The hash of a feature name: FNV-1a with a SplitMix64 finish. Fixed for all time, since
+/// the store places features in buckets on disk by it; fast on short strings; with
+/// well-mixed high bits.
+pub fn feature_hash(feature: &str) -> u64 {
+    let mut h = FeatureHasher::default();
+    h.write(feature.as_bytes());
+    h.finish()
+}
+
+/// A map keyed by feature names, hashed with [`feature_hash`]'s function: the hot maps of
+/// tokenizing and learning spent a tenth of their time in the standard SipHash, whose
+/// protection against chosen collisions buys nothing for per-message maps.
+pub type FeatureMap<K, V> = HashMap<K, V, BuildHasherDefault<FeatureHasher>>;
+
+pub struct FeatureHasher(u64);
+
+impl Default for FeatureHasher {
+    fn default() -> Self {
+        FeatureHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for FeatureHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 30;
+        h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h ^= h >> 27;
+        h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
+    }
+}
+
 /// The prefix of a rule hit's feature name.
 pub const RULE_PREFIX: &str = "rule:";
 
@@ -92,5 +133,54 @@ impl Extractor {
         let mut features = Features::new();
         crate::tokenize::tokenize(&msg, &self.tokenizer, &mut features);
         features
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn extractor() -> Extractor {
+        Extractor {
+            tokenizer: crate::tokenize::TokenizerOptions::default(),
+            scan_limit: 1 << 20,
+        }
+    }
+
+    /// Random bytes, cut and bit-flipped messages, deep MIME nesting: features, never a panic.
+    #[test]
+    fn hostile_input_never_panics() {
+        let base = b"From: a@b.example\r\nSubject: =?utf-8?b?w7w=?= hi\r\nContent-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\nContent-Type: text/html; charset=koi8-r\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<a href=3D\"http://x.example/\">=E1=E2</a>\r\n--B\r\nContent-Type: application/octet-stream; name=\"a.exe\"\r\nContent-Transfer-Encoding: base64\r\n\r\nTVqQAAMAAAAEAAAA//8AALgAAAAA\r\n--B--\r\n";
+        let ex = extractor();
+        let mut seed: u64 = 7;
+        let mut rand = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..3000 {
+            let mut msg = base.to_vec();
+            match round % 3 {
+                0 => msg.truncate(rand() as usize % base.len()),
+                1 => {
+                    for _ in 0..8 {
+                        let at = rand() as usize % msg.len();
+                        msg[at] = rand() as u8;
+                    }
+                }
+                _ => msg = (0..rand() % 2000).map(|_| rand() as u8).collect(),
+            }
+            let _ = ex.features(&msg);
+        }
+        let mut nested = Vec::new();
+        for i in 0..5000 {
+            nested.extend_from_slice(
+                format!("Content-Type: multipart/mixed; boundary=\"b{i}\"\r\n\r\n--b{i}\r\n")
+                    .as_bytes(),
+            );
+        }
+        nested.extend_from_slice(b"Content-Type: text/plain\r\n\r\ndeep\r\n");
+        assert!(!ex.features(&nested).is_empty());
     }
 }

@@ -17,7 +17,9 @@
 //! - [`store`]: the [`store::Store`] trait and its sled implementation.
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
 //! - [`spam_headers`]: the `X-Spam-*` headers and the rewrite that adds them.
+//! - [`milter`]: the milter protocol (Postfix, Sendmail): codec, session, server.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
+//! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
 //! - [`eval`]: cross-validation, online and split evaluation in memory, through [`model`].
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
@@ -29,7 +31,9 @@ pub mod eval;
 pub mod features;
 pub mod mailbox;
 pub mod message;
+pub mod milter;
 pub mod model;
 pub mod spam_headers;
+pub mod spamd;
 pub mod store;
 pub mod tokenize;

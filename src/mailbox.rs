@@ -41,43 +41,46 @@ impl std::fmt::Display for Unreadable {
     }
 }
 
-/// Expands command-line inputs into messages, in a stable order. Inputs that cannot be
-/// listed are reported in the second list; the rest go on.
-pub fn expand(inputs: &[PathBuf]) -> (Vec<MailSource>, Vec<Unreadable>) {
-    let mut sources = Vec::new();
-    let mut problems = Vec::new();
+/// A message to read, or an input that could not even be listed, in input order.
+pub type Input = Result<MailSource, Unreadable>;
+
+/// Expands command-line inputs into messages, in a stable order: a directory's files sorted,
+/// an mbox's messages in file order. What cannot be listed stays in its place as an error,
+/// so that output lines still pair with inputs.
+pub fn expand(inputs: &[PathBuf]) -> Vec<Input> {
+    let mut out = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
-            sources.push(MailSource::Stdin);
+            out.push(Ok(MailSource::Stdin));
             continue;
         }
         match fs::metadata(input) {
-            Err(e) => problems.push(unreadable(input, &e)),
-            Ok(meta) if meta.is_dir() => expand_dir(input, &mut sources, &mut problems),
-            Ok(_) => expand_file(input, &mut sources, &mut problems),
+            Err(e) => out.push(Err(unreadable(input, &e))),
+            Ok(meta) if meta.is_dir() => expand_dir(input, &mut out),
+            Ok(_) => expand_file(input, &mut out),
         }
     }
-    (sources, problems)
+    out
 }
 
-fn expand_dir(dir: &Path, sources: &mut Vec<MailSource>, problems: &mut Vec<Unreadable>) {
+fn expand_dir(dir: &Path, out: &mut Vec<Input>) {
     // A Maildir: its messages are in cur/ and new/; tmp/ holds deliveries in progress.
     if dir.join("cur").is_dir() || dir.join("new").is_dir() {
         for sub in ["cur", "new"] {
             let sub = dir.join(sub);
             if sub.is_dir() {
-                walk(&sub, false, sources, problems);
+                walk(&sub, false, out);
             }
         }
         return;
     }
-    walk(dir, true, sources, problems);
+    walk(dir, true, out);
 }
 
-fn walk(dir: &Path, recurse: bool, sources: &mut Vec<MailSource>, problems: &mut Vec<Unreadable>) {
+fn walk(dir: &Path, recurse: bool, out: &mut Vec<Input>) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) => return problems.push(unreadable(dir, &e)),
+        Err(e) => return out.push(Err(unreadable(dir, &e))),
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
@@ -86,27 +89,29 @@ fn walk(dir: &Path, recurse: bool, sources: &mut Vec<MailSource>, problems: &mut
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         match fs::metadata(&path) {
-            Err(e) => problems.push(unreadable(&path, &e)),
-            Ok(m) if m.is_dir() && recurse && !hidden => expand_dir(&path, sources, problems),
-            Ok(m) if m.is_file() && !hidden => expand_file(&path, sources, problems),
+            Err(e) => out.push(Err(unreadable(&path, &e))),
+            Ok(m) if m.is_dir() && recurse && !hidden => expand_dir(&path, out),
+            Ok(m) if m.is_file() && !hidden => expand_file(&path, out),
             Ok(_) => {}
         }
     }
 }
 
-fn expand_file(path: &Path, sources: &mut Vec<MailSource>, problems: &mut Vec<Unreadable>) {
+fn expand_file(path: &Path, out: &mut Vec<Input>) {
     match is_mbox(path) {
-        Err(e) => problems.push(unreadable(path, &e)),
-        Ok(false) => sources.push(MailSource::File(path.to_path_buf())),
+        Err(e) => out.push(Err(unreadable(path, &e))),
+        Ok(false) => out.push(Ok(MailSource::File(path.to_path_buf()))),
         Ok(true) => match mbox_messages(path) {
-            Err(e) => problems.push(unreadable(path, &e)),
+            Err(e) => out.push(Err(unreadable(path, &e))),
             // One message saved with its envelope line, as many archives keep them.
             Ok(messages) if messages.len() == 1 => {
-                sources.push(MailSource::File(path.to_path_buf()))
+                out.push(Ok(MailSource::File(path.to_path_buf())))
             }
-            Ok(messages) => sources.extend((0..messages.len()).map(|index| MailSource::Mbox {
-                path: path.to_path_buf(),
-                index,
+            Ok(messages) => out.extend((0..messages.len()).map(|index| {
+                Ok(MailSource::Mbox {
+                    path: path.to_path_buf(),
+                    index,
+                })
             })),
         },
     }
@@ -155,37 +160,40 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
     }
 }
 
-/// Reads many messages, each mbox file once, in the order given.
-pub fn read_all(
-    sources: &[MailSource],
-) -> impl Iterator<Item = (&MailSource, Result<Vec<u8>, Unreadable>)> {
+/// Reads many messages, each mbox file once, in the order given: each input's name and
+/// its bytes, or why there are none.
+pub fn read_all(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u8>, Unreadable>)> {
     let mut open_mbox: Option<(PathBuf, std::vec::IntoIter<Vec<u8>>)> = None;
-    sources.iter().map(move |source| {
+    inputs.iter().map(move |input| {
+        let source = match input {
+            Ok(source) => source,
+            Err(e) => {
+                let again = Unreadable {
+                    name: e.name.clone(),
+                    reason: e.reason.clone(),
+                };
+                return (e.name.clone(), Err(again));
+            }
+        };
+        let name = source.name();
         let MailSource::Mbox { path, .. } = source else {
-            return (source, read(source));
+            return (name, read(source));
         };
         if open_mbox.as_ref().is_none_or(|(p, _)| p != path) {
             match mbox_messages(path) {
                 Ok(messages) => open_mbox = Some((path.clone(), messages.into_iter())),
                 Err(e) => {
-                    return (
-                        source,
-                        Err(Unreadable {
-                            name: source.name(),
-                            reason: describe(&e),
-                        }),
-                    );
+                    let reason = describe(&e);
+                    return (name.clone(), Err(Unreadable { name, reason }));
                 }
             }
         }
         let next = open_mbox.as_mut().and_then(|(_, it)| it.next());
-        (
-            source,
-            next.ok_or_else(|| Unreadable {
-                name: source.name(),
-                reason: "the mbox changed while it was read".into(),
-            }),
-        )
+        let read = next.ok_or_else(|| Unreadable {
+            name: name.clone(),
+            reason: "the mbox changed while it was read".into(),
+        });
+        (name, read)
     })
 }
 
@@ -248,29 +256,28 @@ mod tests {
             root.join("box"),
             root.join("missing"),
         ];
-        let (sources, problems) = expand(&inputs);
-        let names: Vec<String> = sources
-            .iter()
-            .map(|s| s.name().replace(&root.display().to_string(), ""))
+        let inputs = expand(&inputs);
+        let names: Vec<String> = read_all(&inputs)
+            .map(|(name, _)| name.replace(&root.display().to_string(), ""))
             .collect();
-        assert_eq!(
-            names,
-            [
-                "/md/cur/1:2,S",
-                "/md/new/2",
-                "/tree/a/m1",
-                "/tree/a/m3",
-                "/box#1",
-                "/box#2"
-            ]
-        );
-        assert_eq!(problems.len(), 1);
+        let expected = [
+            "/md/cur/1:2,S",
+            "/md/new/2",
+            "/tree/a/m1",
+            "/tree/a/m3",
+            "/box#1",
+            "/box#2",
+            "/missing",
+        ];
+        assert_eq!(names, expected);
+        let Err(missing) = &inputs[6] else {
+            panic!("the missing input keeps its place")
+        };
         assert!(
-            problems[0].to_string().contains("missing: no such file"),
-            "{}",
-            problems[0]
+            missing.to_string().contains("missing: no such file"),
+            "{missing}"
         );
-        let read: Vec<Vec<u8>> = read_all(&sources).map(|(_, r)| r.unwrap()).collect();
+        let read: Vec<Vec<u8>> = read_all(&inputs[..6]).map(|(_, r)| r.unwrap()).collect();
         assert!(
             read[3].starts_with(b"Subject: m3"),
             "the envelope line is not part of the message"

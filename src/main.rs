@@ -5,13 +5,15 @@ use spamnb::cli;
 
 fn main() -> ExitCode {
     let args = cli::Args::parse();
-    let default = ["warn", "info", "debug"][usize::from(args.verbose.min(2))];
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SPAMNB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .init();
+    if !args.command.sets_up_logging() {
+        let default = ["warn", "info", "debug"][usize::from(args.verbose.min(2))];
+        let filter = tracing_subscriber::EnvFilter::try_from_env("SPAMNB_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(filter)
+            .init();
+    }
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {

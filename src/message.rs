@@ -15,7 +15,8 @@ use sha2::{Digest as _, Sha256};
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
 pub fn is_own_header(name: &str) -> bool {
-    name.len() > 7 && name[..7].eq_ignore_ascii_case("x-spam-")
+    // Bytes, not a str slice: byte 7 of a name from mail need not be a char boundary.
+    name.len() > 7 && name.as_bytes()[..7].eq_ignore_ascii_case(b"x-spam-")
 }
 
 /// One header field: its name as written and its value decoded (RFC 2047 words, folding).
@@ -127,8 +128,17 @@ fn body_offset(raw: &[u8]) -> Option<usize> {
     None
 }
 
+/// MIME headers parsed (bodies need them), every other header decoded as text: spamnb
+/// reads addresses and Received lines itself, and parsing them twice cost a tenth of the
+/// time of learning.
+static PARSER: LazyLock<MessageParser> = LazyLock::new(|| {
+    MessageParser::new()
+        .with_mime_headers()
+        .default_header_text()
+});
+
 fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
-    let parsed = MessageParser::default().parse(raw)?;
+    let parsed = PARSER.parse(raw)?;
     // mail-parser accepts almost anything; a "message" with no header at all is text.
     if parsed.headers().is_empty() {
         return None;
@@ -139,21 +149,17 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     };
     for h in parsed.headers() {
         let name = h.name.as_str().to_string();
+        // spamnb's own headers are no evidence: a tagged copy (as delivered through the
+        // milter or the filter) must score as the message did before it was tagged.
+        if is_own_header(&name) {
+            continue;
+        }
         let value = match &h.value {
             HeaderValue::Text(t) => t.to_string(),
             HeaderValue::TextList(ts) => ts.join(", "),
-            HeaderValue::Address(addrs) => addrs
-                .iter()
-                .map(|a| match (&a.name, &a.address) {
-                    (Some(n), Some(addr)) => format!("\"{n}\" <{addr}>"),
-                    (None, Some(addr)) => format!("<{addr}>"),
-                    (Some(n), None) => n.to_string(),
-                    (None, None) => String::new(),
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
-            // Structured values lose their original spelling when re-rendered; the raw
-            // field, unfolded, keeps what the sender wrote.
+
+            // Content-Type and its kind, which lose their original spelling when
+            // re-rendered: the raw field, unfolded, keeps what the sender wrote.
             _ => raw_header_value(raw, h.offset_start as usize, h.offset_end as usize),
         };
         msg.headers.push(Header { name, value });
@@ -349,6 +355,18 @@ mod tests {
     use super::*;
 
     const LIMIT: usize = 1 << 20;
+
+    #[test]
+    fn own_headers_are_not_part_of_the_view() {
+        let raw = b"Subject: hi\r\nX-Spam-Flag: YES\r\nx-spam-status: Yes, score=9\r\nX-Spamish: kept\r\n\r\nbody\r\n";
+        let msg = Message::parse(raw, LIMIT);
+        let names: Vec<&str> = msg.headers.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["Subject", "X-Spamish"], "{names:?}");
+        assert!(
+            !is_own_header("abcdef\u{e9}xyz"),
+            "a name cut inside a character is no panic"
+        );
+    }
 
     #[test]
     fn decodes_headers_text_and_html() {

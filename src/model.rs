@@ -4,8 +4,9 @@
 //! score(c) = log P(c) + Σ_t n_t · log P(t|c), P(t|c) = (count(t,c) + α) / (N_c + α|V|),
 //! with V the vocabulary of both classes together and tokens seen in neither ignored
 //! (McCallum & Nigam 1998; Manning et al. ch. 13). The verdict's score is the log-odds
-//! score(spam) − score(ham). Variants ([`EventModel`]): the binary multinomial (counts
-//! clipped at one per message) and, for evaluation only, the multi-variate Bernoulli.
+//! score(spam) − score(ham), by default normalized for length (see [`ModelConfig`]).
+//! Variants ([`EventModel`]): the binary multinomial (counts clipped at one per message)
+//! and, for evaluation only, the multi-variate Bernoulli.
 
 use serde::{Deserialize, Serialize};
 
@@ -95,7 +96,8 @@ pub enum EventModel {
     /// present or absent. Scored as the precomputed all-absent sum plus a correction for
     /// the words present, so a message costs what it does in the other models. Needs
     /// [`CountSource::bernoulli_absent`], so only `spamnb eval` can use it; the
-    /// configuration refuses it for the store.
+    /// configuration refuses it for the store. Scored as in the paper: `min_token_weight`
+    /// and `min_feature_messages` do not apply (a word left out would count as absent).
     Bernoulli,
 }
 
@@ -121,6 +123,17 @@ pub struct ModelConfig {
     pub ham_threshold: f64,
     /// Messages each class needs before a verdict is more than "unsure".
     pub min_learned: u64,
+    /// Features whose log-likelihood ratio |log P(t|spam) − log P(t|ham)| is below this
+    /// are not evidence. Common words that lean only slightly one way otherwise outvote
+    /// the few telling ones in long messages (bogofilter's `min_dev` plays this part).
+    pub min_token_weight: f64,
+    /// Divides the log-odds by √(features used): the length normalization of Rennie et
+    /// al. (2003) for a binary feature vector, so that long messages are not sure of
+    /// themselves merely for being long. Thresholds are on the normalized score.
+    pub normalize_length: bool,
+    /// Features learned from fewer messages than this (both classes together) are not
+    /// used as evidence: document-frequency feature selection (Yang & Pedersen 1997).
+    pub min_feature_messages: u32,
     /// How many features for and against a verdict it carries as its explanation.
     pub explain_top: usize,
 }
@@ -129,10 +142,13 @@ impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
             event_model: EventModel::default(),
-            alpha: 1.0,
-            spam_threshold: 5.0,
-            ham_threshold: -5.0,
+            alpha: 0.1,
+            spam_threshold: 2.0,
+            ham_threshold: -2.0,
             min_learned: 50,
+            min_token_weight: 1.0,
+            normalize_length: true,
+            min_feature_messages: 1,
             explain_top: 8,
         }
     }
@@ -242,7 +258,10 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         |f, n, w| contributions.push((f, n, w)),
         &mut joint,
     );
-    let score = joint[Class::Spam.index()] - joint[Class::Ham.index()];
+    let mut score = joint[Class::Spam.index()] - joint[Class::Ham.index()];
+    if cfg.normalize_length {
+        score /= (contributions.len().max(1) as f64).sqrt();
+    }
     let decision = if score >= cfg.spam_threshold {
         Decision::Spam
     } else if score <= cfg.ham_threshold {
@@ -292,13 +311,15 @@ fn score_features<'f>(
             continue;
         };
         let learned = if binary { tc.messages } else { tc.occurrences };
-        if learned == [0, 0] {
+        if learned == [0, 0] || tc.messages[0] + tc.messages[1] < cfg.min_feature_messages {
             continue;
         }
         let n = if binary { 1 } else { n };
-        let mut logp = [0.0; 2];
+        let logp = [0, 1].map(|c| (learned[c] as f64 + alpha).ln() - denominators[c]);
+        if (logp[1] - logp[0]).abs() < cfg.min_token_weight {
+            continue;
+        }
         for c in 0..2 {
-            logp[c] = (learned[c] as f64 + alpha).ln() - denominators[c];
             joint[c] += n as f64 * logp[c];
         }
         each(feature, n, n as f64 * (logp[1] - logp[0]));
@@ -323,11 +344,10 @@ fn score_bernoulli<'f>(
     // Without the precomputed sum the absent words are left out: classify() refuses
     // before that happens, log_joint() callers get the present-word part alone.
     let absent = counts.bernoulli_absent(alpha).unwrap_or([0.0; 2]);
-    let mut denominators = [0.0; 2];
     for c in 0..2 {
-        joint[c] = (totals.messages[c].max(1) as f64 / all_messages).ln();
-        denominators[c] = (totals.messages[c] as f64 + 2.0 * alpha).ln();
-        joint[c] += absent[c] - v * denominators[c];
+        let denominator = (totals.messages[c] as f64 + 2.0 * alpha).ln();
+        joint[c] =
+            (totals.messages[c].max(1) as f64 / all_messages).ln() + absent[c] - v * denominator;
     }
     for (feature, _) in features.iter() {
         let Some(tc) = counts.token(feature) else {
@@ -336,12 +356,11 @@ fn score_bernoulli<'f>(
         if tc.messages == [0, 0] {
             continue;
         }
-        let mut odds = [0.0; 2];
-        for c in 0..2 {
+        let odds = [0, 1].map(|c| {
             let m = tc.messages[c] as f64;
-            let present = (m + alpha).ln();
-            let absent = (totals.messages[c] as f64 + alpha - m).max(alpha).ln();
-            odds[c] = present - absent;
+            (m + alpha).ln() - (totals.messages[c] as f64 + alpha - m).max(alpha).ln()
+        });
+        for c in 0..2 {
             joint[c] += odds[c];
         }
         each(feature, 1, odds[1] - odds[0]);

@@ -126,10 +126,11 @@ mod tests {
 
     #[test]
     fn headers_follow_spamassassin() {
-        let h = spam_headers(
-            &verdict(Decision::Spam, 12.34, &["A", "B"]),
-            &ModelConfig::default(),
-        );
+        let model = ModelConfig {
+            spam_threshold: 5.0,
+            ..ModelConfig::default()
+        };
+        let h = spam_headers(&verdict(Decision::Spam, 12.34, &["A", "B"]), &model);
         assert_eq!(h[0], ("X-Spam-Flag", "YES".to_string()));
         assert!(
             h[1].1

@@ -21,6 +21,11 @@ pub struct TokenizerOptions {
     pub header_tokens: bool,
     /// `url:HOST` and `url:PARENT.DOMAIN` for each link.
     pub url_tokens: bool,
+    /// Words inside HTML tags (`html:font`, `html:color`): the markup of bulk mail is
+    /// evidence its rendered text hides.
+    pub html_tokens: bool,
+    /// Words in capitals also as themselves (`caps:FREE`), beside their lowercase form.
+    pub caps_tokens: bool,
     /// Adjacent body word pairs (`a+b`) beside single words.
     pub pair_tokens: bool,
     /// Words shorter than this (in characters) are dropped, except in no-space scripts.
@@ -34,6 +39,8 @@ impl Default for TokenizerOptions {
         TokenizerOptions {
             header_tokens: true,
             url_tokens: true,
+            html_tokens: false,
+            caps_tokens: true,
             pair_tokens: false,
             min_token_chars: 2,
             max_token_chars: 40,
@@ -55,6 +62,9 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     });
     if opts.header_tokens {
         header_tokens(msg, opts, out);
+    }
+    if opts.html_tokens {
+        html_tokens(&msg.html, out);
     }
     if opts.url_tokens {
         for url in &msg.urls {
@@ -112,6 +122,35 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         if tag != "to" {
             words(&h.value, opts, &mut |w| out.add(&format!("{tag}:{w}")));
         }
+    }
+}
+
+fn html_tokens(html: &str, out: &mut Features) {
+    let mut rest = html;
+    while let Some(start) = rest.find('<') {
+        let after = &rest[start + 1..];
+        let end = after.find('>').unwrap_or(after.len());
+        let inside = after[..end].trim_start_matches('/');
+        let name_end = inside
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(inside.len());
+        if name_end > 0 && name_end <= 12 {
+            out.add(&format!("html:{}", inside[..name_end].to_ascii_lowercase()));
+            // Attribute names, not values: `html:font:color`.
+            for attr in inside[name_end..]
+                .split('=')
+                .filter_map(|s| s.split_whitespace().last())
+            {
+                if attr.len() <= 12 && attr.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
+                    out.add(&format!(
+                        "html:{}:{}",
+                        inside[..name_end].to_ascii_lowercase(),
+                        attr.to_ascii_lowercase()
+                    ));
+                }
+            }
+        }
+        rest = &after[end..];
     }
 }
 
@@ -204,6 +243,12 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
             }
             buf.clear();
             if word.is_ascii() {
+                if opts.caps_tokens
+                    && word.bytes().any(|b| b.is_ascii_uppercase())
+                    && !word.bytes().any(|b| b.is_ascii_lowercase())
+                {
+                    emit(&format!("caps:{word}"));
+                }
                 buf.push_str(word);
                 buf.make_ascii_lowercase();
             } else {
@@ -280,7 +325,10 @@ mod tests {
     #[test]
     fn words_are_normalised() {
         for (text, expected) in [
-            ("FREE Money, now!", vec!["free", "money", "now"]),
+            (
+                "FREE Money, now!",
+                vec!["caps:FREE", "free", "money", "now"],
+            ),
             ("a I x", vec![]),
             ("Straße ÄRGER", vec!["straße", "ärger"]),
             (

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use rayon::prelude::*;
 
 use super::Format;
 use crate::config::Config;
@@ -30,23 +29,27 @@ const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;
 
 pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let store = super::open_store(config)?;
-    let (sources, problems) = mailbox::expand(&args.paths);
-    if sources.len() >= PRELOAD_FROM {
-        store.preload()?;
+    // The database here, or through the daemon that holds it.
+    let route = super::route::Route::open(config)?;
+    let inputs = mailbox::expand(&args.paths);
+    if inputs.len() >= PRELOAD_FROM {
+        route.preload()?;
     }
-    let engine = super::engine(config, store);
-    let mut unreadable = problems;
+    let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for chunk in sources.chunks(CHUNK) {
+    for chunk in inputs.chunks(CHUNK) {
         let read: Vec<_> = mailbox::read_all(chunk).collect();
-        let verdicts: Vec<_> = read
-            .par_iter()
-            .map(|(_, raw)| raw.as_ref().ok().map(|raw| engine.check(raw)))
+        let readable: Vec<&[u8]> = read
+            .iter()
+            .filter_map(|(_, raw)| raw.as_deref().ok())
             .collect();
-        for ((source, raw), verdict) in read.into_iter().zip(verdicts) {
-            let name = source.name();
+        let mut scored = route.check(&readable)?.into_iter();
+        let verdicts: Vec<_> = read
+            .iter()
+            .map(|(_, raw)| raw.as_ref().ok().and_then(|_| scored.next()))
+            .collect();
+        for ((name, raw), verdict) in read.into_iter().zip(verdicts) {
             match (raw, verdict) {
                 (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
                 (Err(e), _) => {

@@ -91,6 +91,19 @@ pub struct EvalArgs {
     /// Write every message's held-out score as TSV (setting, input, class, log-odds)
     #[arg(long)]
     scores: Option<PathBuf>,
+    /// Features whose |log-likelihood ratio| is below this are not evidence [default: from the config]
+    #[arg(long)]
+    min_token_weight: Option<f64>,
+    /// Divide the log-odds by √(features used) [default: from the config]
+    #[arg(long)]
+    normalize_length: Option<bool>,
+    /// Features learned from fewer messages are not evidence [default: from the config]
+    #[arg(long)]
+    min_feature_messages: Option<u32>,
+    /// The textbook model of McCallum & Nigam: no minimum token weight, no length
+    /// normalization, every learned feature used (overrides the three options above)
+    #[arg(long)]
+    textbook: bool,
     /// Smoothing α [default: from the config]
     #[arg(long)]
     alpha: Option<f64>,
@@ -242,6 +255,18 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                     let mut model = config.model.clone();
                     model.event_model = event_model;
                     model.alpha = alpha;
+                    model.min_token_weight =
+                        args.min_token_weight.unwrap_or(model.min_token_weight);
+                    model.normalize_length =
+                        args.normalize_length.unwrap_or(model.normalize_length);
+                    model.min_feature_messages = args
+                        .min_feature_messages
+                        .unwrap_or(model.min_feature_messages);
+                    if args.textbook {
+                        model.min_token_weight = 0.0;
+                        model.normalize_length = false;
+                        model.min_feature_messages = 1;
+                    }
                     model.spam_threshold = args.spam_threshold.unwrap_or(model.spam_threshold);
                     model.ham_threshold = args.ham_threshold.unwrap_or(model.ham_threshold);
                     if model.ham_threshold > model.spam_threshold {
@@ -503,8 +528,12 @@ fn tokenizer_variant(base: &TokenizerOptions, name: &str) -> anyhow::Result<Toke
             "urls" => opts.url_tokens = true,
             "pairs" => opts.pair_tokens = true,
             "no-pairs" => opts.pair_tokens = false,
+            "html" => opts.html_tokens = true,
+            "no-html" => opts.html_tokens = false,
+            "caps" => opts.caps_tokens = true,
+            "no-caps" => opts.caps_tokens = false,
             other => bail!(
-                "tokenizer variant {other:?}: use config, default, no-headers, headers, no-urls, urls, pairs, no-pairs (joined with +)"
+                "tokenizer variant {other:?}: use config, default, or changes joined with +: (no-)headers, (no-)urls, (no-)pairs, (no-)html, (no-)caps"
             ),
         }
     }

@@ -52,9 +52,12 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
 
 fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     let config = super::load_config(args)?;
-    let store = super::open_store(&config)?;
-    let engine = super::engine(&config, store);
-    let verdict = engine.check(raw);
+    // The database here, or through the daemon that holds it.
+    let route = super::route::Route::open(&config)?;
+    let verdict = route
+        .check(&[raw])?
+        .pop()
+        .expect("one verdict for one message");
     let headers = spam_headers(&verdict, &config.model);
     Ok((rewrite(raw, &headers), verdict.decision == Decision::Spam))
 }

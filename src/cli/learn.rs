@@ -5,12 +5,12 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use rayon::prelude::*;
 
+use super::route::{Prepared, Route};
 use crate::config::Config;
-use crate::mailbox::{self, Unreadable};
+use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
-use crate::store::{Outcome, Store};
+use crate::store::Outcome;
 
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["spam", "ham", "forget"])))]
@@ -32,7 +32,8 @@ pub struct LearnArgs {
     paths: Vec<PathBuf>,
 }
 
-/// Messages per store batch: each batch is one atomic write.
+/// Messages per store batch: each batch is one atomic write, which rewrites the buckets of
+/// counts it touches; 500 messages touch nearly all of them, and take ~10 MB to hold.
 const BATCH: usize = 500;
 
 #[derive(Default)]
@@ -45,53 +46,79 @@ struct Tally {
     unreadable: Vec<Unreadable>,
 }
 
+impl Tally {
+    fn count(&mut self, outcomes: &[Outcome]) {
+        for o in outcomes {
+            match o {
+                Outcome::Learned => self.learned += 1,
+                Outcome::Relearned => self.relearned += 1,
+                Outcome::AlreadyKnown => self.known += 1,
+                Outcome::Forgotten => self.forgotten += 1,
+                Outcome::NotLearned => self.not_learned += 1,
+            }
+        }
+    }
+}
+
+/// Reads one batch and prepares it for the route: its messages, and the inputs that could
+/// not be read.
+fn prepare(
+    route: &Route,
+    chunk: &[Input],
+    target: Option<Class>,
+    user: Option<&str>,
+) -> (Prepared, Vec<Unreadable>) {
+    let mut raws = Vec::with_capacity(chunk.len());
+    let mut unreadable = Vec::new();
+    for (name, read) in mailbox::read_all(chunk) {
+        match read {
+            Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => unreadable.push(Unreadable {
+                name,
+                reason: "empty: not a message".into(),
+            }),
+            Ok(raw) => raws.push(raw),
+            Err(e) => unreadable.push(e),
+        }
+    }
+    (route.prepare(raws, target, user), unreadable)
+}
+
 pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let target = match (args.spam, args.ham) {
         (true, _) => Some(Class::Spam),
         (_, true) => Some(Class::Ham),
         _ => None,
     };
-    let store = super::open_store(config)?;
-    let engine = super::engine(config, store.clone());
-    let (sources, problems) = mailbox::expand(&args.paths);
-    let mut tally = Tally {
-        unreadable: problems,
-        ..Tally::default()
-    };
-    let bar = super::progress(sources.len(), "learning");
-    for chunk in sources.chunks(BATCH) {
-        let mut raws = Vec::with_capacity(chunk.len());
-        for (source, read) in mailbox::read_all(chunk) {
-            match read {
-                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => {
-                    tally.unreadable.push(Unreadable {
-                        name: source.name(),
-                        reason: "empty: not a message".into(),
-                    })
-                }
-                Ok(raw) => raws.push(raw),
-                Err(e) => tally.unreadable.push(e),
-            }
+    // The database here, or through the daemon that holds it.
+    let route = Route::open(config)?;
+    let inputs = mailbox::expand(&args.paths);
+    let mut tally = Tally::default();
+    let bar = super::progress(inputs.len(), "learning");
+    // A pipeline: while one batch is written to the store (one thread: writes are
+    // serial), the next is read and tokenized on the others.
+    let user = args.user.as_deref();
+    let mut pending: Option<(Prepared, u64)> = None;
+    for chunk in inputs.chunks(BATCH).map(Some).chain([None]) {
+        let (written, next) = rayon::join(
+            || {
+                pending
+                    .take()
+                    .map(|(batch, n)| (route.learn(&batch, target, user), n))
+            },
+            || chunk.map(|chunk| (prepare(&route, chunk, target, user), chunk.len() as u64)),
+        );
+        if let Some((outcomes, n)) = written {
+            let outcomes =
+                outcomes.with_context(|| format!("learning into {}", config.db.display()))?;
+            tally.count(&outcomes);
+            bar.inc(n);
         }
-        let lessons: Vec<_> = raws
-            .par_iter()
-            .map(|raw| engine.lesson(raw, target, args.user.as_deref()))
-            .collect();
-        let outcomes = engine
-            .learn(&lessons)
-            .with_context(|| format!("learning into {}", config.db.display()))?;
-        for o in outcomes {
-            match o {
-                Outcome::Learned => tally.learned += 1,
-                Outcome::Relearned => tally.relearned += 1,
-                Outcome::AlreadyKnown => tally.known += 1,
-                Outcome::Forgotten => tally.forgotten += 1,
-                Outcome::NotLearned => tally.not_learned += 1,
-            }
-        }
-        bar.inc(chunk.len() as u64);
+        pending = next.map(|((raws, unreadable), n)| {
+            tally.unreadable.extend(unreadable);
+            (raws, n)
+        });
     }
-    store
+    route
         .flush()
         .with_context(|| format!("saving {}", config.db.display()))?;
     bar.finish_and_clear();

@@ -1,10 +1,12 @@
 //! The `spamnb` command line: argument parsing, configuration, and one module per command.
 
 mod check;
+mod daemon;
 mod db;
 mod eval;
 mod filter;
 mod learn;
+mod route;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,8 +53,18 @@ pub enum Command {
     Export(db::ExportArgs),
     /// Load a plain-text export into a new database
     Import(db::ImportArgs),
+    /// Run the daemon: milter, spamd protocol, control socket, metrics
+    Daemon(daemon::DaemonArgs),
     /// Measure how well spamnb sorts labelled mail (cross-validation, split, online)
     Eval(Box<eval::EvalArgs>),
+}
+
+impl Command {
+    /// Whether the command sets up its own logging (the daemon: text or JSON, from its
+    /// configuration) instead of main's plain stderr logger.
+    pub fn sets_up_logging(&self) -> bool {
+        matches!(self, Command::Daemon(_))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,6 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => db::stats(&load_config(&args)?, a),
         Command::Export(a) => db::export(&load_config(&args)?, a),
         Command::Import(a) => db::import(&load_config(&args)?, a),
+        Command::Daemon(a) => daemon::run(&args, a),
         Command::Eval(a) => eval::run(&load_config(&args)?, a),
     }
 }
@@ -98,7 +111,7 @@ pub fn engine(config: &Config, store: Arc<SledStore>) -> Engine {
     }
 }
 
-fn ensure_parent(db: &Path) -> anyhow::Result<()> {
+pub(crate) fn ensure_parent(db: &Path) -> anyhow::Result<()> {
     if let Some(parent) = db.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| {
             format!(

@@ -74,11 +74,18 @@ impl Listener {
         match address {
             Address::Inet(a) => Ok(Listener::Tcp(TcpListener::bind(a).await?)),
             Address::Unix(path) => {
-                // A socket file left by a daemon that died would make bind fail.
+                // A socket file left by a daemon that died would make bind fail; one that
+                // a live process still answers on is not ours to take.
                 if std::fs::symlink_metadata(path).is_ok_and(|m| {
                     use std::os::unix::fs::FileTypeExt;
                     m.file_type().is_socket()
                 }) {
+                    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::AddrInUse,
+                            "another process is listening on it",
+                        ));
+                    }
                     std::fs::remove_file(path)?;
                 }
                 Ok(Listener::Unix(UnixListener::bind(path)?, path.clone()))

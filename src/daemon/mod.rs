@@ -1,3 +1,437 @@
-//! `spamnb daemon`: the listeners, and the servers of each protocol behind them.
+//! `spamnb daemon`: binds the listeners, runs each protocol's server behind them, and owns
+//! the process's life: readiness, SIGHUP reloads, SIGTERM drains, logs and metrics.
+//!
+//! # The contract between the daemon and a protocol
+//!
+//! Each protocol (`crate::spamd`, `crate::milter`) owns its server loop, with this signature:
+//!
+//! ```text
+//! pub async fn run(listener: crate::daemon::listen::Listener,
+//!                  ctx: std::sync::Arc<crate::daemon::Context>,
+//!                  shutdown: tokio_util::sync::CancellationToken)
+//! ```
+//!
+//! - The daemon binds the listener and calls `run` once per listener, as a task of its own.
+//! - `run` accepts until `shutdown` is cancelled, then returns (dropping the listener, which
+//!   removes a unix socket's file). It never returns an error: it logs and goes on.
+//! - Each connection is admitted with [`Context::admit`] (the `max_connections` limit:
+//!   `None` means close it at once) and spawned on [`Context::tasks`], so that SIGTERM can
+//!   wait for it. A session in the middle of a message finishes it; one between messages
+//!   (idle milter, keep-alive) ends when `shutdown` is cancelled.
+//! - A session takes [`Context::config`] and [`crate::engine::SharedEngine::current`] once
+//!   when it starts (or per message), so a reload never changes the rules under a message.
+//! - Scoring is synchronous CPU work: run it through [`Context::check`] (a `max_sessions`
+//!   slot, `spawn_blocking`, metrics), or at least on `spawn_blocking`.
+//! - It reports what happened through [`Context::metrics`]: `scored` (decision and
+//!   latency), `error`, `fail_open`, `learned`.
+//! - Every read has `config.daemon.read_timeout`; a whole message `session_timeout`.
+//! - Anything mail-borne that goes into a log passes through [`crate::message::escape_control`].
+//!
+//! The `[milter]` section is `milter_config::MilterConfig`, owned by the milter's author;
+//! the daemon reads only its `listen` addresses.
 
+pub mod config;
+pub mod http;
 pub mod listen;
+pub mod metrics;
+pub mod milter_config;
+pub mod notify;
+
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::config::{Bind, LogFormat};
+use self::listen::{Address, Listener};
+use self::metrics::{Metrics, Protocol};
+use crate::config::Config;
+use crate::engine::{Engine, SharedEngine};
+use crate::model::Verdict;
+use crate::store::SledStore;
+
+/// What every session of every protocol shares.
+pub struct Context {
+    pub engine: SharedEngine,
+    /// The configuration now in force; see [`Context::config`].
+    config: RwLock<Arc<Config>>,
+    pub metrics: Metrics,
+    /// Every connection's task, so that SIGTERM can wait for them to finish.
+    pub tasks: TaskTracker,
+    connections: Arc<Semaphore>,
+    sessions: Arc<Semaphore>,
+}
+
+/// A connection counted against `max_connections` (and as an open session in the
+/// metrics) until it drops.
+pub struct Admission {
+    _permit: OwnedSemaphorePermit,
+    ctx: Arc<Context>,
+    protocol: Protocol,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.ctx.metrics.session_closed(self.protocol);
+    }
+}
+
+/// Scoring was not done: the session fails open and passes the message on.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    #[error("no scoring slot came free within the session timeout (overload)")]
+    Overload,
+    #[error("scoring took longer than the session timeout")]
+    Timeout,
+    #[error("scoring failed: {0}")]
+    Internal(String),
+}
+
+impl Context {
+    pub fn new(engine: Engine, config: Config) -> Arc<Context> {
+        Arc::new(Context {
+            engine: SharedEngine::new(engine),
+            connections: Arc::new(Semaphore::new(config.daemon.max_connections)),
+            sessions: Arc::new(Semaphore::new(config.daemon.max_sessions)),
+            config: RwLock::new(Arc::new(config)),
+            metrics: Metrics::default(),
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    /// The configuration now in force. Take it once per session (or per message) and keep
+    /// the `Arc`: a reload swaps in a new one without touching the old.
+    pub fn config(&self) -> Arc<Config> {
+        // A std RwLock: held only to clone or replace an Arc, never across an await.
+        self.config
+            .read()
+            .expect("config lock is never poisoned")
+            .clone()
+    }
+
+    /// Admits a new connection, or `None` when `max_connections` are open: the caller
+    /// closes it at once (a client retries; an MTA applies its default action).
+    pub fn admit(self: &Arc<Self>, protocol: Protocol) -> Option<Admission> {
+        match self.connections.clone().try_acquire_owned() {
+            Ok(permit) => {
+                self.metrics.session_opened(protocol);
+                Some(Admission {
+                    _permit: permit,
+                    ctx: self.clone(),
+                    protocol,
+                })
+            }
+            Err(_) => {
+                self.metrics.rejected_connection(protocol);
+                None
+            }
+        }
+    }
+
+    /// Scores `raw` on a blocking thread within a `max_sessions` slot, and records the
+    /// verdict and its latency. The engine is the one current when this is called.
+    pub async fn check(&self, protocol: Protocol, raw: Arc<[u8]>) -> Result<Verdict, CheckError> {
+        // One deadline for the wait for a slot and the scoring together: past it the
+        // message goes on unscored (fail open) and the caller is not held up further.
+        let deadline = tokio::time::Instant::now() + self.config().daemon.session_timeout();
+        let slot = tokio::time::timeout_at(deadline, self.sessions.clone().acquire_owned())
+            .await
+            .map_err(|_| CheckError::Overload)?
+            .map_err(|_| CheckError::Overload)?;
+        let engine = self.engine.current();
+        let started = Instant::now();
+        let scoring = tokio::task::spawn_blocking(move || {
+            // The slot stays taken until the scoring ends, even when nobody waits for it
+            // any more: the CPU is busy either way.
+            let _slot = slot;
+            engine.check(&raw)
+        });
+        let verdict = tokio::time::timeout_at(deadline, scoring)
+            .await
+            .map_err(|_| CheckError::Timeout)?
+            .map_err(|e| CheckError::Internal(e.to_string()))?;
+        self.metrics
+            .scored(protocol, verdict.decision, started.elapsed());
+        Ok(verdict)
+    }
+
+    /// A slot of `max_sessions` for other blocking work (learning), or `None` on overload.
+    pub async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+        let timeout = self.config().daemon.session_timeout();
+        tokio::time::timeout(timeout, self.sessions.clone().acquire_owned())
+            .await
+            .ok()?
+            .ok()
+    }
+
+    fn replace(&self, config: Config, engine: Engine) {
+        self.engine.replace(engine);
+        *self.config.write().expect("config lock is never poisoned") = Arc::new(config);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "cannot listen on {address}: {source}; free it, or change the address in the configuration"
+    )]
+    Bind {
+        address: Address,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Store(#[from] crate::store::Error),
+    #[error("cannot create the runtime directory {path}: {source}")]
+    RuntimeDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Builds the engine a configuration asks for, over an already open store.
+pub type EngineBuilder = dyn Fn(&Config) -> Engine + Send + Sync;
+/// Reads the configuration again (SIGHUP): the file and the command line's overrides.
+pub type ConfigLoader = dyn Fn() -> Result<Config, String> + Send + Sync;
+
+/// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
+pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
+    let runtime_dir = config.daemon.runtime_dir();
+    make_runtime_dir(&runtime_dir)?;
+    let store = Arc::new(SledStore::open(&config.db, &config.store)?);
+    // The daemon scores many messages: counts from memory, never from disk.
+    store.preload()?;
+    let build = {
+        let store = store.clone();
+        move |c: &Config| crate::cli::engine(c, store.clone())
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("spamnb")
+        .build()
+        .map_err(Error::Runtime)?;
+    let result = runtime.block_on(serve(config, &runtime_dir, Box::new(build), load));
+    if let Err(e) = crate::store::Store::flush(&*store) {
+        tracing::error!("cannot save the database on exit: {e}");
+    }
+    result
+}
+
+async fn serve(
+    config: Config,
+    runtime_dir: &Path,
+    build: Box<EngineBuilder>,
+    load: Box<ConfigLoader>,
+) -> Result<(), Error> {
+    let binds = binds(&config, runtime_dir);
+    let ctx = Context::new(build(&config), config);
+    let shutdown = CancellationToken::new();
+    let servers = TaskTracker::new();
+    for (kind, bind) in binds {
+        let listener = match Listener::bind(&bind.address).await {
+            Ok(l) => l,
+            Err(e) if bind.optional => {
+                tracing::warn!("not listening on {} ({kind}, a default): {e}", bind.address);
+                continue;
+            }
+            Err(source) => {
+                shutdown.cancel();
+                return Err(Error::Bind {
+                    address: bind.address,
+                    source,
+                });
+            }
+        };
+        tracing::info!("{kind} listening on {}", listener.local_address());
+        let (ctx, token) = (ctx.clone(), shutdown.clone());
+        match kind {
+            Kind::Spamd => servers.spawn(crate::spamd::server::run(listener, ctx, token)),
+            Kind::Control => servers.spawn(crate::spamd::server::run_control(listener, ctx, token)),
+            Kind::Http => servers.spawn(http::run(listener, ctx, token)),
+            Kind::Milter => servers.spawn(crate::milter::server::run(listener, ctx, token)),
+        };
+    }
+    servers.close();
+    notify::notify("READY=1\nSTATUS=serving");
+    tracing::info!("spamnb {} ready", env!("CARGO_PKG_VERSION"));
+
+    signals(&ctx, &*build, &*load).await;
+
+    notify::notify("STOPPING=1\nSTATUS=draining");
+    tracing::info!("stopping: no new connections; waiting for open sessions");
+    shutdown.cancel();
+    servers.wait().await;
+    ctx.tasks.close();
+    let drain = ctx.config().daemon.drain_timeout();
+    if tokio::time::timeout(drain, ctx.tasks.wait()).await.is_err() {
+        tracing::warn!(
+            "{} sessions still open after {}s; exiting anyway",
+            ctx.tasks.len(),
+            drain.as_secs()
+        );
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Waits for SIGTERM or SIGINT; reloads on SIGHUP meanwhile.
+async fn signals(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop the daemon with SIGKILL");
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => return,
+            _ = int.recv() => return,
+            _ = hup.recv() => reload(ctx, build, load),
+        }
+    }
+}
+
+/// Swaps in a new configuration and engine, or keeps the old ones when the new file is
+/// broken. Listeners, limits and the database path stay as started (they need a restart).
+fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
+    notify::notify("RELOADING=1");
+    match load() {
+        Ok(new) => {
+            let old = ctx.config();
+            if new.db != old.db {
+                tracing::warn!(
+                    "reload: the database path changed ({} → {}); that takes a restart, the daemon keeps {}",
+                    old.db.display(),
+                    new.db.display(),
+                    old.db.display()
+                );
+            }
+            let runtime = old.daemon.runtime_dir();
+            let addresses = |c: &Config| -> Vec<Address> {
+                binds(c, &runtime)
+                    .into_iter()
+                    .map(|(_, b)| b.address)
+                    .collect()
+            };
+            if addresses(&new) != addresses(&old)
+                || new.daemon.max_connections != old.daemon.max_connections
+                || new.daemon.max_sessions != old.daemon.max_sessions
+                || new.daemon.runtime_dir() != runtime
+            {
+                tracing::warn!(
+                    "reload: listeners and connection limits take a restart; the daemon keeps the ones it started with"
+                );
+            }
+            let mut new = new;
+            new.db = old.db.clone();
+            let engine = build(&new);
+            ctx.replace(new, engine);
+            ctx.metrics.reloaded(true);
+            tracing::info!("reloaded the configuration");
+        }
+        Err(e) => {
+            ctx.metrics.reloaded(false);
+            tracing::error!("reload refused, keeping the configuration in force: {e}");
+        }
+    }
+    notify::notify("READY=1");
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Spamd,
+    Control,
+    Http,
+    Milter,
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Kind::Spamd => "spamd",
+            Kind::Control => "control",
+            Kind::Http => "http",
+            Kind::Milter => "milter",
+        })
+    }
+}
+
+fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
+    let mut binds: Vec<(Kind, Bind)> = Vec::new();
+    for a in &config.milter.listen {
+        binds.push((
+            Kind::Milter,
+            Bind {
+                address: a.clone(),
+                optional: false,
+            },
+        ));
+    }
+    for b in config.spamd.binds(runtime_dir) {
+        binds.push((Kind::Spamd, b));
+    }
+    binds.push((
+        Kind::Control,
+        Bind {
+            address: config.control.address(runtime_dir),
+            optional: false,
+        },
+    ));
+    if let Ok(Some(b)) = config.http.bind() {
+        binds.push((Kind::Http, b));
+    }
+    binds
+}
+
+/// Creates the directory for the default sockets, private to this user when it is ours
+/// to make, and refuses one that someone else owns (a planted directory in /tmp).
+fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let err = |source| Error::RuntimeDir {
+        path: dir.into(),
+        source,
+    };
+    let me = std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid());
+    // Root's /run/spamnb is reached by other users' spamc (the sockets' own modes guard
+    // them); a user's daemon keeps its directory to itself.
+    let mode = if me == 0 { 0o755 } else { 0o700 };
+    match std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(dir)
+    {
+        Ok(()) => {}
+        Err(e) => return Err(err(e)),
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(err)?;
+    if !meta.is_dir() || (meta.uid() != me && me != 0) {
+        return Err(err(std::io::Error::other(
+            "it exists but is not a directory owned by this user; remove it or set daemon.runtime_dir",
+        )));
+    }
+    Ok(())
+}
+
+/// Sets up `tracing` for the daemon: text or JSON lines on stderr (journald picks them up).
+pub fn init_logging(format: LogFormat, verbose: u8) {
+    let default = ["info", "debug", "trace"][usize::from(verbose.min(2))];
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SPAMNB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colours only for a person at a terminal; journald and log files get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .with_env_filter(filter);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::features::{Extractor, Features};
-use crate::mailbox::{self, MailSource, Unreadable};
+use crate::mailbox::{self, Unreadable};
 use crate::model::{self, Class, CountSource, Decision, EventModel, ModelConfig};
 use metrics::{Confusion, Figures};
 use select::Selector;
@@ -51,23 +51,22 @@ impl Mail {
         let mut mail = Mail::default();
         let mut problems = Vec::new();
         for (paths, class) in [(spam, Class::Spam), (ham, Class::Ham)] {
-            let (sources, mut unlisted) = mailbox::expand(paths);
-            problems.append(&mut unlisted);
-            mail.add(&sources, class, &mut problems);
+            let inputs = mailbox::expand(paths);
+            mail.add(&inputs, class, &mut problems);
         }
         (mail, problems)
     }
 
-    fn add(&mut self, sources: &[MailSource], class: Class, problems: &mut Vec<Unreadable>) {
-        for (source, read) in mailbox::read_all(sources) {
+    fn add(&mut self, inputs: &[mailbox::Input], class: Class, problems: &mut Vec<Unreadable>) {
+        for (name, read) in mailbox::read_all(inputs) {
             match read {
                 Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => problems.push(Unreadable {
-                    name: source.name(),
+                    name,
                     reason: "empty: not a message".into(),
                 }),
                 Ok(raw) => {
                     self.raw.push(raw);
-                    self.names.push(source.name());
+                    self.names.push(name);
                     self.classes.push(class);
                 }
                 Err(e) => problems.push(e),

@@ -1,24 +1,31 @@
 //! The sled implementation of [`Store`].
 //!
-//! One sled tree, keys prefixed by kind (`t` + feature, `l` + digest, `m` + name), so that
-//! one message's token counts, the class totals and its ledger entry go to disk in one
-//! `apply_batch`, which sled applies atomically.
+//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name), so that
+//! a batch of messages' token counts, the class totals and their ledger entries go to disk
+//! in one `apply_batch`, which sled applies atomically.
+//!
+//! Token counts are kept in 4,096 buckets (by a fixed hash of the feature), each bucket one
+//! sled value listing its features and their counts. A key per feature made sled do a
+//! hundred thousand tree inserts for a few hundred messages learned, and hold their garbage
+//! until the batch ended (150 MB for 500 messages); a bucket per key cuts that to at most
+//! 4,096 writes per batch, whatever the vocabulary.
 //!
 //! Scoring reads counts from memory, never from disk: [`SledStore::preload`] copies the
-//! token table into a map keyed by a 64-bit hash of the feature (24 bytes an entry, a
-//! third of what owned strings would cost). A collision between two features would merge
-//! their counts in memory only; at a million features its chance is about 3·10⁻⁸. Without
-//! a preload (one message through `spamnb filter`), counts are read from sled's cache:
-//! loading the table would cost more than the few hundred lookups one message needs.
+//! counts into a map keyed by the feature's 64-bit hash (24 bytes an entry, a third of what
+//! owned strings would cost). A collision between two features would merge their counts in
+//! memory only; at a million features its chance is about 3·10⁻⁸. Without a preload (one
+//! message through `spamnb filter`), counts are read from their buckets: loading the table
+//! would cost more than the few hundred lookups one message needs.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{Error, LedgerEntry, Lesson, Outcome, SCHEMA_VERSION, Stats, Store};
+use crate::features::{FeatureMap, feature_hash};
 use crate::message::Digest;
 use crate::model::{self, Class, CountSource, TokenCounts, Totals};
 
@@ -26,6 +33,9 @@ const TOKEN: u8 = b't';
 const LEDGER: u8 = b'l';
 const META_SCHEMA: &[u8] = b"mschema";
 const META_TOTALS: &[u8] = b"mtotals";
+const MARKER_FILE: &str = "spamnb-database";
+const MARKER_TEXT: &str =
+    "This directory is a spamnb database (sled). Back it up with `spamnb export`.\n";
 
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -97,13 +107,18 @@ impl SledStore {
         let mut table = TokenTable::default();
         table.reserve(self.totals().vocabulary as usize);
         self.for_each_token(&mut |feature, counts| {
-            table.insert(feature_key(feature), counts);
+            table.insert(feature_hash(feature), counts);
         })?;
         *self.table.write().expect("table lock is never poisoned") = Some(table);
         Ok(())
     }
 
+    /// The schema version, checked; a new database gets one. The marker file says a spamnb
+    /// database was made here: sled recovers a damaged log by truncating it, so without the
+    /// marker a wrecked database would open as an empty one and quietly start over.
     fn check_schema(&self) -> Result<(), Error> {
+        let marker = self.path.join(MARKER_FILE);
+        let created = marker.exists();
         match self.db.get(META_SCHEMA).map_err(|e| self.corrupt(e))? {
             Some(v) => {
                 let found =
@@ -117,13 +132,21 @@ impl SledStore {
                         expected: SCHEMA_VERSION,
                     });
                 }
+                if !created {
+                    std::fs::write(&marker, MARKER_TEXT)?;
+                }
                 Ok(())
             }
+            None if created => Err(Error::Corrupt {
+                path: self.path.clone(),
+                reason: "its data files are unreadable".into(),
+            }),
             None if self.db.is_empty() => {
                 self.db
                     .insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes())
                     .map_err(|e| Error::Write(e.to_string()))?;
                 self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
+                std::fs::write(&marker, MARKER_TEXT)?;
                 Ok(())
             }
             None => Err(Error::Foreign {
@@ -150,22 +173,33 @@ impl SledStore {
     }
 
     fn read_token(&self, feature: &str) -> Result<TokenCounts, Error> {
+        let hash = feature_hash(feature);
         if let Some(table) = self
             .table
             .read()
             .expect("table lock is never poisoned")
             .as_ref()
         {
-            return Ok(table
-                .get(&feature_key(feature))
-                .copied()
-                .unwrap_or_default());
+            return Ok(table.get(&hash).copied().unwrap_or_default());
         }
-        let v = self
-            .db
-            .get(token_key(feature))
-            .map_err(|e| self.corrupt(e))?;
-        Ok(v.and_then(|v| decode_counts(&v)).unwrap_or_default())
+        let key = bucket_key(bucket_of(hash));
+        let Some(bucket) = self.db.get(key).map_err(|e| self.corrupt(e))? else {
+            return Ok(TokenCounts::default());
+        };
+        for entry in BucketEntries(&bucket) {
+            let (f, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
+            if f == feature {
+                return Ok(counts);
+            }
+        }
+        Ok(TokenCounts::default())
+    }
+
+    fn damaged_bucket(&self) -> Error {
+        Error::Corrupt {
+            path: self.path.clone(),
+            reason: "a bucket of token counts is unreadable".into(),
+        }
     }
 }
 
@@ -192,9 +226,8 @@ impl Store for SledStore {
     fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
-        // Counts as they were before this batch, and as they are becoming.
-        let mut before: HashMap<&str, TokenCounts> = HashMap::new();
-        let mut after: HashMap<&str, TokenCounts> = HashMap::new();
+        // Per feature: occurrences and messages per class to add (or, negative, take away).
+        let mut delta: FeatureMap<&str, [i64; 4]> = FeatureMap::default();
         let mut ledger: HashMap<Digest, Option<LedgerEntry>> = HashMap::new();
         let mut outcomes = Vec::with_capacity(lessons.len());
         let now = SystemTime::now()
@@ -203,44 +236,21 @@ impl Store for SledStore {
 
         for lesson in lessons {
             let known = match ledger.get(&lesson.digest) {
-                Some(entry) => entry.clone(),
-                None => self.ledger_entry(&lesson.digest)?,
+                Some(entry) => entry.as_ref().map(|e| e.class),
+                None => self.ledger_entry(&lesson.digest)?.map(|e| e.class),
             };
-            let known_class = known.as_ref().map(|e| e.class);
-            let (outcome, moves): (Outcome, &[(Class, i64)]) = match (known_class, lesson.target) {
-                (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
-                (Some(Class::Ham), Some(Class::Spam)) => {
-                    (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
-                }
-                (Some(Class::Spam), Some(Class::Ham)) => {
-                    (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
-                }
-                (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
-                (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
-                (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
-                (Some(Class::Spam), None) => (Outcome::Forgotten, &[(Class::Spam, -1)]),
-                (None, None) => (Outcome::NotLearned, &[]),
-                (Some(_), Some(_)) => unreachable!("equal classes are matched first"),
-            };
+            let (outcome, moves) = moves(known, lesson.target);
             for &(class, sign) in moves {
                 let c = class.index();
                 totals.messages[c] = (totals.messages[c] as i64 + sign).max(0) as u64;
-                for (feature, n) in lesson.features.iter() {
-                    let counts = match after.get_mut(feature) {
-                        Some(counts) => counts,
-                        None => {
-                            let current = self.read_token(feature)?;
-                            before.insert(feature, current);
-                            after.entry(feature).or_insert(current)
-                        }
-                    };
-                    let (old_occ, old_msg) = (counts.occurrences[c], counts.messages[c]);
-                    model::apply(counts, class, n, sign);
-                    totals.occurrences[c] = (totals.occurrences[c] as i64
-                        + counts.occurrences[c] as i64
-                        - old_occ as i64) as u64;
-                    totals.presences[c] = (totals.presences[c] as i64 + counts.messages[c] as i64
-                        - old_msg as i64) as u64;
+                for (feature, n) in lesson
+                    .features
+                    .iter()
+                    .filter(|(f, _)| f.len() <= MAX_FEATURE_BYTES)
+                {
+                    let d = delta.entry(feature).or_default();
+                    d[c] += n as i64 * sign;
+                    d[2 + c] += sign;
                 }
             }
             if !moves.is_empty() {
@@ -254,18 +264,75 @@ impl Store for SledStore {
             outcomes.push(outcome);
         }
 
+        let mut by_bucket: HashMap<u16, Vec<(&str, [i64; 4])>> = HashMap::new();
+        for (feature, d) in delta {
+            by_bucket
+                .entry(bucket_of(feature_hash(feature)))
+                .or_default()
+                .push((feature, d));
+        }
         let mut batch = sled::Batch::default();
-        for (feature, counts) in &after {
-            let was_zero = before.get(feature).is_none_or(TokenCounts::is_zero);
-            match (was_zero, counts.is_zero()) {
-                (true, false) => totals.vocabulary += 1,
-                (false, true) => totals.vocabulary = totals.vocabulary.saturating_sub(1),
-                _ => {}
+        let mut changed: Vec<(u64, TokenCounts)> = Vec::new();
+        for (bucket, mut deltas) in by_bucket {
+            deltas.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            let key = bucket_key(bucket);
+            let old = self.db.get(key).map_err(|e| self.corrupt(e))?;
+            let old = old.as_deref().unwrap_or_default();
+            let mut out = Vec::with_capacity(old.len() + deltas.len() * 24);
+            let mut entries = BucketEntries(old).peekable();
+            let mut deltas = deltas.into_iter().peekable();
+            // A merge of two sorted lists: the bucket's entries and this batch's changes.
+            loop {
+                let next_old = match entries.peek() {
+                    Some(Some((f, _))) => Some(*f),
+                    Some(None) => return Err(self.damaged_bucket()),
+                    None => None,
+                };
+                let next_delta = deltas.peek().map(|(f, _)| *f);
+                let (feature, was, d) = match (next_old, next_delta) {
+                    (None, None) => break,
+                    (Some(f), Some(g)) if g < f => {
+                        (g, TokenCounts::default(), deltas.next().map(|x| x.1))
+                    }
+                    (None, Some(g)) => (g, TokenCounts::default(), deltas.next().map(|x| x.1)),
+                    (Some(f), g) => {
+                        let (_, counts) = entries.next().flatten().expect("peeked an entry");
+                        let d = if g == Some(f) {
+                            deltas.next().map(|x| x.1)
+                        } else {
+                            None
+                        };
+                        (f, counts, d)
+                    }
+                };
+                let Some(d) = d else {
+                    encode_entry(&mut out, feature, &was);
+                    continue;
+                };
+                let now = TokenCounts {
+                    occurrences: [0, 1].map(|c| model::add_signed(was.occurrences[c], d[c])),
+                    messages: [0, 1].map(|c| model::add_signed(was.messages[c], d[2 + c])),
+                };
+                for c in 0..2 {
+                    totals.occurrences[c] = (totals.occurrences[c] + now.occurrences[c] as u64)
+                        .saturating_sub(was.occurrences[c] as u64);
+                    totals.presences[c] = (totals.presences[c] + now.messages[c] as u64)
+                        .saturating_sub(was.messages[c] as u64);
+                }
+                match (was.is_zero(), now.is_zero()) {
+                    (true, false) => totals.vocabulary += 1,
+                    (false, true) => totals.vocabulary = totals.vocabulary.saturating_sub(1),
+                    _ => {}
+                }
+                if !now.is_zero() {
+                    encode_entry(&mut out, feature, &now);
+                }
+                changed.push((feature_hash(feature), now));
             }
-            if counts.is_zero() {
-                batch.remove(token_key(feature));
+            if out.is_empty() {
+                batch.remove(&key[..]);
             } else {
-                batch.insert(token_key(feature), encode_counts(counts).to_vec());
+                batch.insert(&key[..], out);
             }
         }
         for (digest, entry) in &ledger {
@@ -286,11 +353,11 @@ impl Store for SledStore {
             .expect("table lock is never poisoned")
             .as_mut()
         {
-            for (feature, counts) in &after {
+            for (hash, counts) in changed {
                 if counts.is_zero() {
-                    table.remove(&feature_key(feature));
+                    table.remove(&hash);
                 } else {
-                    table.insert(feature_key(feature), *counts);
+                    table.insert(hash, counts);
                 }
             }
         }
@@ -314,16 +381,11 @@ impl Store for SledStore {
 
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error> {
         for kv in self.db.scan_prefix([TOKEN]) {
-            let (k, v) = kv.map_err(|e| self.corrupt(e))?;
-            let feature = std::str::from_utf8(&k[1..]).map_err(|_| Error::Corrupt {
-                path: self.path.clone(),
-                reason: "a feature name is not UTF-8".into(),
-            })?;
-            let counts = decode_counts(&v).ok_or_else(|| Error::Corrupt {
-                path: self.path.clone(),
-                reason: format!("the counts of {feature:?} are unreadable"),
-            })?;
-            each(feature, counts);
+            let (_, v) = kv.map_err(|e| self.corrupt(e))?;
+            for entry in BucketEntries(&v) {
+                let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
+                each(feature, counts);
+            }
         }
         Ok(())
     }
@@ -359,9 +421,22 @@ impl Store for SledStore {
                 path: self.path.clone(),
             });
         }
-        let mut batch = sled::Batch::default();
+        let mut buckets: HashMap<u16, Vec<(String, TokenCounts)>> = HashMap::new();
         for (feature, counts) in tokens {
-            batch.insert(token_key(feature), encode_counts(counts).to_vec());
+            buckets
+                .entry(bucket_of(feature_hash(feature)))
+                .or_default()
+                .push((feature.clone(), *counts));
+        }
+        let mut batch = sled::Batch::default();
+        for (bucket, mut entries) in buckets {
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            entries.dedup_by(|a, b| a.0 == b.0);
+            let mut out = Vec::new();
+            for (feature, counts) in &entries {
+                encode_entry(&mut out, feature, counts);
+            }
+            batch.insert(&bucket_key(bucket)[..], out);
         }
         for (digest, entry) in ledger {
             batch.insert(ledger_key(digest), encode_ledger(entry));
@@ -416,11 +491,19 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
     }
 }
 
-fn token_key(feature: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(feature.len() + 1);
-    k.push(TOKEN);
-    k.extend_from_slice(feature.as_bytes());
-    k
+/// Longer features are not learned; none of spamnb's own come near it.
+const MAX_FEATURE_BYTES: usize = 1024;
+
+/// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
+const BUCKET_BITS: u32 = 12;
+
+fn bucket_of(hash: u64) -> u16 {
+    (hash >> (64 - BUCKET_BITS)) as u16
+}
+
+fn bucket_key(bucket: u16) -> [u8; 3] {
+    let [hi, lo] = bucket.to_be_bytes();
+    [TOKEN, hi, lo]
 }
 
 fn ledger_key(digest: &Digest) -> Vec<u8> {
@@ -430,11 +513,59 @@ fn ledger_key(digest: &Digest) -> Vec<u8> {
     k
 }
 
-fn feature_key(feature: &str) -> u64 {
-    // `DefaultHasher::new()` has fixed keys: a feature maps to one key for the whole run.
-    let mut h = std::hash::DefaultHasher::new();
-    feature.hash(&mut h);
-    h.finish()
+/// Which learning moves what: the outcome, and the (class, +1/−1) steps to apply.
+fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Class, i64)]) {
+    match (known, target) {
+        (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
+        (Some(Class::Ham), Some(Class::Spam)) => {
+            (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
+        }
+        (Some(Class::Spam), Some(Class::Ham)) => {
+            (Outcome::Relearned, &[(Class::Spam, -1), (Class::Ham, 1)])
+        }
+        (None, Some(Class::Ham)) => (Outcome::Learned, &[(Class::Ham, 1)]),
+        (None, Some(Class::Spam)) => (Outcome::Learned, &[(Class::Spam, 1)]),
+        (Some(Class::Ham), None) => (Outcome::Forgotten, &[(Class::Ham, -1)]),
+        (Some(Class::Spam), None) => (Outcome::Forgotten, &[(Class::Spam, -1)]),
+        (None, None) => (Outcome::NotLearned, &[]),
+        (Some(_), Some(_)) => unreachable!("equal classes are matched first"),
+    }
+}
+
+/// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
+fn encode_entry(out: &mut Vec<u8>, feature: &str, counts: &TokenCounts) {
+    out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+    out.extend_from_slice(feature.as_bytes());
+    out.extend_from_slice(&encode_counts(counts));
+}
+
+/// The entries of a bucket, read in place; `None` where the bytes are damaged.
+struct BucketEntries<'a>(&'a [u8]);
+
+impl<'a> Iterator for BucketEntries<'a> {
+    type Item = Option<(&'a str, TokenCounts)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let entry = (|| {
+            let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
+            let feature = std::str::from_utf8(self.0.get(2..2 + len)?).ok()?;
+            let counts = decode_counts(self.0.get(2 + len..2 + len + 16)?)?;
+            Some((feature, counts, 2 + len + 16))
+        })();
+        match entry {
+            Some((feature, counts, used)) => {
+                self.0 = &self.0[used..];
+                Some(Some((feature, counts)))
+            }
+            None => {
+                self.0 = &[];
+                Some(None)
+            }
+        }
+    }
 }
 
 /// The table's keys are already hashes; hashing them again would only cost time.
@@ -643,6 +774,18 @@ mod tests {
     }
 
     #[test]
+    fn feature_hash_is_fixed() {
+        // Buckets on disk depend on these values: changing the hash is a schema change.
+        assert_eq!(
+            feature_hash(""),
+            0xf52a_15e9_a9b5_e89b,
+            "{:#x}",
+            feature_hash("")
+        );
+        assert_ne!(feature_hash("free"), feature_hash("subj:free"));
+    }
+
+    #[test]
     fn encodings_round_trip() {
         let c = TokenCounts {
             occurrences: [1, u32::MAX],
@@ -662,5 +805,15 @@ mod tests {
             user: Some("ann".into()),
         };
         assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
+        let mut bucket = Vec::new();
+        encode_entry(&mut bucket, "a", &c);
+        encode_entry(&mut bucket, "ünï:b", &TokenCounts::default());
+        let entries: Vec<_> = BucketEntries(&bucket).collect();
+        assert_eq!(
+            entries,
+            [Some(("a", c)), Some(("ünï:b", TokenCounts::default()))]
+        );
+        let cut: Vec<_> = BucketEntries(&[3, 0, b'a']).collect();
+        assert_eq!(cut, [None], "a cut-off bucket is damage, not data");
     }
 }

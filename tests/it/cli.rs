@@ -1,1 +1,577 @@
 //! The command line: learn, check, filter, stats, export and import, run as a user would.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use crate::util::{corpus, corpus_files, message, run_with_stdin, spamnb, text, write};
+
+const SPAM_WORDS: &[&str] = &[
+    "viagra",
+    "winner",
+    "prize",
+    "cash",
+    "offer",
+    "cheap",
+    "pills",
+    "casino",
+    "bonus",
+    "click",
+    "unsubscribe",
+    "guaranteed",
+    "million",
+    "credit",
+    "loan",
+    "refinance",
+];
+const HAM_WORDS: &[&str] = &[
+    "meeting", "agenda", "project", "review", "patch", "release", "lunch", "budget", "draft",
+    "schedule", "minutes", "thanks", "kernel", "build", "tests", "report",
+];
+
+/// A corpus written for the test: `n` messages of each class, each different (a seeded LCG
+/// picks the words), with a few words both classes share.
+fn make_mail(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
+    let mut seed: u64 = 0x5eed;
+    let mut next = move |m: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % m
+    };
+    for (class, words) in [("spam", SPAM_WORDS), ("ham", HAM_WORDS)] {
+        for i in 0..n {
+            let body: Vec<&str> = (0..30)
+                .map(|_| {
+                    if next(4) == 0 {
+                        ["the", "and", "you", "today"][next(4)]
+                    } else {
+                        words[next(words.len())]
+                    }
+                })
+                .collect();
+            let subject = format!("{} {}", words[next(words.len())], i);
+            write(
+                dir,
+                &format!("{class}/{i:03}.eml"),
+                message(&subject, &body.join(" ")),
+            );
+        }
+    }
+    (dir.join("spam"), dir.join("ham"))
+}
+
+fn stats(db: &Path) -> serde_json::Value {
+    let out = spamnb(db)
+        .args(["stats", "--format", "json"])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "stats failed: {}", text(&out.stderr));
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats json");
+    // What was learned, not how sled laid it out.
+    v.as_object_mut().expect("an object").remove("size_on_disk");
+    v
+}
+
+fn learn(db: &Path, class: &str, paths: &[&Path]) -> String {
+    let out = spamnb(db)
+        .arg("learn")
+        .arg(format!("--{class}"))
+        .args(paths)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "learn --{class} failed: {}",
+        text(&out.stderr)
+    );
+    text(&out.stderr)
+}
+
+fn check_tsv(db: &Path, paths: &[&Path]) -> Vec<Vec<String>> {
+    let out = spamnb(db)
+        .args(["check", "--format", "tsv"])
+        .args(paths)
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "check failed: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn learn_check_relearn_forget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    let summary = learn(&db, "spam", &[&spam]);
+    assert!(summary.contains("learned 60 as spam"), "{summary}");
+    learn(&db, "ham", &[&ham]);
+    let before = stats(&db);
+    assert_eq!(before["messages"]["spam"], 60);
+    assert_eq!(before["messages"]["ham"], 60);
+    assert_eq!(before["ledger_entries"], 120);
+
+    // New mail of each kind is told apart; tsv is PATH, VERDICT, SCORE, PROBABILITY.
+    let probe = tmp.path().join("probe");
+    let new_spam = write(
+        &probe,
+        "s.eml",
+        message("cheap pills", "winner cash prize casino bonus click now"),
+    );
+    let new_ham = write(
+        &probe,
+        "h.eml",
+        message(
+            "meeting agenda",
+            "draft agenda for the project review and budget",
+        ),
+    );
+    let rows = check_tsv(&db, &[&new_spam, &new_ham]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0][0], new_spam.display().to_string());
+    assert_eq!(rows[0][1], "spam", "{rows:?}");
+    assert_eq!(rows[1][1], "ham", "{rows:?}");
+    let (s, h): (f64, f64) = (rows[0][2].parse().unwrap(), rows[1][2].parse().unwrap());
+    assert!(s > 0.0 && h < 0.0, "{rows:?}");
+    let p: f64 = rows[0][3].parse().unwrap();
+    assert!((0.5..=1.0).contains(&p), "{rows:?}");
+
+    // Learning the same mail again changes nothing.
+    let again = learn(&db, "spam", &[&spam]);
+    assert!(
+        again.contains("learned 0 as spam") && again.contains("60 already known"),
+        "{again}"
+    );
+    assert_eq!(stats(&db), before);
+
+    // Learning ham as spam moves it.
+    let moved = learn(&db, "spam", &[&ham.join("000.eml"), &ham.join("001.eml")]);
+    assert!(moved.contains("relearned 2 as spam"), "{moved}");
+    let after = stats(&db);
+    assert_eq!(
+        (
+            after["messages"]["spam"].as_u64(),
+            after["messages"]["ham"].as_u64()
+        ),
+        (Some(62), Some(58))
+    );
+
+    // Forgetting them, and moving them back, restores the counts exactly.
+    let forgot = learn(
+        &db,
+        "forget",
+        &[&ham.join("000.eml"), &ham.join("001.eml"), &new_ham],
+    );
+    assert!(
+        forgot.contains("forgot 2, 1 were never learned"),
+        "{forgot}"
+    );
+    learn(&db, "ham", &[&ham.join("000.eml"), &ham.join("001.eml")]);
+    assert_eq!(stats(&db), before);
+}
+
+#[test]
+fn explain_and_json_name_the_evidence() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    learn(&db, "spam", &[&spam]);
+    learn(&db, "ham", &[&ham]);
+    let probe = write(
+        tmp.path(),
+        "p.eml",
+        message("cash prize", "winner casino bonus"),
+    );
+    let out = spamnb(&db)
+        .args(["check", "--explain"])
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(shown.contains(": spam (score"), "{shown}");
+    assert!(
+        shown.contains("winner") && shown.contains("subj:cash"),
+        "{shown}"
+    );
+    let out = spamnb(&db)
+        .args(["check", "--format", "json", "--explain"])
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("one JSON object per line");
+    assert_eq!(v["verdict"], "spam");
+    assert!(
+        v["reasons"].as_array().is_some_and(|r| !r.is_empty()),
+        "{v}"
+    );
+}
+
+#[test]
+fn too_little_learned_is_unsure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 5);
+    learn(&db, "spam", &[&spam]);
+    learn(&db, "ham", &[&ham]);
+    let out = spamnb(&db)
+        .arg("check")
+        .arg(spam.join("000.eml"))
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("unsure") && shown.contains("needs 45 more spam and 45 more ham"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn export_import_round_trip_reproduces_verdicts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    learn(&db, "spam", &[&spam]);
+    learn(&db, "ham", &[&ham]);
+    let dump = tmp.path().join("model.txt");
+    let out = spamnb(&db).arg("export").arg(&dump).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let copy = tmp.path().join("copy");
+    let out = spamnb(&copy).arg("import").arg(&dump).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(stats(&db)["messages"], stats(&copy)["messages"]);
+    assert_eq!(stats(&db)["tokens"], stats(&copy)["tokens"]);
+    let probe = make_mail(&tmp.path().join("probe"), 8);
+    assert_eq!(
+        check_tsv(&db, &[&probe.0, &probe.1]),
+        check_tsv(&copy, &[&probe.0, &probe.1])
+    );
+    // The ledger came along: relearning is still a no-op.
+    assert!(learn(&copy, "spam", &[&spam]).contains("60 already known"));
+    // A second import would mix two models: refused.
+    let out = spamnb(&copy).arg("import").arg(&dump).output().unwrap();
+    assert!(
+        !out.status.success() && text(&out.stderr).contains("already holds learned mail"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A damaged dump names the line.
+    let bad = write(
+        tmp.path(),
+        "bad.txt",
+        "spamnb-export 1\ntotals 1 1\ntoken 1 x 1 1 word\n",
+    );
+    let out = spamnb(&tmp.path().join("fresh"))
+        .arg("import")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stderr).contains("line 3"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn filter_tags_and_fails_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    learn(&db, "spam", &[&spam]);
+    learn(&db, "ham", &[&ham]);
+
+    let forged = "X-Spam-Flag: NO\nX-Spam-Status: No, score=-100\nSubject: cheap pills\n\nwinner cash prize casino\n";
+    let out = run_with_stdin(spamnb(&db).args(["filter", "-E"]), forged.as_bytes());
+    let tagged = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "-E exits 1 for spam; stderr {}",
+        text(&out.stderr)
+    );
+    assert!(
+        tagged.contains("X-Spam-Flag: YES") && !tagged.contains("X-Spam-Flag: NO"),
+        "{tagged}"
+    );
+    assert!(
+        !tagged.contains("score=-100"),
+        "forged status removed: {tagged}"
+    );
+    assert!(
+        tagged.ends_with("\n\nwinner cash prize casino\n"),
+        "{tagged}"
+    );
+    let out = run_with_stdin(spamnb(&db).arg("filter"), forged.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "without -E the filter exits 0");
+
+    // The same verdict as `check` on the same bytes.
+    let file = write(tmp.path(), "f.eml", forged);
+    let row = &check_tsv(&db, &[&file])[0];
+    assert!(
+        tagged.contains(&format!("score={:.1}", row[2].parse::<f64>().unwrap())),
+        "{tagged} vs {row:?}"
+    );
+
+    // Garbage passes through whole.
+    let garbage: Vec<u8> = (0..20_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    let out = run_with_stdin(spamnb(&db).arg("filter"), &garbage);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stdout
+            .windows(garbage.len())
+            .any(|w| w == garbage.as_slice()),
+        "garbage kept whole"
+    );
+
+    // A database that cannot be opened: the message comes out unchanged.
+    let foreign = tmp.path().join("foreign");
+    write(&foreign, "notes.txt", "not a database");
+    let msg = message("hello", "a plain message");
+    let out = run_with_stdin(spamnb(&foreign).arg("filter"), msg.as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), msg);
+    assert!(
+        text(&out.stderr).contains("not a spamnb database"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_input_is_named_and_the_batch_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    learn(&db, "ham", &[&ham]);
+    let before = stats(&db);
+
+    let bad = tmp.path().join("bad");
+    write(&bad, "empty.eml", "");
+    let garbage: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    write(&bad, "garbage.bin", &garbage);
+    write(
+        &bad,
+        "truncated.mbox",
+        "From a@b Mon Jan  1 00:00:00 2024\nSubject: one\n\nfirst\n\nFrom c@d Mon Jan  1 00:00:00 2024\nSubject: two\n\ncut of",
+    );
+    std::os::unix::fs::symlink(tmp.path().join("nowhere"), bad.join("dangling.eml")).unwrap();
+    let mut huge = b"Subject: huge\n\n".to_vec();
+    huge.extend(
+        std::iter::repeat_n(b"word another line of text\n".as_slice(), 50 << 20 >> 5).flatten(),
+    );
+    write(&bad, "huge.eml", &huge);
+
+    let out = spamnb(&db)
+        .args(["learn", "--spam"])
+        .arg(&bad)
+        .arg(&spam)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "unreadable inputs make exit 2: {err}"
+    );
+    assert!(err.contains("empty.eml: empty"), "{err}");
+    assert!(err.contains("dangling.eml: no such file"), "{err}");
+    // garbage, huge, the two mbox messages and the 60 spam are learned
+    assert!(
+        err.contains("learned 64 as spam") && err.contains("2 unreadable"),
+        "{err}"
+    );
+    let after = stats(&db);
+    assert_eq!(
+        after["messages"]["ham"], before["messages"]["ham"],
+        "nothing learned before is lost"
+    );
+    assert_eq!(after["messages"]["spam"], 64);
+
+    // check keeps one line per input, in order, even for the unreadable.
+    let out = spamnb(&db)
+        .args(["check", "--format", "tsv"])
+        .arg(bad.join("dangling.eml"))
+        .arg(bad.join("garbage.bin"))
+        .output()
+        .unwrap();
+    let lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!("{}\tunsure\t", bad.join("dangling.eml").display())),
+        "{lines:?}"
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn unusable_databases_get_one_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let foreign = tmp.path().join("foreign");
+    write(&foreign, "data.txt", "someone else's");
+    let out = spamnb(&foreign).arg("stats").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("is not a spamnb database"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(&foreign).unwrap().count(),
+        1,
+        "nothing written into a foreign directory"
+    );
+
+    // A database held by another process (here a learn waiting for its stdin).
+    let db = tmp.path().join("db");
+    learn(
+        &db,
+        "ham",
+        &[&write(tmp.path(), "first.eml", message("x", "y"))],
+    );
+    let mut err = String::new();
+    for _ in 0..50 {
+        let mut holder = spamnb(&db)
+            .args(["learn", "--spam", "-"])
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let out = spamnb(&db).arg("stats").output().unwrap();
+        err = text(&out.stderr);
+        drop(holder.stdin.take());
+        holder.wait().unwrap();
+        if !out.status.success() {
+            break;
+        }
+    }
+    assert!(
+        err.contains(&format!(
+            "the database {} is in use by another process",
+            db.display()
+        )),
+        "{err}"
+    );
+
+    // Damaged files: a clear error, never a panic.
+    let damaged = tmp.path().join("damaged");
+    learn(
+        &damaged,
+        "ham",
+        &[&write(tmp.path(), "m.eml", message("x", "y"))],
+    );
+    for entry in std::fs::read_dir(&damaged).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() && path.file_name().unwrap() != "conf" {
+            std::fs::write(&path, vec![0xA5u8; 4096]).unwrap();
+        }
+    }
+    let out = spamnb(&damaged).arg("stats").output().unwrap();
+    let err = text(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        !out.status.success() || text(&out.stdout).contains("spam learned"),
+        "{err}"
+    );
+}
+
+fn refs(v: &[PathBuf]) -> Vec<&Path> {
+    v.iter().map(PathBuf::as_path).collect()
+}
+
+#[test]
+fn corpus_learn_relearn_forget_round_trip() {
+    let Some(root) = corpus() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let spam = corpus_files(&root, "spam-2", 150);
+    let ham = corpus_files(&root, "easy-ham-2", 150);
+    learn(&db, "spam", &refs(&spam[..100]));
+    learn(&db, "ham", &refs(&ham[..100]));
+    let before = stats(&db);
+    let held_out: Vec<&Path> = spam[100..]
+        .iter()
+        .chain(&ham[100..])
+        .map(PathBuf::as_path)
+        .collect();
+    let verdicts = check_tsv(&db, &held_out);
+    let right = verdicts
+        .iter()
+        .enumerate()
+        .filter(|(i, row)| row[1] == if *i < 50 { "spam" } else { "ham" })
+        .count();
+    assert!(
+        right >= 90,
+        "only {right} of 100 held-out corpus messages right: {verdicts:?}"
+    );
+
+    assert!(learn(&db, "ham", &refs(&ham[..100])).contains("100 already known"));
+    learn(&db, "ham", &refs(&spam[..10]));
+    learn(&db, "spam", &refs(&spam[..10]));
+    assert_eq!(
+        stats(&db),
+        before,
+        "relearning there and back restores every count"
+    );
+    learn(&db, "forget", &refs(&spam[..100]));
+    assert_eq!(stats(&db)["messages"]["spam"], 0);
+
+    let dump = tmp.path().join("dump.txt");
+    assert!(
+        spamnb(&db)
+            .arg("export")
+            .arg(&dump)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let copy = tmp.path().join("copy");
+    assert!(
+        spamnb(&copy)
+            .arg("import")
+            .arg(&dump)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let exported_again = spamnb(&copy).arg("export").output().unwrap().stdout;
+    assert_eq!(
+        std::fs::read(&dump).unwrap(),
+        exported_again,
+        "export → import → export is stable"
+    );
+}
+
+/// `learn -` reads one message from stdin, for hooks.
+#[test]
+fn learn_reads_stdin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let out = run_with_stdin(
+        spamnb(&db).args(["learn", "--ham", "--user", "ann", "-"]),
+        message("hi", "see you at lunch").as_bytes(),
+    );
+    assert!(
+        text(&out.stderr).contains("learned 1 as ham"),
+        "{}",
+        text(&out.stderr)
+    );
+    let dump = spamnb(&db).arg("export").output().unwrap();
+    let ledger: Vec<String> = text(&dump.stdout)
+        .lines()
+        .filter(|l| l.starts_with("ledger "))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ledger.len(), 1, "{ledger:?}");
+    assert!(
+        ledger[0].contains(" ham ") && ledger[0].ends_with(" ann"),
+        "the user is in the ledger: {ledger:?}"
+    );
+}

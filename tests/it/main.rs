@@ -1,5 +1,7 @@
 mod cli;
-// Shared helpers: not every test module uses every one.
+mod daemon;
 mod eval;
-#[allow(dead_code)]
+mod milter;
+mod model;
+mod spamd;
 mod util;

@@ -1,0 +1,174 @@
+//! Where a command's learning and scoring happen: in this process, over the database
+//! opened here, or — when a running daemon holds the database (sled admits one process) —
+//! in the daemon, through its local control socket. Both routes give the same verdicts and
+//! outcomes, so the commands print the same thing either way and the user never sees a
+//! lock error.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use rayon::prelude::*;
+
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::model::{Class, Verdict};
+use crate::spamd::client::{Client, ClientError};
+use crate::store::{Error, Lesson, Outcome, SledStore, Store};
+
+/// A batch of messages ready for [`Route::learn`].
+pub enum Prepared {
+    Lessons(Vec<Lesson>),
+    Messages(Vec<Vec<u8>>),
+}
+
+pub enum Route {
+    Local {
+        store: Arc<SledStore>,
+        engine: Engine,
+    },
+    Daemon(Client),
+}
+
+/// How long the CLI waits for one answer from the daemon: a message is scored in
+/// milliseconds, but a busy daemon queues requests behind its `max_sessions`.
+const DAEMON_TIMEOUT: Duration = Duration::from_secs(60);
+/// Tries of a request the daemon answered "overloaded, try again".
+const TRIES: u32 = 5;
+
+impl Route {
+    /// The database, or the daemon that holds it.
+    pub fn open(config: &Config) -> anyhow::Result<Route> {
+        super::ensure_parent(&config.db)?;
+        match SledStore::open(&config.db, &config.store) {
+            Ok(store) => {
+                let store = Arc::new(store);
+                let engine = super::engine(config, store.clone());
+                Ok(Route::Local { store, engine })
+            }
+            // Locked: the daemon holds it. Open: this user may not write it, but may be
+            // allowed the daemon's socket (group spamnb under systemd).
+            Err(locked @ (Error::Locked { .. } | Error::Open { .. })) => {
+                let sockets = control_sockets(config);
+                match Client::connect(&sockets, DAEMON_TIMEOUT) {
+                    Ok(client) => {
+                        tracing::info!(
+                            "the daemon holds {}; going through {}",
+                            config.db.display(),
+                            client.path().display()
+                        );
+                        Ok(Route::Daemon(client))
+                    }
+                    Err(e) => Err(anyhow::anyhow!(
+                        "{locked}\n(no daemon answered on its control socket either: {e})"
+                    )),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Loads the counts into memory when many messages are to be scored here.
+    pub fn preload(&self) -> anyhow::Result<()> {
+        match self {
+            Route::Local { store, .. } => Ok(store.preload()?),
+            // The daemon always scores from memory.
+            Route::Daemon(_) => Ok(()),
+        }
+    }
+
+    /// The first stage of learning a batch, run while the previous batch is written:
+    /// locally the messages are tokenized (on every core); for the daemon they go as they are.
+    pub fn prepare(
+        &self,
+        raws: Vec<Vec<u8>>,
+        target: Option<Class>,
+        user: Option<&str>,
+    ) -> Prepared {
+        match self {
+            Route::Local { engine, .. } => Prepared::Lessons(
+                raws.par_iter()
+                    .map(|raw| engine.lesson(raw, target, user))
+                    .collect(),
+            ),
+            Route::Daemon(_) => Prepared::Messages(raws),
+        }
+    }
+
+    /// Learns (`target` a class) or forgets each message, in order; all or nothing when
+    /// local, one message at a time through the daemon.
+    pub fn learn(
+        &self,
+        batch: &Prepared,
+        target: Option<Class>,
+        user: Option<&str>,
+    ) -> anyhow::Result<Vec<Outcome>> {
+        match (self, batch) {
+            (Route::Local { engine, .. }, Prepared::Lessons(lessons)) => Ok(engine.learn(lessons)?),
+            (Route::Daemon(client), Prepared::Messages(raws)) => raws
+                .par_iter()
+                .map(|raw| retry(|| client.tell(raw, target, user)))
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| {
+                    format!("learning through the daemon at {}", client.path().display())
+                }),
+            _ => unreachable!("a batch is prepared by the route that learns it"),
+        }
+    }
+
+    /// The verdict on each message.
+    pub fn check(&self, raws: &[&[u8]]) -> anyhow::Result<Vec<Verdict>> {
+        match self {
+            Route::Local { engine, .. } => {
+                Ok(raws.par_iter().map(|raw| engine.check(raw)).collect())
+            }
+            Route::Daemon(client) => raws
+                .par_iter()
+                .map(|raw| retry(|| client.verdict(raw)))
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| {
+                    format!("scoring through the daemon at {}", client.path().display())
+                }),
+        }
+    }
+
+    /// Makes what was learned durable.
+    pub fn flush(&self) -> anyhow::Result<()> {
+        match self {
+            Route::Local { store, .. } => Ok(store.flush()?),
+            Route::Daemon(client) => Ok(client.flush()?),
+        }
+    }
+}
+
+/// Runs `f` again while the daemon answers "temporarily unavailable" (overload), with a
+/// growing pause; any other error ends at once.
+fn retry<T>(f: impl Fn() -> Result<T, ClientError>) -> Result<T, ClientError> {
+    let mut pause = Duration::from_millis(50);
+    for _ in 1..TRIES {
+        match f() {
+            Err(ClientError::Refused { line, .. }) if line.contains(" 75 ") => {
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            other => return other,
+        }
+    }
+    f()
+}
+
+/// Where the daemon's control socket may be: the configured one, else the default in this
+/// user's runtime directory and the system daemon's.
+pub fn control_sockets(config: &Config) -> Vec<PathBuf> {
+    use crate::daemon::listen::Address;
+    if let Some(Address::Unix(path)) = &config.control.listen {
+        return vec![path.clone()];
+    }
+    let mut paths = vec![config.daemon.runtime_dir().join("control.sock")];
+    let system = PathBuf::from("/run/spamnb/control.sock");
+    if !paths.contains(&system) {
+        paths.push(system);
+    }
+    paths
+}

@@ -1,0 +1,866 @@
+//! The state of one MTA connection, as a pure state machine: commands in, responses out.
+//! It negotiates options, collects the headers and (up to a limit) the body of each
+//! message, and at end of message hands the reassembled bytes out for scoring
+//! ([`Step::Scan`]); [`Session::finish`] turns the verdict into the milter's answer.
+//! Sockets, timeouts and the scoring itself belong to [`super::server`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::codec::{Command, ProtocolError, Response, VERSION, action, step};
+use super::{MilterSettings, SpamAction};
+use crate::message::is_own_header;
+use crate::model::{Decision, ModelConfig, Verdict};
+use crate::spam_headers::spam_headers;
+
+/// Header bytes kept for scoring. Postfix's own `header_size_limit` is 100 KiB per header;
+/// mail with more header than this is scored on its first 256 KiB of it.
+const MAX_HEADER_BYTES: usize = 256 * 1024;
+
+/// What the server does after a command.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// Send these responses; none when the MTA was told not to wait for one.
+    Reply(Vec<Response>),
+    /// End of message: score these bytes, then answer with [`Session::finish`].
+    Scan(Vec<u8>),
+    /// The MTA said goodbye: close the connection.
+    Close,
+}
+
+/// What was done with a message, for logs and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    Tagged,
+    Quarantined,
+    Rejected,
+    /// Scoring failed or took too long: passed on untouched.
+    PassedUnscored,
+}
+
+impl Disposition {
+    pub fn name(self) -> &'static str {
+        match self {
+            Disposition::Tagged => "tagged",
+            Disposition::Quarantined => "quarantined",
+            Disposition::Rejected => "rejected",
+            Disposition::PassedUnscored => "passed unscored",
+        }
+    }
+}
+
+/// What option negotiation settled on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Negotiated {
+    pub version: u32,
+    pub actions: u32,
+    pub steps: u32,
+}
+
+/// The message being received.
+#[derive(Debug, Default)]
+struct Transaction {
+    sender: Option<String>,
+    /// The header block as `Name: value\r\n` lines, forged `X-Spam-*` fields left out.
+    header: Vec<u8>,
+    /// Forged `X-Spam-*` fields: name as written, and index among fields of that name.
+    forged: Vec<(String, u32)>,
+    /// How many `X-Spam-*` fields of each (lowercased) name were seen, for their indexes.
+    own_counts: HashMap<String, u32>,
+    /// Whether the message came with a Return-Path header (Sendmail passes it on).
+    has_return_path: bool,
+    body: Vec<u8>,
+    /// Body bytes the MTA sent or would have sent, scanned or not.
+    body_seen: u64,
+    skipped: bool,
+}
+
+pub struct Session {
+    settings: Arc<MilterSettings>,
+    negotiated: Option<Negotiated>,
+    client: Option<String>,
+    macros: HashMap<String, String>,
+    transaction: Transaction,
+}
+
+impl Session {
+    /// A session under `settings`, which it keeps for its whole life: a reload never
+    /// changes the rules in the middle of a connection.
+    pub fn new(settings: Arc<MilterSettings>) -> Session {
+        Session {
+            settings,
+            negotiated: None,
+            client: None,
+            macros: HashMap::new(),
+            transaction: Transaction::default(),
+        }
+    }
+
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
+    }
+
+    /// The queue ID (macro `i`), the SMTP client and the sender, for log lines.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(id) = self.macros.get("i") {
+            parts.push(format!("queue_id={id}"));
+        }
+        if let Some(c) = &self.client {
+            parts.push(format!("client={c}"));
+        }
+        if let Some(s) = &self.transaction.sender {
+            parts.push(format!("from={s}"));
+        }
+        parts.join(" ")
+    }
+
+    pub fn handle(&mut self, command: Command) -> Result<Step, ProtocolError> {
+        let Some(negotiated) = self.negotiated else {
+            return match command {
+                Command::Negotiate {
+                    version,
+                    actions,
+                    steps,
+                } => self.negotiate(version, actions, steps),
+                // Macros may be sent ahead of anything; everything else needs options first.
+                Command::Macros { pairs, .. } => {
+                    self.macros.extend(pairs);
+                    Ok(Step::Reply(Vec::new()))
+                }
+                Command::Quit => Ok(Step::Close),
+                Command::Abort => Ok(Step::Reply(Vec::new())),
+                other => Err(ProtocolError::BeforeNegotiation { code: other.code() }),
+            };
+        };
+        let unless = |no_reply: u32| {
+            if negotiated.steps & no_reply != 0 {
+                Step::Reply(Vec::new())
+            } else {
+                Step::Reply(vec![Response::Continue])
+            }
+        };
+        Ok(match command {
+            // Sendmail renegotiates on a reused connection after QUIT_NC.
+            Command::Negotiate {
+                version,
+                actions,
+                steps,
+            } => self.negotiate(version, actions, steps)?,
+            Command::Macros { pairs, .. } => {
+                self.macros.extend(pairs);
+                Step::Reply(Vec::new())
+            }
+            Command::Connect { hostname, address } => {
+                self.client = Some(match address {
+                    Some(a) => format!("{hostname}[{a}]"),
+                    None => hostname,
+                });
+                unless(step::NR_CONNECT)
+            }
+            Command::Helo(_) => unless(step::NR_HELO),
+            Command::Mail(args) => {
+                // A new message: whatever a previous one left (without an abort) goes.
+                self.transaction = Transaction {
+                    sender: args.into_iter().next(),
+                    ..Transaction::default()
+                };
+                unless(step::NR_MAIL)
+            }
+            Command::Rcpt(_) => unless(step::NR_RCPT),
+            Command::Data => unless(step::NR_DATA),
+            Command::Unknown(_) => unless(step::NR_UNKNOWN),
+            Command::Header { name, value } => {
+                self.header(&name, &value, negotiated);
+                unless(step::NR_HEADER)
+            }
+            Command::EndOfHeaders => unless(step::NR_EOH),
+            Command::Body(chunk) => {
+                if self.body(&chunk) && negotiated.steps & step::SKIP != 0 {
+                    self.transaction.skipped = true;
+                    Step::Reply(vec![Response::Skip])
+                } else {
+                    unless(step::NR_BODY)
+                }
+            }
+            Command::EndOfMessage(chunk) => {
+                self.body(&chunk);
+                Step::Scan(self.message_bytes())
+            }
+            Command::Abort => {
+                // No reply: the MTA does not wait for one. The connection goes on.
+                self.transaction = Transaction::default();
+                self.macros.retain(|k, _| is_connection_macro(k));
+                Step::Reply(Vec::new())
+            }
+            Command::Quit => Step::Close,
+            Command::QuitNewConnection => {
+                self.transaction = Transaction::default();
+                self.macros.clear();
+                self.client = None;
+                Step::Reply(Vec::new())
+            }
+        })
+    }
+
+    fn negotiate(
+        &mut self,
+        version: u32,
+        offered_actions: u32,
+        offered_steps: u32,
+    ) -> Result<Step, ProtocolError> {
+        if version < 2 {
+            return Err(ProtocolError::Malformed {
+                code: b'O',
+                why: "the MTA speaks milter version 1, spamnb needs 2 or later",
+            });
+        }
+        // Ask only for what is used: headers to add and change; quarantine when configured.
+        let mut wanted_actions = action::ADD_HEADERS | action::CHANGE_HEADERS;
+        if self.settings.action == SpamAction::Quarantine {
+            wanted_actions |= action::QUARANTINE;
+        }
+        // Stages spamnb does not read are not sent; stages it reads need no answer, except
+        // body chunks, answered with "skip" once the scan limit is reached. Each bit only
+        // if the MTA offers it: asking for one it does not know fails the negotiation.
+        let wanted_steps = step::NO_HELO
+            | step::NO_RCPT
+            | step::NO_DATA
+            | step::NO_UNKNOWN
+            | step::NO_EOH
+            | step::NR_CONNECT
+            | step::NR_HELO
+            | step::NR_MAIL
+            | step::NR_RCPT
+            | step::NR_DATA
+            | step::NR_UNKNOWN
+            | step::NR_EOH
+            | step::NR_HEADER
+            | step::SKIP
+            | step::HEADER_LEADING_SPACE;
+        let mut steps = wanted_steps & offered_steps;
+        if steps & step::SKIP == 0 {
+            // Without "skip" there is nothing to say to a body chunk but "continue".
+            steps |= step::NR_BODY & offered_steps;
+        }
+        let negotiated = Negotiated {
+            version: version.min(VERSION),
+            actions: wanted_actions & offered_actions,
+            steps,
+        };
+        self.negotiated = Some(negotiated);
+        Ok(Step::Reply(vec![Response::Negotiate {
+            version: negotiated.version,
+            actions: negotiated.actions,
+            steps: negotiated.steps,
+        }]))
+    }
+
+    fn header(&mut self, name: &[u8], value: &[u8], negotiated: Negotiated) {
+        let t = &mut self.transaction;
+        let name_text = String::from_utf8_lossy(name);
+        if is_own_header(&name_text) {
+            let count = t
+                .own_counts
+                .entry(name_text.to_ascii_lowercase())
+                .or_insert(0);
+            *count += 1;
+            t.forged.push((name_text.into_owned(), *count));
+            return;
+        }
+        t.has_return_path |= name_text.eq_ignore_ascii_case("return-path");
+        if t.header.len() + name.len() + value.len() + 4 > MAX_HEADER_BYTES {
+            return;
+        }
+        t.header.extend_from_slice(name);
+        t.header.push(b':');
+        if negotiated.steps & step::HEADER_LEADING_SPACE == 0 {
+            // The MTA took the space after the colon off; put the usual one back.
+            t.header.push(b' ');
+        }
+        t.header.extend_from_slice(value);
+        t.header.extend_from_slice(b"\r\n");
+    }
+
+    /// Keeps `chunk` up to the body limit; says whether the limit is now reached.
+    fn body(&mut self, chunk: &[u8]) -> bool {
+        let t = &mut self.transaction;
+        t.body_seen += chunk.len() as u64;
+        let room = self.settings.max_body_bytes.saturating_sub(t.body.len());
+        t.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        t.body.len() >= self.settings.max_body_bytes && !t.skipped
+    }
+
+    /// The message as it will be stored: header block, empty line, body (as far as kept).
+    /// Delivery adds `Return-Path: <envelope sender>` (Postfix drops an incoming one
+    /// before the milter sees the headers), so the scored bytes carry it too: `spamnb
+    /// check` on the delivered file then sees the same evidence.
+    fn message_bytes(&self) -> Vec<u8> {
+        let t = &self.transaction;
+        let mut raw = Vec::with_capacity(t.header.len() + 2 + t.body.len() + 64);
+        if let Some(sender) = t.sender.as_deref().filter(|_| !t.has_return_path) {
+            raw.extend_from_slice(b"Return-Path: ");
+            if sender.starts_with('<') {
+                raw.extend_from_slice(sender.as_bytes());
+            } else {
+                raw.extend_from_slice(format!("<{sender}>").as_bytes());
+            }
+            raw.extend_from_slice(b"\r\n");
+        }
+        raw.extend_from_slice(&t.header);
+        raw.extend_from_slice(b"\r\n");
+        raw.extend_from_slice(&t.body);
+        raw
+    }
+
+    /// The answer at end of message, from the verdict (None: scoring failed or timed
+    /// out, and the message passes untouched). Resets the session for the next message.
+    pub fn finish(
+        &mut self,
+        verdict: Option<(&Verdict, &ModelConfig)>,
+    ) -> (Vec<Response>, Disposition) {
+        let result = self.answer(verdict);
+        self.transaction = Transaction::default();
+        self.macros.retain(|k, _| is_connection_macro(k));
+        result
+    }
+
+    fn answer(&self, verdict: Option<(&Verdict, &ModelConfig)>) -> (Vec<Response>, Disposition) {
+        let Some((verdict, model)) = verdict else {
+            return (vec![Response::Continue], Disposition::PassedUnscored);
+        };
+        let granted = self.negotiated.map_or(0, |n| n.actions);
+        let leading_space = self
+            .negotiated
+            .is_some_and(|n| n.steps & step::HEADER_LEADING_SPACE != 0);
+        let is_spam = verdict.decision == Decision::Spam;
+        let over_reject = self
+            .settings
+            .reject_score
+            .is_some_and(|s| verdict.score >= s);
+        if over_reject || (is_spam && self.settings.action == SpamAction::Reject) {
+            return (
+                vec![Response::ReplyCode(self.settings.reject_reply())],
+                Disposition::Rejected,
+            );
+        }
+        let mut out = Vec::new();
+        if granted & action::CHANGE_HEADERS != 0 {
+            // Highest index first, so that a deletion never moves a field still to delete,
+            // whichever way the MTA counts deleted fields.
+            for (name, index) in self.transaction.forged.iter().rev() {
+                out.push(Response::ChangeHeader {
+                    index: *index,
+                    name: name.clone(),
+                    value: String::new(),
+                });
+            }
+        }
+        if granted & action::ADD_HEADERS != 0 {
+            for (name, value) in spam_headers(verdict, model) {
+                let value = if leading_space {
+                    format!(" {value}")
+                } else {
+                    value
+                };
+                out.push(Response::AddHeader {
+                    name: name.to_string(),
+                    value,
+                });
+            }
+        }
+        let mut disposition = Disposition::Tagged;
+        if is_spam
+            && self.settings.action == SpamAction::Quarantine
+            && granted & action::QUARANTINE != 0
+        {
+            out.push(Response::Quarantine(format!(
+                "spamnb: spam, score {:.1}",
+                verdict.score
+            )));
+            disposition = Disposition::Quarantined;
+        }
+        out.push(Response::Continue);
+        (out, disposition)
+    }
+
+    /// Whether a message is under way (begun and not yet ended or aborted).
+    pub fn in_message(&self) -> bool {
+        let t = &self.transaction;
+        t.sender.is_some() || !t.header.is_empty() || !t.forged.is_empty() || t.body_seen > 0
+    }
+
+    /// Body bytes of the current message, scanned or not.
+    pub fn body_seen(&self) -> u64 {
+        self.transaction.body_seen
+    }
+}
+
+/// Macros sent with CONNECT and HELO describe the connection and outlive a message;
+/// the others (`i`, `{mail_addr}`, …) belong to one message.
+fn is_connection_macro(name: &str) -> bool {
+    matches!(
+        name,
+        "j" | "_"
+            | "v"
+            | "{daemon_name}"
+            | "{daemon_addr}"
+            | "{client_addr}"
+            | "{client_name}"
+            | "{client_port}"
+            | "{if_name}"
+            | "{if_addr}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Verdict;
+
+    /// What Postfix 3.x offers.
+    const POSTFIX_ACTIONS: u32 = 0x1ff;
+    const POSTFIX_STEPS: u32 = 0x1f_ffff;
+
+    fn session(settings: MilterSettings) -> Session {
+        Session::new(Arc::new(settings))
+    }
+
+    fn verdict(decision: Decision, score: f64) -> Verdict {
+        Verdict {
+            decision,
+            score,
+            probability: 0.5,
+            reasons: vec![],
+            rules: vec![],
+            note: None,
+        }
+    }
+
+    fn run(s: &mut Session, commands: Vec<Command>) -> Vec<Step> {
+        commands
+            .into_iter()
+            .map(|c| s.handle(c).unwrap_or_else(|e| panic!("{e}")))
+            .collect()
+    }
+
+    fn header(name: &str, value: &str) -> Command {
+        Command::Header {
+            name: name.as_bytes().to_vec(),
+            value: value.as_bytes().to_vec(),
+        }
+    }
+
+    fn negotiate(s: &mut Session, actions: u32, steps: u32) -> Negotiated {
+        let step = s
+            .handle(Command::Negotiate {
+                version: 6,
+                actions,
+                steps,
+            })
+            .expect("negotiates");
+        let Step::Reply(r) = step else {
+            panic!("{step:?}")
+        };
+        let Response::Negotiate {
+            version,
+            actions,
+            steps,
+        } = r[0]
+        else {
+            panic!("{r:?}")
+        };
+        assert_eq!(
+            Some(Negotiated {
+                version,
+                actions,
+                steps
+            }),
+            s.negotiated()
+        );
+        Negotiated {
+            version,
+            actions,
+            steps,
+        }
+    }
+
+    #[test]
+    fn negotiation_asks_only_for_what_is_offered_and_needed() {
+        let mut s = session(MilterSettings::default());
+        let n = negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        assert_eq!(n.version, 6);
+        assert_eq!(
+            n.actions,
+            action::ADD_HEADERS | action::CHANGE_HEADERS,
+            "tag mode needs no quarantine"
+        );
+        for bit in [
+            step::NO_HELO,
+            step::NO_RCPT,
+            step::NO_EOH,
+            step::NR_HEADER,
+            step::SKIP,
+        ] {
+            assert_ne!(n.steps & bit, 0, "bit {bit:#x} in {:#x}", n.steps);
+        }
+        for bit in [
+            step::NO_CONNECT,
+            step::NO_MAIL,
+            step::NO_HEADERS,
+            step::NO_BODY,
+            step::NR_BODY,
+        ] {
+            assert_eq!(n.steps & bit, 0, "bit {bit:#x} in {:#x}", n.steps);
+        }
+
+        let mut s = session(MilterSettings {
+            action: SpamAction::Quarantine,
+            ..Default::default()
+        });
+        assert_ne!(
+            negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS).actions & action::QUARANTINE,
+            0
+        );
+
+        // An old MTA offering few steps: nothing it does not know is asked for.
+        let mut s = session(MilterSettings::default());
+        let n = negotiate(&mut s, 0x3f, 0x7f);
+        assert_eq!(n.steps & !0x7f, 0, "{:#x}", n.steps);
+        assert!(
+            s.handle(Command::Negotiate {
+                version: 1,
+                actions: 0,
+                steps: 0
+            })
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_message_is_reassembled_and_tagged() {
+        let mut s = session(MilterSettings::default());
+        negotiate(&mut s, POSTFIX_ACTIONS, 0); // no "no reply" steps: every stage answers
+        let steps = run(
+            &mut s,
+            vec![
+                Command::Macros {
+                    stage: b'C',
+                    pairs: vec![("j".into(), "mx".into())],
+                },
+                Command::Connect {
+                    hostname: "c.example".into(),
+                    address: Some("192.0.2.1".into()),
+                },
+                Command::Mail(vec!["<a@example.org>".into()]),
+                header("Subject", "hello"),
+                header("X-Spam-Flag", "NO"),
+                header("x-spam-flag", "NO"),
+                header("X-Spam-Status", "No"),
+                Command::EndOfHeaders,
+                Command::Body(b"body\r\n".to_vec()),
+            ],
+        );
+        assert_eq!(steps[0], Step::Reply(vec![]), "macros never get a reply");
+        assert!(
+            steps[1..]
+                .iter()
+                .all(|s| *s == Step::Reply(vec![Response::Continue])),
+            "{steps:?}"
+        );
+        let step = s.handle(Command::EndOfMessage(Vec::new())).expect("eom");
+        assert_eq!(
+            step,
+            Step::Scan(b"Return-Path: <a@example.org>\r\nSubject: hello\r\n\r\nbody\r\n".to_vec())
+        );
+        assert!(
+            s.describe().contains("client=c.example[192.0.2.1]"),
+            "{}",
+            s.describe()
+        );
+
+        let (responses, d) = s.finish(Some((
+            &verdict(Decision::Ham, -8.0),
+            &ModelConfig::default(),
+        )));
+        assert_eq!(d, Disposition::Tagged);
+        assert_eq!(
+            &responses[..3],
+            &[
+                Response::ChangeHeader {
+                    index: 1,
+                    name: "X-Spam-Status".into(),
+                    value: String::new()
+                },
+                Response::ChangeHeader {
+                    index: 2,
+                    name: "x-spam-flag".into(),
+                    value: String::new()
+                },
+                Response::ChangeHeader {
+                    index: 1,
+                    name: "X-Spam-Flag".into(),
+                    value: String::new()
+                },
+            ]
+        );
+        assert_eq!(
+            responses[3],
+            Response::AddHeader {
+                name: "X-Spam-Flag".into(),
+                value: "NO".into()
+            }
+        );
+        assert_eq!(responses.last(), Some(&Response::Continue));
+        // The next message starts clean.
+        assert_eq!(
+            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            Step::Scan(b"\r\n".to_vec())
+        );
+    }
+
+    #[test]
+    fn actions_follow_the_settings() {
+        let model = ModelConfig::default();
+        let spam = verdict(Decision::Spam, 20.0);
+        let ham = verdict(Decision::Ham, -20.0);
+        let cases = [
+            (SpamAction::Tag, None, &spam, Disposition::Tagged),
+            (
+                SpamAction::Quarantine,
+                None,
+                &spam,
+                Disposition::Quarantined,
+            ),
+            (SpamAction::Quarantine, None, &ham, Disposition::Tagged),
+            (SpamAction::Reject, None, &spam, Disposition::Rejected),
+            (SpamAction::Reject, None, &ham, Disposition::Tagged),
+            (SpamAction::Tag, Some(15.0), &spam, Disposition::Rejected),
+            (SpamAction::Tag, Some(25.0), &spam, Disposition::Tagged),
+        ];
+        for (action, reject_score, v, want) in cases {
+            let mut s = session(MilterSettings {
+                action,
+                reject_score,
+                reject_text: "No spam".into(),
+                ..Default::default()
+            });
+            negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+            let (responses, d) = s.finish(Some((v, &model)));
+            assert_eq!(d, want, "{action:?} {reject_score:?} {:?}", v.decision);
+            match want {
+                Disposition::Rejected => assert_eq!(
+                    responses,
+                    vec![Response::ReplyCode("550 5.7.1 No spam".into())]
+                ),
+                Disposition::Quarantined => {
+                    assert!(
+                        responses
+                            .iter()
+                            .any(|r| matches!(r, Response::Quarantine(_))),
+                        "{responses:?}"
+                    );
+                    assert!(
+                        responses
+                            .iter()
+                            .any(|r| matches!(r, Response::AddHeader { .. })),
+                        "{responses:?}"
+                    );
+                }
+                _ => assert!(
+                    !responses
+                        .iter()
+                        .any(|r| matches!(r, Response::Quarantine(_))),
+                    "{responses:?}"
+                ),
+            }
+        }
+        // Scoring failed: the message passes untouched.
+        let mut s = session(MilterSettings::default());
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        assert_eq!(
+            s.finish(None),
+            (vec![Response::Continue], Disposition::PassedUnscored)
+        );
+    }
+
+    #[test]
+    fn no_reply_steps_and_leading_space() {
+        let mut s = session(MilterSettings::default());
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        let steps = run(
+            &mut s,
+            vec![
+                Command::Connect {
+                    hostname: "h".into(),
+                    address: None,
+                },
+                Command::Mail(vec!["<a@b>".into()]),
+                header("Subject", " spaced"),
+                Command::Body(b"x\r\n".to_vec()),
+            ],
+        );
+        assert_eq!(
+            steps[..3],
+            [
+                Step::Reply(vec![]),
+                Step::Reply(vec![]),
+                Step::Reply(vec![])
+            ]
+        );
+        assert_eq!(
+            steps[3],
+            Step::Reply(vec![Response::Continue]),
+            "body chunks are answered (for skip)"
+        );
+        assert_eq!(
+            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            Step::Scan(b"Return-Path: <a@b>\r\nSubject: spaced\r\n\r\nx\r\n".to_vec())
+        );
+        let (responses, _) = s.finish(Some((
+            &verdict(Decision::Ham, -8.0),
+            &ModelConfig::default(),
+        )));
+        assert_eq!(
+            responses[0],
+            Response::AddHeader {
+                name: "X-Spam-Flag".into(),
+                value: " NO".into()
+            }
+        );
+    }
+
+    #[test]
+    fn body_is_cut_at_the_limit_and_skipped() {
+        let mut s = session(MilterSettings {
+            max_body_bytes: 10,
+            ..Default::default()
+        });
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        assert_eq!(
+            s.handle(Command::Body(b"12345".to_vec())).expect("body"),
+            Step::Reply(vec![Response::Continue])
+        );
+        assert_eq!(
+            s.handle(Command::Body(b"6789abcdef".to_vec()))
+                .expect("body"),
+            Step::Reply(vec![Response::Skip])
+        );
+        // A chunk already on its way after the skip is taken and not scanned.
+        assert_eq!(
+            s.handle(Command::Body(b"more".to_vec())).expect("body"),
+            Step::Reply(vec![Response::Continue])
+        );
+        assert_eq!(s.body_seen(), 19);
+        assert_eq!(
+            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            Step::Scan(b"\r\n123456789a".to_vec())
+        );
+    }
+
+    #[test]
+    fn abort_resets_and_quit_closes() {
+        let mut s = session(MilterSettings::default());
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        let steps = run(
+            &mut s,
+            vec![
+                Command::Macros {
+                    stage: b'C',
+                    pairs: vec![("j".into(), "mx".into())],
+                },
+                Command::Macros {
+                    stage: b'M',
+                    pairs: vec![("i".into(), "ABC123".into())],
+                },
+                Command::Mail(vec!["<a@b>".into()]),
+                header("Subject", "first"),
+                header("X-Spam-Flag", "YES"),
+                Command::Body(b"half a bo".to_vec()),
+                Command::Abort,
+            ],
+        );
+        assert_eq!(
+            steps.last(),
+            Some(&Step::Reply(vec![])),
+            "abort gets no reply"
+        );
+        assert_eq!(s.describe(), "", "message macros and sender are gone");
+        assert_eq!(
+            s.macros.get("j").map(String::as_str),
+            Some("mx"),
+            "connection macros stay"
+        );
+        run(
+            &mut s,
+            vec![
+                Command::Mail(vec!["<c@d>".into()]),
+                header("Subject", " second"),
+            ],
+        );
+        assert_eq!(
+            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            Step::Scan(b"Return-Path: <c@d>\r\nSubject: second\r\n\r\n".to_vec())
+        );
+        let (responses, _) = s.finish(Some((
+            &verdict(Decision::Ham, -8.0),
+            &ModelConfig::default(),
+        )));
+        assert!(
+            !responses
+                .iter()
+                .any(|r| matches!(r, Response::ChangeHeader { .. })),
+            "{responses:?}"
+        );
+
+        assert_eq!(
+            s.handle(Command::QuitNewConnection).expect("quit_nc"),
+            Step::Reply(vec![])
+        );
+        assert!(s.macros.is_empty());
+        assert!(
+            s.handle(Command::Connect {
+                hostname: "next".into(),
+                address: None
+            })
+            .is_ok()
+        );
+        assert_eq!(s.handle(Command::Quit).expect("quit"), Step::Close);
+    }
+
+    #[test]
+    fn return_path_is_added_only_when_missing() {
+        let mut s = session(MilterSettings::default());
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        for (sender, fields, want) in [
+            ("<>", vec![], &b"Return-Path: <>\r\n\r\n"[..]),
+            (
+                "bare@example.org",
+                vec![],
+                b"Return-Path: <bare@example.org>\r\n\r\n",
+            ),
+            (
+                "<a@b>",
+                vec![header("Return-Path", " <x@y>")],
+                b"Return-Path: <x@y>\r\n\r\n",
+            ),
+        ] {
+            let mut commands = vec![Command::Mail(vec![sender.into()])];
+            commands.extend(fields);
+            run(&mut s, commands);
+            let step = s.handle(Command::EndOfMessage(Vec::new())).expect("eom");
+            assert_eq!(step, Step::Scan(want.to_vec()), "{sender}");
+            s.finish(None);
+        }
+    }
+
+    #[test]
+    fn commands_before_negotiation_are_refused() {
+        let mut s = session(MilterSettings::default());
+        assert_eq!(
+            s.handle(Command::Body(b"x".to_vec())),
+            Err(ProtocolError::BeforeNegotiation { code: b'B' })
+        );
+        assert_eq!(s.handle(Command::Quit).expect("quit"), Step::Close);
+    }
+}

@@ -1,0 +1,309 @@
+//! A blocking client of the control socket, for the CLI: while the daemon holds the
+//! database, `spamnb learn` and `spamnb check` send their messages through it and print
+//! what they would have printed with the database open themselves.
+//!
+//! Blocking std I/O on purpose: the CLI has no runtime, and a unix socket round trip per
+//! message is far below the cost of reading and scoring it.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::session::OUTCOME_HEADER;
+use crate::model::{Class, Decision, Reason, Verdict};
+use crate::store::Outcome;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("the daemon's control socket {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the daemon at {path} answered {line}")]
+    Refused { path: PathBuf, line: String },
+    #[error("the daemon at {path} sent a reply this spamnb cannot read: {reason}")]
+    Garbled { path: PathBuf, reason: String },
+}
+
+/// Replies beyond this are not the daemon's: it sends verdicts and small status lines.
+const MAX_REPLY: usize = 64 << 20;
+
+#[derive(Debug, Clone)]
+pub struct Client {
+    path: PathBuf,
+    timeout: Duration,
+}
+
+struct Response {
+    code: u32,
+    line: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Client {
+    /// A client of the first of `candidates` where a daemon answers PING.
+    pub fn connect(candidates: &[PathBuf], timeout: Duration) -> Result<Client, ClientError> {
+        let mut last = None;
+        for path in candidates {
+            let client = Client {
+                path: path.clone(),
+                timeout,
+            };
+            match client.ping() {
+                Ok(()) => return Ok(client),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| ClientError::Io {
+            path: PathBuf::from("(none configured)"),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn ping(&self) -> Result<(), ClientError> {
+        let r = self.request("PING", &[], None)?;
+        if r.line.ends_with("PONG") {
+            Ok(())
+        } else {
+            Err(self.refused(&r))
+        }
+    }
+
+    /// The full verdict on `raw`, as the daemon's engine gives it.
+    pub fn verdict(&self, raw: &[u8]) -> Result<Verdict, ClientError> {
+        let r = self.request("VERDICT", &[], Some(raw))?;
+        if r.code != 0 {
+            return Err(self.refused(&r));
+        }
+        let wire: WireVerdict =
+            serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))?;
+        Ok(wire.into())
+    }
+
+    /// Learns `raw` as `target`, or forgets it (`None`).
+    pub fn tell(
+        &self,
+        raw: &[u8],
+        target: Option<Class>,
+        user: Option<&str>,
+    ) -> Result<Outcome, ClientError> {
+        let mut headers = Vec::new();
+        match target {
+            Some(class) => {
+                headers.push(("Message-class", class.name().to_string()));
+                headers.push(("Set", "local".to_string()));
+            }
+            None => headers.push(("Remove", "local".to_string())),
+        }
+        if let Some(user) = user {
+            headers.push(("User", user.to_string()));
+        }
+        let r = self.request("TELL", &headers, Some(raw))?;
+        if r.code != 0 {
+            return Err(self.refused(&r));
+        }
+        let outcome = r
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(OUTCOME_HEADER))
+            .map(|(_, v)| v.as_str());
+        Ok(match outcome {
+            Some("learned") => Outcome::Learned,
+            Some("relearned") => Outcome::Relearned,
+            Some("known") => Outcome::AlreadyKnown,
+            Some("forgotten") => Outcome::Forgotten,
+            Some("not-learned") => Outcome::NotLearned,
+            other => return Err(self.garbled(format!("TELL outcome {other:?}"))),
+        })
+    }
+
+    /// Makes everything learned so far durable.
+    pub fn flush(&self) -> Result<(), ClientError> {
+        let r = self.request("FLUSH", &[], None)?;
+        if r.code != 0 {
+            Err(self.refused(&r))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn refused(&self, r: &Response) -> ClientError {
+        ClientError::Refused {
+            path: self.path.clone(),
+            line: r.line.clone(),
+        }
+    }
+
+    fn garbled(&self, reason: String) -> ClientError {
+        ClientError::Garbled {
+            path: self.path.clone(),
+            reason,
+        }
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        headers: &[(&str, String)],
+        body: Option<&[u8]>,
+    ) -> Result<Response, ClientError> {
+        let io = |source| ClientError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut stream = UnixStream::connect(&self.path).map_err(io)?;
+        stream.set_read_timeout(Some(self.timeout)).map_err(io)?;
+        stream.set_write_timeout(Some(self.timeout)).map_err(io)?;
+        let mut head = format!("{method} SPAMC/1.5\r\n");
+        if let Some(body) = body {
+            head.push_str(&format!("Content-length: {}\r\n", body.len()));
+        }
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut out = head.into_bytes();
+        out.extend_from_slice(body.unwrap_or_default());
+        stream.write_all(&out).map_err(io)?;
+        let mut reply = Vec::new();
+        stream
+            .take(MAX_REPLY as u64)
+            .read_to_end(&mut reply)
+            .map_err(io)?;
+        parse_response(&reply).map_err(|reason| self.garbled(reason))
+    }
+}
+
+fn parse_response(bytes: &[u8]) -> Result<Response, String> {
+    let end = bytes
+        .windows(2)
+        .position(|w| w == b"\r\n")
+        .ok_or_else(|| format!("no status line in {} bytes", bytes.len()))?;
+    let line = String::from_utf8_lossy(&bytes[..end]).into_owned();
+    let mut parts = line.splitn(3, ' ');
+    let code = match (parts.next(), parts.next()) {
+        (Some(p), Some(code)) if p.starts_with("SPAMD/") => {
+            code.parse().map_err(|_| format!("status line {line:?}"))?
+        }
+        _ => return Err(format!("status line {line:?}")),
+    };
+    let mut at = end + 2;
+    let mut headers = Vec::new();
+    // Error replies are a status line alone: the loop ends when no line is left.
+    while let Some(len) = bytes[at..].windows(2).position(|w| w == b"\r\n") {
+        let h = String::from_utf8_lossy(&bytes[at..at + len]).into_owned();
+        at += len + 2;
+        if h.is_empty() {
+            break;
+        }
+        if let Some((n, v)) = h.split_once(':') {
+            headers.push((n.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    Ok(Response {
+        code,
+        line,
+        headers,
+        body: bytes[at.min(bytes.len())..].to_vec(),
+    })
+}
+
+/// The verdict as the daemon serialized it (`model::Verdict` is Serialize only).
+#[derive(Deserialize)]
+struct WireVerdict {
+    decision: WireDecision,
+    score: f64,
+    probability: f64,
+    reasons: Vec<WireReason>,
+    rules: Vec<String>,
+    note: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WireDecision {
+    Spam,
+    Ham,
+    Unsure,
+}
+
+#[derive(Deserialize)]
+struct WireReason {
+    feature: String,
+    count: u32,
+    weight: f64,
+}
+
+impl From<WireVerdict> for Verdict {
+    fn from(w: WireVerdict) -> Verdict {
+        Verdict {
+            decision: match w.decision {
+                WireDecision::Spam => Decision::Spam,
+                WireDecision::Ham => Decision::Ham,
+                WireDecision::Unsure => Decision::Unsure,
+            },
+            score: w.score,
+            probability: w.probability,
+            reasons: w
+                .reasons
+                .into_iter()
+                .map(|r| Reason {
+                    feature: r.feature,
+                    count: r.count,
+                    weight: r.weight,
+                })
+                .collect(),
+            rules: w.rules,
+            note: w.note,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_survive_the_wire_to_the_bit() {
+        let v = Verdict {
+            decision: Decision::Unsure,
+            score: 0.1 + 0.2,
+            probability: 1.0 / 3.0,
+            reasons: vec![Reason {
+                feature: "subj:héllo\u{7}".into(),
+                count: 3,
+                weight: -std::f64::consts::PI,
+            }],
+            rules: vec!["R1".into()],
+            note: Some("n".into()),
+        };
+        let back: Verdict = serde_json::from_slice::<WireVerdict>(&serde_json::to_vec(&v).unwrap())
+            .unwrap()
+            .into();
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn parses_replies() {
+        let r = parse_response(
+            b"SPAMD/1.1 0 EX_OK\r\nContent-length: 2\r\nSpam: True ; 1.0 / 5.0\r\n\r\nab",
+        )
+        .unwrap();
+        assert_eq!(
+            (r.code, r.headers.len(), r.body.as_slice()),
+            (0, 2, &b"ab"[..])
+        );
+        let r = parse_response(b"SPAMD/1.0 76 Bad header line: (x)\r\n").unwrap();
+        assert_eq!(r.code, 76);
+        assert!(parse_response(b"HTTP/1.0 200 OK\r\n\r\n").is_err());
+    }
+}

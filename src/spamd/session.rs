@@ -1,0 +1,451 @@
+//! What a spamd request means: score and answer (CHECK, SYMBOLS, REPORT, PROCESS, …),
+//! or learn (TELL). The answers are built by pure functions of the verdict, so that they
+//! are tested without sockets; [`serve`] adds the engine, the limits and the metrics.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::codec::{Code, Head, Method, ProtocolError, Reply, Request, SpamLine};
+use crate::config::Config;
+use crate::daemon::listen::Peer;
+use crate::daemon::metrics::Protocol;
+use crate::daemon::{CheckError, Context};
+use crate::message::escape_control;
+use crate::model::{Class, Decision, ModelConfig, Verdict};
+use crate::spam_headers::{rewrite, spam_headers};
+use crate::store::Outcome;
+
+/// The extension header through which TELL says exactly what happened, for `spamnb learn`.
+pub const OUTCOME_HEADER: &str = "X-Spamnb-Outcome";
+
+/// Answers one request. Never fails: a failure becomes the error reply spamd would give,
+/// on which spamc passes the message on unchanged (the daemon fails open).
+pub async fn serve(request: Request, peer: Peer, ctx: &Context, protocol: Protocol) -> Reply {
+    let config = ctx.config();
+    let head = &request.head;
+    match head.method {
+        Method::Ping => Reply::Pong,
+        Method::Skip => {
+            tracing::debug!(
+                user = user(head),
+                "spamd: client skipped a message (too large for it)"
+            );
+            Reply::Nothing
+        }
+        Method::Tell => tell(request, peer, ctx, &config).await,
+        Method::Flush => flush(ctx).await,
+        _ => check(request, ctx, &config, protocol).await,
+    }
+}
+
+async fn check(request: Request, ctx: &Context, config: &Config, protocol: Protocol) -> Reply {
+    let started = Instant::now();
+    let Request { head, body } = request;
+    let raw: Arc<[u8]> = body.into();
+    match ctx.check(protocol, raw.clone()).await {
+        Ok(verdict) => {
+            tracing::info!(
+                method = head.method.name(),
+                user = user(&head),
+                message_id = message_id(&raw).as_deref(),
+                verdict = verdict.decision.name(),
+                score = format_args!("{:.2}", verdict.score),
+                bytes = raw.len(),
+                ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1e3),
+                "spamd: scored"
+            );
+            answer(&head, &verdict, &raw, &config.model)
+        }
+        Err(e) => {
+            ctx.metrics.fail_open(protocol);
+            if matches!(e, CheckError::Internal(_)) {
+                ctx.metrics.error(protocol);
+            }
+            tracing::warn!(
+                method = head.method.name(),
+                user = user(&head),
+                "spamd: passing the message on unscored: {e}"
+            );
+            Reply::error(Code::TempFail, format!("Service Unavailable: {e}"))
+        }
+    }
+}
+
+/// The reply to a scoring request, spamd's way.
+pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -> Reply {
+    let is_spam = verdict.decision == Decision::Spam;
+    let spam = SpamLine {
+        is_spam,
+        yes_no: head.method == Method::ReportIfSpam,
+        score: verdict.score,
+        threshold: model.spam_threshold,
+    };
+    let body = match head.method {
+        Method::Check => None,
+        Method::Symbols => {
+            let mut s = verdict.rules.join(",");
+            if head.version < 13 {
+                s.push_str("\r\n");
+            }
+            Some(s.into_bytes())
+        }
+        Method::Report => Some(report(verdict, model).into_bytes()),
+        Method::ReportIfSpam => Some(if is_spam {
+            report(verdict, model).into_bytes()
+        } else {
+            Vec::new()
+        }),
+        Method::Process => Some(rewrite(raw, &spam_headers(verdict, model))),
+        Method::Headers => {
+            let full = rewrite(raw, &spam_headers(verdict, model));
+            Some(header_block(&full).to_vec())
+        }
+        Method::Verdict => Some(serde_json::to_vec(verdict).expect("a verdict serializes")),
+        Method::Ping | Method::Skip | Method::Tell | Method::Flush => {
+            unreachable!("answer is only called for scoring methods")
+        }
+    };
+    Reply::Result {
+        version: head.version,
+        spam: Some(spam),
+        headers: Vec::new(),
+        body,
+    }
+}
+
+/// A message's header block through the empty line that ends it.
+fn header_block(raw: &[u8]) -> &[u8] {
+    for (i, w) in raw.windows(2).enumerate() {
+        if w == b"\n\n" {
+            return &raw[..i + 2];
+        }
+        if i + 4 <= raw.len() && &raw[i..i + 4] == b"\r\n\r\n" {
+            return &raw[..i + 4];
+        }
+    }
+    raw
+}
+
+/// The text of REPORT: the verdict and what moved it, laid out like SpamAssassin's
+/// "Content analysis details" table so that people who read those can read this.
+pub fn report(verdict: &Verdict, model: &ModelConfig) -> String {
+    let mut out = format!(
+        "spamnb judged this message {} (probability of spam {:.4}).\n",
+        verdict.decision.name(),
+        verdict.probability
+    );
+    if let Some(note) = &verdict.note {
+        out.push_str(&format!("Note: {note}.\n"));
+    }
+    out.push_str(&format!(
+        "\nContent analysis details:   ({:.1} points, {:.1} required)\n\n",
+        verdict.score, model.spam_threshold
+    ));
+    out.push_str(" pts rule name              description\n");
+    out.push_str(
+        "---- ---------------------- --------------------------------------------------\n",
+    );
+    for rule in &verdict.rules {
+        out.push_str(&format!(
+            " {:>4} {:<22} rule hit (weighed with the words below)\n",
+            "", rule
+        ));
+    }
+    for r in &verdict.reasons {
+        let feature = escape_control(&r.feature);
+        let towards = if r.weight > 0.0 { "spam" } else { "ham" };
+        out.push_str(&format!(
+            "{:>4.1} {feature:<22} learned evidence for {towards}, {}×\n",
+            r.weight, r.count
+        ));
+    }
+    out
+}
+
+async fn tell(request: Request, peer: Peer, ctx: &Context, config: &Config) -> Reply {
+    let Request { head, body } = request;
+    if peer != Peer::Local && !config.spamd.allow_tell {
+        tracing::warn!(
+            ?peer,
+            "spamd: TELL refused: learning over TCP needs allow_tell"
+        );
+        return Reply::error(
+            Code::Unavailable,
+            "Service Unavailable: TELL commands are not enabled over TCP, set allow_tell in [spamd].",
+        );
+    }
+    let target = match (head.set.local, head.remove.local, head.message_class) {
+        (true, _, Some(class)) => Some(Some(class)),
+        (true, _, None) => return protocol_error(&ProtocolError::BadClass),
+        (false, true, _) => Some(None),
+        // Set or Remove of `remote` only: spamnb reports to no remote service.
+        (false, false, _) => None,
+    };
+    let Some(target) = target else {
+        return told(&head, None);
+    };
+    let Some(_slot) = ctx.slot().await else {
+        ctx.metrics.fail_open(Protocol::Spamd);
+        return Reply::error(Code::TempFail, "Service Unavailable: overloaded, try again");
+    };
+    let engine = ctx.engine.current();
+    let user_name = head.user.clone();
+    let learned = tokio::task::spawn_blocking(move || {
+        let lesson = engine.lesson(&body, target, user_name.as_deref());
+        engine.learn(std::slice::from_ref(&lesson))
+    })
+    .await;
+    match learned {
+        Ok(Ok(outcomes)) => {
+            let outcome = outcomes.first().copied().unwrap_or(Outcome::NotLearned);
+            if matches!(
+                outcome,
+                Outcome::Learned | Outcome::Relearned | Outcome::Forgotten
+            ) {
+                ctx.metrics.learned(1);
+            }
+            tracing::info!(
+                user = user(&head),
+                class = target.map_or("forget", Class::name),
+                outcome = outcome_name(outcome),
+                "spamd: told"
+            );
+            told(&head, Some(outcome))
+        }
+        Ok(Err(e)) => {
+            ctx.metrics.error(Protocol::Spamd);
+            tracing::error!("spamd: TELL could not learn: {e}");
+            Reply::error(Code::TempFail, format!("Service Unavailable: {e}"))
+        }
+        Err(e) => {
+            ctx.metrics.error(Protocol::Spamd);
+            Reply::error(
+                Code::Software,
+                format!("Service Unavailable: internal error: {e}"),
+            )
+        }
+    }
+}
+
+/// TELL's reply: `DidSet`/`DidRemove` as spamd gives them (spamc prints "successfully
+/// un/learned" when one is there), and the exact outcome for spamnb's own CLI.
+fn told(head: &Head, outcome: Option<Outcome>) -> Reply {
+    let mut headers = Vec::new();
+    match outcome {
+        Some(Outcome::Learned | Outcome::Relearned) => {
+            headers.push(("DidSet", "local".to_string()))
+        }
+        Some(Outcome::Forgotten) => headers.push(("DidRemove", "local".to_string())),
+        _ => {}
+    }
+    if let Some(o) = outcome {
+        headers.push((OUTCOME_HEADER, outcome_name(o).to_string()));
+    }
+    Reply::Result {
+        version: head.version,
+        spam: None,
+        headers,
+        body: None,
+    }
+}
+
+async fn flush(ctx: &Context) -> Reply {
+    let engine = ctx.engine.current();
+    match tokio::task::spawn_blocking(move || engine.store.flush()).await {
+        Ok(Ok(())) => Reply::Result {
+            version: 15,
+            spam: None,
+            headers: Vec::new(),
+            body: None,
+        },
+        Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
+        Err(e) => Reply::error(
+            Code::Software,
+            format!("Service Unavailable: internal error: {e}"),
+        ),
+    }
+}
+
+pub fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Learned => "learned",
+        Outcome::Relearned => "relearned",
+        Outcome::AlreadyKnown => "known",
+        Outcome::Forgotten => "forgotten",
+        Outcome::NotLearned => "not-learned",
+    }
+}
+
+pub fn protocol_error(e: &ProtocolError) -> Reply {
+    Reply::error(e.code(), format!("Bad header line: {e}"))
+}
+
+fn user(head: &Head) -> &str {
+    head.user.as_deref().unwrap_or("-")
+}
+
+/// The Message-ID, for the log: read from the raw header block (no full parse for a log
+/// line), unfolded, with control characters escaped.
+fn message_id(raw: &[u8]) -> Option<String> {
+    let head = header_block(&raw[..raw.len().min(64 * 1024)]);
+    let mut lines = head.split(|&b| b == b'\n');
+    while let Some(line) = lines.next() {
+        if line.len() >= 11 && line[..11].eq_ignore_ascii_case(b"message-id:") {
+            let value = String::from_utf8_lossy(&line[11..]);
+            let mut value = value.trim().to_string();
+            if value.is_empty() {
+                // Folded onto the next line.
+                value = lines
+                    .next()
+                    .map(|l| String::from_utf8_lossy(l).trim().to_string())?;
+            }
+            return Some(escape_control(&value).chars().take(200).collect());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Reason;
+
+    fn head(method: Method) -> Head {
+        Head {
+            method,
+            version: 15,
+            content_length: None,
+            user: None,
+            message_class: None,
+            set: Default::default(),
+            remove: Default::default(),
+        }
+    }
+
+    fn verdict(decision: Decision, score: f64) -> Verdict {
+        Verdict {
+            decision,
+            score,
+            probability: 0.99,
+            reasons: vec![Reason {
+                feature: "word:\x1b[31mfree".into(),
+                count: 2,
+                weight: 3.25,
+            }],
+            rules: vec!["SUBJ_ALL_CAPS".into(), "HTML_ONLY".into()],
+            note: None,
+        }
+    }
+
+    #[test]
+    fn answers_each_method() {
+        // A threshold of the test's own: the default is recalibrated from time to time.
+        let model = ModelConfig {
+            spam_threshold: 5.0,
+            ..ModelConfig::default()
+        };
+        let raw = b"Subject: hi\r\nX-Spam-Flag: YES\r\n\r\nbody\r\n";
+        let spam = verdict(Decision::Spam, 12.0);
+        let enc = |m: Method, v: &Verdict| {
+            String::from_utf8(answer(&head(m), v, raw, &model).encode()).unwrap()
+        };
+
+        assert_eq!(
+            enc(Method::Check, &spam),
+            "SPAMD/1.1 0 EX_OK\r\nSpam: True ; 12.0 / 5.0\r\n\r\n"
+        );
+        assert_eq!(
+            enc(Method::Symbols, &spam),
+            "SPAMD/1.1 0 EX_OK\r\nContent-length: 23\r\nSpam: True ; 12.0 / 5.0\r\n\r\nSUBJ_ALL_CAPS,HTML_ONLY"
+        );
+        let report = enc(Method::Report, &spam);
+        assert!(
+            report.contains("Content analysis details:   (12.0 points, 5.0 required)"),
+            "{report}"
+        );
+        assert!(
+            report.contains("word:\\u{1b}[31mfree"),
+            "control characters from mail are escaped: {report}"
+        );
+        let ham = verdict(Decision::Ham, -8.0);
+        assert_eq!(
+            enc(Method::ReportIfSpam, &ham),
+            "SPAMD/1.1 0 EX_OK\r\nContent-length: 0\r\nSpam: No ; -8.0 / 5.0\r\n\r\n"
+        );
+        assert!(
+            enc(Method::ReportIfSpam, &spam)
+                .contains("Spam: Yes ; 12.0 / 5.0\r\n\r\nspamnb judged")
+        );
+
+        let process = enc(Method::Process, &ham);
+        let (reply_head, body) = process.split_once("\r\n\r\n").unwrap();
+        assert!(
+            reply_head.contains(&format!("Content-length: {}", body.len())),
+            "{process}"
+        );
+        assert!(
+            body.starts_with("Subject: hi\r\nX-Spam-Flag: NO\r\n"),
+            "forged flag replaced: {body}"
+        );
+        assert!(body.ends_with("\r\n\r\nbody\r\n"));
+        let headers = enc(Method::Headers, &ham);
+        let (_, body) = headers.split_once("\r\n\r\n").unwrap();
+        assert!(
+            body.starts_with("Subject: hi\r\nX-Spam-Flag: NO\r\n") && body.ends_with("\r\n\r\n"),
+            "{body:?}"
+        );
+        assert!(!body.contains("body"));
+
+        let json = enc(Method::Verdict, &spam);
+        assert!(json.contains("\"decision\":\"spam\""), "{json}");
+    }
+
+    #[test]
+    fn old_clients_get_old_replies() {
+        // A threshold of the test's own: the default is recalibrated from time to time.
+        let model = ModelConfig {
+            spam_threshold: 5.0,
+            ..ModelConfig::default()
+        };
+        let mut h = head(Method::Symbols);
+        h.version = 12;
+        let out =
+            String::from_utf8(answer(&h, &verdict(Decision::Spam, 6.0), b"", &model).encode())
+                .unwrap();
+        assert_eq!(
+            out,
+            "SPAMD/1.1 0 EX_OK\r\nSpam: True ; 6.0 / 5.0\r\n\r\nSUBJ_ALL_CAPS,HTML_ONLY\r\n"
+        );
+    }
+
+    #[test]
+    fn told_says_what_spamc_expects() {
+        let h = head(Method::Tell);
+        let enc = |o| String::from_utf8(told(&h, o).encode()).unwrap();
+        assert_eq!(
+            enc(Some(Outcome::Learned)),
+            "SPAMD/1.1 0 EX_OK\r\nDidSet: local\r\nX-Spamnb-Outcome: learned\r\n\r\n"
+        );
+        assert_eq!(
+            enc(Some(Outcome::Forgotten)),
+            "SPAMD/1.1 0 EX_OK\r\nDidRemove: local\r\nX-Spamnb-Outcome: forgotten\r\n\r\n"
+        );
+        assert_eq!(
+            enc(Some(Outcome::AlreadyKnown)),
+            "SPAMD/1.1 0 EX_OK\r\nX-Spamnb-Outcome: known\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn message_ids_for_logs() {
+        assert_eq!(
+            message_id(b"Message-ID: <a@b>\r\n\r\n").as_deref(),
+            Some("<a@b>")
+        );
+        assert_eq!(
+            message_id(b"message-id:\n <x\x07@y>\n\n").as_deref(),
+            Some("<x\\u{7}@y>")
+        );
+        assert_eq!(message_id(b"Subject: x\n\nMessage-ID: <body@x>\n"), None);
+    }
+}

@@ -1,0 +1,346 @@
+//! The spamd protocol against the real `spamc`, with the output and exit codes
+//! SpamAssassin's spamd gives, and against hostile clients.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::daemon::{Daemon, Sections, trained_db, unseen};
+use crate::util::{self, text};
+
+/// `score/threshold` as spamc -c prints it.
+fn score_line(s: &str) -> bool {
+    let Some((score, threshold)) = s.trim_end().split_once('/') else {
+        return false;
+    };
+    score.parse::<f64>().is_ok() && threshold.parse::<f64>().is_ok() && s.ends_with('\n')
+}
+
+#[test]
+fn spamc_gets_what_spamd_would_give() {
+    if !util::have("spamc") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 100) else {
+        return;
+    };
+    let d = Daemon::start(dir.path(), &db, &Sections::default());
+    let (spams, hams) = unseen(20);
+    // Messages the model gets right, so that the test is about the protocol.
+    let is_spam = |m: &Vec<u8>| d.spamc(&["-c"], m).status.code() == Some(1);
+    let spam = spams
+        .iter()
+        .find(|m| is_spam(m))
+        .expect("some unseen spam is caught");
+    let ham = hams
+        .iter()
+        .find(|m| !is_spam(m))
+        .expect("some unseen ham passes");
+
+    // -c: score/threshold, exit 1 for spam, 0 for ham.
+    let out = d.spamc(&["-c"], spam);
+    assert!(score_line(&text(&out.stdout)), "{:?}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(1));
+    let out = d.spamc(&["-c"], ham);
+    assert!(score_line(&text(&out.stdout)), "{:?}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0));
+
+    // -y: the rules hit, comma-separated, exit 0.
+    let out = d.spamc(&["-y"], spam);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!text(&out.stdout).contains(' '), "{:?}", text(&out.stdout));
+
+    // -R: score/threshold, then the report; exit 0 (spamd's spamc does not flag -R).
+    let out = d.spamc(&["-R"], spam);
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    let (first, rest) = report.split_once('\n').expect("two parts");
+    assert!(score_line(&format!("{first}\n")), "{report}");
+    assert!(rest.contains("Content analysis details:"), "{report}");
+    assert!(rest.contains("learned evidence for spam"), "{report}");
+
+    // -E: the tagged message on stdout, exit 1 for spam and 0 for ham.
+    let out = d.spamc(&["-E"], spam);
+    assert_eq!(out.status.code(), Some(1));
+    let tagged = text(&out.stdout);
+    assert!(tagged.contains("\nX-Spam-Flag: YES\n"), "{tagged}");
+    assert!(tagged.contains("\nX-Spam-Status: Yes, score="), "{tagged}");
+    let out = d.spamc(&["-E"], ham);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains("\nX-Spam-Flag: NO\n"));
+    // Without -E, spamc exits 0 either way, and the body is untouched.
+    let out = d.spamc(&[], spam);
+    assert_eq!(out.status.code(), Some(0));
+    let body_at = |m: &[u8]| m.windows(2).position(|w| w == b"\n\n").expect("body") + 2;
+    assert_eq!(&out.stdout[body_at(&out.stdout)..], &spam[body_at(spam)..]);
+
+    // --headers: spamd sends only the new header block; spamc puts the body back.
+    let out = d.spamc(&["--headers"], ham);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(&out.stdout[body_at(&out.stdout)..], &ham[body_at(ham)..]);
+    assert!(text(&out.stdout).contains("\nX-Spam-Flag: NO\n"));
+    assert_eq!(
+        out.stdout,
+        d.spamc(&[], ham).stdout,
+        "--headers and PROCESS give the same mail"
+    );
+
+    // -K: spamd's PONG, as spamc prints it.
+    let out = d.spamc(&["-K"], b"");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).starts_with("SPAMD/1.5 0"),
+        "{:?}",
+        text(&out.stdout)
+    );
+
+    // -L over TCP without allow_tell: refused as spamd refuses it (spamc exits 74).
+    let out = d.spamc(&["-L", "spam"], ham);
+    assert_eq!(out.status.code(), Some(74), "{}", text(&out.stdout));
+    // On the local socket: learned, already learned, relearned, forgotten, already forgotten.
+    let learn = |class: &str| {
+        let out = d.spamc_unix(&d.spamd_unix, &["-L", class], ham);
+        assert_eq!(out.status.code(), Some(0), "-L {class}");
+        text(&out.stdout)
+    };
+    assert_eq!(learn("spam"), "Message successfully un/learned\n");
+    assert_eq!(learn("spam"), "Message was already un/learned\n");
+    assert_eq!(learn("ham"), "Message successfully un/learned\n");
+    assert_eq!(learn("forget"), "Message successfully un/learned\n");
+    assert_eq!(learn("forget"), "Message was already un/learned\n");
+
+    // User is accepted and logged.
+    let out = d.spamc(&["-c", "-u", "carol"], ham);
+    assert_eq!(out.status.code(), Some(0));
+    d.wait_log("user=\"carol\"", Duration::from_secs(5));
+
+    // With the daemon gone, spamc fails open: the message passes unchanged, exit 0.
+    let addr = d.spamd.clone();
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    drop(d);
+    let out = util::run_with_stdin(
+        std::process::Command::new("spamc").args(["-d", host, "-p", port]),
+        ham,
+    );
+    assert_eq!(out.stdout, *ham);
+}
+
+/// One number from the Prometheus text.
+fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+/// Reads whatever the daemon sends until it closes, within `timeout`.
+fn read_reply(s: &mut TcpStream, timeout: Duration) -> String {
+    s.set_read_timeout(Some(timeout)).expect("timeout");
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    text(&out)
+}
+
+fn ask(addr: &str, bytes: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    let _ = s.write_all(bytes);
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    read_reply(&mut s, Duration::from_secs(10))
+}
+
+#[test]
+fn hostile_clients_do_not_hurt_good_ones() {
+    if !util::have("spamc") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 60) else {
+        return;
+    };
+    let d = Daemon::start(
+        dir.path(),
+        &db,
+        &Sections {
+            // Long enough that a thousand connects (slow on a loaded machine) all overlap.
+            daemon: "max_connections = 1100\nread_timeout = 5",
+            spamd: "max_message_bytes = 1048576",
+            ..Default::default()
+        },
+    );
+    let (_, hams) = unseen(1);
+    let ham = &hams[0];
+    let good = |d: &Daemon| {
+        let started = Instant::now();
+        let out = d.spamc(&["-c"], ham);
+        assert!(
+            score_line(&text(&out.stdout)) && text(&out.stdout) != "0/0\n",
+            "{:?}",
+            text(&out.stdout)
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "a good client waited {:?}",
+            started.elapsed()
+        );
+    };
+    good(&d);
+    let rss_before = d.rss_kb();
+
+    // Garbage, a request line that is not one, and invalid lengths: refused, spamd's way.
+    assert!(
+        ask(&d.spamd, b"\x00\xff\x13garbage garbage\r\n\r\n")
+            .starts_with("SPAMD/1.0 76 Bad header line")
+    );
+    assert!(ask(&d.spamd, &[0x55; 100_000]).starts_with("SPAMD/1.0 76 "));
+    for bad in ["abc", "-1", "1e9", "", "12 34"] {
+        let reply = ask(
+            &d.spamd,
+            format!("CHECK SPAMC/1.5\r\nContent-length: {bad}\r\n\r\nxx").as_bytes(),
+        );
+        assert!(
+            reply.starts_with("SPAMD/1.0 76 Bad header line: (Content-Length"),
+            "{bad:?}: {reply:?}"
+        );
+    }
+    // A 4 GB length is refused before a byte of the body is read or allocated.
+    let mut s = TcpStream::connect(&d.spamd).expect("connect");
+    s.write_all(b"PROCESS SPAMC/1.5\r\nContent-length: 4294967296\r\n\r\n")
+        .expect("send");
+    let reply = read_reply(&mut s, Duration::from_secs(5));
+    assert!(reply.starts_with("SPAMD/1.0 65 "), "{reply:?}");
+    // No length and no end: cut off at max_message_bytes.
+    let mut s = TcpStream::connect(&d.spamd).expect("connect");
+    s.write_all(b"CHECK SPAMC/1.5\r\n\r\n").expect("send");
+    let chunk = vec![b'a'; 64 * 1024];
+    for _ in 0..40 {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+    }
+    assert!(read_reply(&mut s, Duration::from_secs(5)).starts_with("SPAMD/1.0 65 "));
+
+    // A client that stops mid-request is timed out (read_timeout is 5 s here).
+    let mut stalled = TcpStream::connect(&d.spamd).expect("connect");
+    write!(
+        stalled,
+        "CHECK SPAMC/1.5\r\nContent-length: {}\r\n\r\n",
+        ham.len()
+    )
+    .expect("head");
+    stalled.write_all(&ham[..ham.len() / 3]).expect("part");
+    let stalled_at = Instant::now();
+    good(&d);
+
+    // A thousand idle connections: good clients are still served, memory stays bounded.
+    let idle: Vec<TcpStream> = (0..1000)
+        .map(|_| TcpStream::connect(&d.spamd).expect("idle connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    good(&d);
+    let open = metric(
+        &d.http_get("/metrics"),
+        "spamnb_sessions_open{protocol=\"spamd\"}",
+    );
+    assert!((900..1100).contains(&open), "{open} sessions open");
+    // Past max_connections (1100), new connections are closed at once.
+    let mut over: Vec<TcpStream> = (0..150)
+        .map(|_| TcpStream::connect(&d.spamd).expect("connect"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut closed = 0;
+    for s in &mut over {
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .expect("timeout");
+        if let Ok(0) = s.read(&mut [0u8; 16]) {
+            closed += 1;
+        }
+    }
+    let rejected = metric(
+        &d.http_get("/metrics"),
+        "spamnb_connections_rejected_total{protocol=\"spamd\"}",
+    );
+    // How many exceed the limit depends on how many idle ones are still open; some must.
+    assert!(
+        closed > 0 && closed as u64 <= rejected,
+        "of 150 connections past the limit, {closed} were closed, {rejected} counted"
+    );
+    drop(over);
+    let rss = d.rss_kb();
+    assert!(
+        rss < rss_before + 64 * 1024,
+        "RSS grew from {rss_before} kB to {rss} kB"
+    );
+
+    // The stalled client got spamd's timeout reply; idle ones are closed by the timeout too.
+    let reply = read_reply(&mut stalled, Duration::from_secs(10));
+    assert!(reply.starts_with("SPAMD/1.0 79 Timeout"), "{reply:?}");
+    assert!(stalled_at.elapsed() < Duration::from_secs(15));
+    std::thread::sleep(Duration::from_secs(6));
+    let mut still_open = 0;
+    for mut s in idle {
+        s.set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let mut buf = [0u8; 256];
+        if let Err(e) = s.read(&mut buf)
+            && e.kind() == std::io::ErrorKind::WouldBlock
+        {
+            still_open += 1;
+        }
+    }
+    assert_eq!(still_open, 0, "idle connections outlived read_timeout");
+    good(&d);
+    assert!(d.http_get("/health").starts_with("HTTP/1.1 200 OK"));
+}
+
+#[test]
+fn logs_escape_control_characters_from_mail() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 60) else {
+        return;
+    };
+    for format in ["text", "json"] {
+        let sub = dir.path().join(format);
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let copy = dir.path().join(format!("db-{format}"));
+        // Each daemon holds its database: give each a copy.
+        let out = std::process::Command::new("cp")
+            .arg("-r")
+            .arg(&db)
+            .arg(&copy)
+            .status()
+            .expect("cp");
+        assert!(out.success());
+        let d = Daemon::start(
+            &sub,
+            &copy,
+            &Sections {
+                daemon: &format!("log_format = \"{format}\""),
+                ..Default::default()
+            },
+        );
+        // A sender's attempt at terminal escapes and a forged log line.
+        let msg = "From: a@example.org\r\nMessage-ID: <evil\x1b[31m\x07\x08@example.org>\r\nSubject: hi\r\n\r\nbody\r\n";
+        let head = format!(
+            "CHECK SPAMC/1.5\r\nUser: dave\r\nContent-length: {}\r\n\r\n",
+            msg.len()
+        );
+        assert!(ask(&d.spamd, format!("{head}{msg}").as_bytes()).starts_with("SPAMD/1.1 0 EX_OK"));
+        d.wait_log("evil", Duration::from_secs(5));
+        let log = d.log();
+        assert!(
+            !log.chars().any(|c| c.is_control() && c != '\n'),
+            "{format}: raw control characters in\n{log}"
+        );
+        assert!(
+            log.contains("u{1b}[31m"),
+            "{format}: the escape is shown escaped:\n{log}"
+        );
+        if format == "json" {
+            for line in log.lines() {
+                let v: serde_json::Value =
+                    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+                assert!(v.get("level").is_some(), "{line}");
+            }
+        }
+    }
+}
