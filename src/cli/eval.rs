@@ -100,8 +100,9 @@ pub struct EvalArgs {
     /// Features learned from fewer messages are not evidence [default: from the config]
     #[arg(long)]
     min_feature_messages: Option<u32>,
-    /// The textbook model of McCallum & Nigam: no minimum token weight, no length
-    /// normalization, every learned feature used (overrides the three options above)
+    /// The textbook model of McCallum & Nigam: α = 1 (unless given), no minimum token
+    /// weight, no length normalization, every learned feature used (overrides the three
+    /// options above)
     #[arg(long)]
     textbook: bool,
     /// Smoothing α [default: from the config]
@@ -191,6 +192,8 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     let alphas = match args.alpha {
         Some(a) if a > 0.0 && a.is_finite() => vec![a],
         Some(a) => bail!("--alpha {a}: α must be above 0"),
+        // The paper's Laplace smoothing, unless α is given.
+        None if args.textbook => vec![1.0],
         None => vec![config.model.alpha],
     };
     let vocabs = match &args.vocab {
