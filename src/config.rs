@@ -13,6 +13,7 @@ use crate::features::Extractor;
 use crate::model::ModelConfig;
 use crate::store::StoreOptions;
 use crate::tokenize::TokenizerOptions;
+use crate::watch::{RawWatch, WatchSettings};
 
 /// Where the configuration is looked for when `--config` and `SPAMNB_CONFIG` are not given:
 /// the user's own, then the system's.
@@ -47,6 +48,8 @@ pub struct Config {
     pub control: ControlConfig,
     pub http: HttpConfig,
     pub milter: MilterConfig,
+    /// The folder watcher's settings, when the file has a `[watch]` section.
+    pub watch: Option<WatchSettings>,
 }
 
 impl Default for Config {
@@ -65,6 +68,7 @@ impl Default for Config {
             control: ControlConfig::default(),
             http: HttpConfig::default(),
             milter: MilterConfig::default(),
+            watch: None,
         }
     }
 }
@@ -104,6 +108,7 @@ struct RawConfig {
     http: HttpConfig,
     #[serde(default)]
     milter: MilterConfig,
+    watch: Option<RawWatch>,
 }
 
 impl Config {
@@ -164,6 +169,11 @@ impl Config {
         }
         crate::daemon::config::validate(&raw.daemon, &raw.spamd, &raw.http).map_err(invalid)?;
         raw.milter.validate().map_err(invalid)?;
+        let watch = raw
+            .watch
+            .map(RawWatch::validate)
+            .transpose()
+            .map_err(invalid)?;
         Ok(Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
@@ -182,6 +192,7 @@ impl Config {
             control: raw.control,
             http: raw.http,
             milter: raw.milter,
+            watch,
         })
     }
 }
@@ -208,6 +219,12 @@ mod tests {
                 "must not be above",
             ),
             ("[model\n", Some(1), ""),
+            (
+                "[watch]\nusers = { ann = \"Maildir\" }\n",
+                None,
+                "absolute path",
+            ),
+            ("[watch]\nspam_folder = []\n", Some(2), "unknown field"),
         ] {
             let e = Config::parse(text, p).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");

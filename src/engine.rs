@@ -33,6 +33,15 @@ impl Engine {
     pub fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
         self.store.learn(lessons)
     }
+
+    /// [`Engine::learn`], with a front end's notes written in the same atomic step.
+    pub fn learn_noting(
+        &self,
+        lessons: &[Lesson],
+        notes: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Outcome>, Error> {
+        self.store.learn_noting(lessons, notes)
+    }
 }
 
 /// The engine the daemon's sessions use, swapped whole when SIGHUP reloads the

@@ -20,6 +20,7 @@
 //! - [`milter`]: the milter protocol (Postfix, Sendmail): codec, session, server.
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
 //! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
+//! - [`watch`]: learning from the folders users move mail into and out of (Junk).
 //! - [`eval`]: cross-validation, online and split evaluation in memory, through [`model`].
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
@@ -37,3 +38,4 @@ pub mod spam_headers;
 pub mod spamd;
 pub mod store;
 pub mod tokenize;
+pub mod watch;

@@ -11,7 +11,7 @@ use clap::Args;
 use super::Format;
 use crate::config::Config;
 use crate::model::CountSource;
-use crate::store::{self, Store};
+use crate::store;
 
 #[derive(Debug, Args)]
 pub struct StatsArgs {
@@ -32,8 +32,8 @@ pub struct ImportArgs {
 }
 
 pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
-    let store = super::open_store(config)?;
-    let s = store.stats()?;
+    // The database here, or through the daemon that holds it.
+    let s = super::route::Route::open(config)?.stats()?;
     let t = s.totals;
     match args.format {
         Format::Json => println!(
@@ -62,14 +62,15 @@ pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
-    let store = super::open_store(config)?;
+    // The database here, or through the daemon that holds it.
+    let route = super::route::Route::open(config)?;
     let mut out: Box<dyn Write> = match &args.file {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
-    store::export(&*store, &mut out).context("writing the export")?;
+    route.export(&mut out).context("writing the export")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -99,14 +99,19 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let user = args.user.as_deref();
     let mut pending: Option<(Prepared, u64)> = None;
     for chunk in inputs.chunks(BATCH).map(Some).chain([None]) {
-        let (written, next) = rayon::join(
-            || {
-                pending
-                    .take()
-                    .map(|(batch, n)| (route.learn(&batch, target, user), n))
-            },
-            || chunk.map(|chunk| (prepare(&route, chunk, target, user), chunk.len() as u64)),
-        );
+        let mut write = || {
+            pending
+                .take()
+                .map(|(batch, n)| (route.learn(&batch, target, user), n))
+        };
+        let read = || chunk.map(|chunk| (prepare(&route, chunk, target, user), chunk.len() as u64));
+        // One message (a Sieve or procmail hook) needs no thread pool, and a hook may run
+        // under limits (Dovecot's vsz_limit) where starting one fails.
+        let (written, next) = if inputs.len() < 2 {
+            (write(), read())
+        } else {
+            rayon::join(write, read)
+        };
         if let Some((outcomes, n)) = written {
             let outcomes =
                 outcomes.with_context(|| format!("learning into {}", config.db.display()))?;

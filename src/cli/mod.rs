@@ -7,6 +7,7 @@ mod eval;
 mod filter;
 mod learn;
 mod route;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -55,6 +56,8 @@ pub enum Command {
     Import(db::ImportArgs),
     /// Run the daemon: milter, spamd protocol, control socket, metrics
     Daemon(daemon::DaemonArgs),
+    /// Learn from the folders users move mail into and out of (Junk), without the daemon
+    Watch(watch::WatchArgs),
     /// Measure how well spamnb sorts labelled mail (cross-validation, split, online)
     Eval(Box<eval::EvalArgs>),
 }
@@ -84,6 +87,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Export(a) => db::export(&load_config(&args)?, a),
         Command::Import(a) => db::import(&load_config(&args)?, a),
         Command::Daemon(a) => daemon::run(&args, a),
+        Command::Watch(a) => watch::run(&load_config(&args)?, a),
         Command::Eval(a) => eval::run(&load_config(&args)?, a),
     }
 }

@@ -87,11 +87,9 @@ impl Route {
         user: Option<&str>,
     ) -> Prepared {
         match self {
-            Route::Local { engine, .. } => Prepared::Lessons(
-                raws.par_iter()
-                    .map(|raw| engine.lesson(raw, target, user))
-                    .collect(),
-            ),
+            Route::Local { engine, .. } => {
+                Prepared::Lessons(each(&raws, |raw| engine.lesson(raw, target, user)))
+            }
             Route::Daemon(_) => Prepared::Messages(raws),
         }
     }
@@ -106,13 +104,12 @@ impl Route {
     ) -> anyhow::Result<Vec<Outcome>> {
         match (self, batch) {
             (Route::Local { engine, .. }, Prepared::Lessons(lessons)) => Ok(engine.learn(lessons)?),
-            (Route::Daemon(client), Prepared::Messages(raws)) => raws
-                .par_iter()
-                .map(|raw| retry(|| client.tell(raw, target, user)))
-                .collect::<Result<Vec<_>, _>>()
-                .with_context(|| {
-                    format!("learning through the daemon at {}", client.path().display())
-                }),
+            (Route::Daemon(client), Prepared::Messages(raws)) => {
+                each(raws, |raw| retry(|| client.tell(raw, target, user)))
+                    .into_iter()
+                    .collect::<Result<Vec<_>, _>>()
+            }
+            .with_context(|| format!("learning through the daemon at {}", client.path().display())),
             _ => unreachable!("a batch is prepared by the route that learns it"),
         }
     }
@@ -120,16 +117,28 @@ impl Route {
     /// The verdict on each message.
     pub fn check(&self, raws: &[&[u8]]) -> anyhow::Result<Vec<Verdict>> {
         match self {
-            Route::Local { engine, .. } => {
-                Ok(raws.par_iter().map(|raw| engine.check(raw)).collect())
-            }
-            Route::Daemon(client) => raws
-                .par_iter()
-                .map(|raw| retry(|| client.verdict(raw)))
+            Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))),
+            Route::Daemon(client) => each(raws, |raw| retry(|| client.verdict(raw)))
+                .into_iter()
                 .collect::<Result<Vec<_>, _>>()
                 .with_context(|| {
                     format!("scoring through the daemon at {}", client.path().display())
                 }),
+        }
+    }
+
+    pub fn stats(&self) -> anyhow::Result<crate::store::Stats> {
+        match self {
+            Route::Local { store, .. } => Ok(store.stats()?),
+            Route::Daemon(client) => Ok(client.stats()?),
+        }
+    }
+
+    /// Writes the whole model as `spamnb export` does.
+    pub fn export(&self, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
+        match self {
+            Route::Local { store, .. } => Ok(crate::store::export(&**store, out)?),
+            Route::Daemon(client) => Ok(client.export(out)?),
         }
     }
 
@@ -139,6 +148,16 @@ impl Route {
             Route::Local { store, .. } => Ok(store.flush()?),
             Route::Daemon(client) => Ok(client.flush()?),
         }
+    }
+}
+
+/// `f` of each item, in order: on every core, except for a single item, which needs no
+/// thread pool — and a hook may run under limits (Dovecot's vsz_limit) where starting one fails.
+fn each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
+    if items.len() < 2 {
+        items.iter().map(f).collect()
+    } else {
+        items.par_iter().map(f).collect()
     }
 }
 

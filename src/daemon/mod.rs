@@ -200,6 +200,7 @@ pub type ConfigLoader = dyn Fn() -> Result<Config, String> + Send + Sync;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
 pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
+    raise_open_files_limit();
     let runtime_dir = config.daemon.runtime_dir();
     make_runtime_dir(&runtime_dir)?;
     let store = Arc::new(SledStore::open(&config.db, &config.store)?);
@@ -227,6 +228,9 @@ async fn serve(
     build: Box<EngineBuilder>,
     load: Box<ConfigLoader>,
 ) -> Result<(), Error> {
+    // Handlers first: systemd may send SIGHUP as soon as it hears READY, and an
+    // unhandled SIGHUP would end the process.
+    let signals = Signals::install();
     let binds = binds(&config, runtime_dir);
     let ctx = Context::new(build(&config), config);
     let shutdown = CancellationToken::new();
@@ -259,7 +263,7 @@ async fn serve(
     notify::notify("READY=1\nSTATUS=serving");
     tracing::info!("spamnb {} ready", env!("CARGO_PKG_VERSION"));
 
-    signals(&ctx, &*build, &*load).await;
+    signals.wait(&ctx, &*build, &*load).await;
 
     notify::notify("STOPPING=1\nSTATUS=draining");
     tracing::info!("stopping: no new connections; waiting for open sessions");
@@ -278,22 +282,44 @@ async fn serve(
     Ok(())
 }
 
-/// Waits for SIGTERM or SIGINT; reloads on SIGHUP meanwhile.
-async fn signals(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop the daemon with SIGKILL");
-        return std::future::pending().await;
-    };
-    loop {
-        tokio::select! {
-            _ = term.recv() => return,
-            _ = int.recv() => return,
-            _ = hup.recv() => reload(ctx, build, load),
+/// The signals the daemon acts on, installed before it says it is ready.
+struct Signals(
+    Option<(
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+        tokio::signal::unix::Signal,
+    )>,
+);
+
+impl Signals {
+    fn install() -> Signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(term), Ok(int), Ok(hup)) => Signals(Some((term, int, hup))),
+            _ => {
+                tracing::error!("cannot install signal handlers; stop the daemon with SIGKILL");
+                Signals(None)
+            }
+        }
+    }
+
+    /// Waits for SIGTERM or SIGINT; reloads on SIGHUP meanwhile.
+    async fn wait(self, ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
+        let Some((mut term, mut int, mut hup)) = self.0 else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::select! {
+                _ = term.recv() => return,
+                _ = int.recv() => return,
+                // Reading and compiling a configuration is blocking work: let the
+                // runtime move the sessions on this thread elsewhere meanwhile.
+                _ = hup.recv() => tokio::task::block_in_place(|| reload(ctx, build, load)),
+            }
         }
     }
 }
@@ -417,6 +443,32 @@ fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// Raises the soft limit of open files to the hard one, as daemons do: every connection
+/// is a descriptor, and the common soft default of 1024 would let a thousand idle clients
+/// starve the listeners. Under systemd `LimitNOFILE=` has done it already (and the unit's
+/// system-call filter refuses this call, which is harmless).
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed by pointer,
+    // which lives on this stack frame for the duration of the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 || limit.rlim_cur >= limit.rlim_max
+        {
+            return;
+        }
+        let wanted = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+            tracing::debug!("cannot raise the open-files limit above {}", limit.rlim_cur);
+        }
+    }
 }
 
 /// Sets up `tracing` for the daemon: text or JSON lines on stderr (journald picks them up).

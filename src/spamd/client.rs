@@ -29,8 +29,9 @@ pub enum ClientError {
     Garbled { path: PathBuf, reason: String },
 }
 
-/// Replies beyond this are not the daemon's: it sends verdicts and small status lines.
-const MAX_REPLY: usize = 64 << 20;
+/// Replies beyond this are not the daemon's: verdicts and status lines are small, and an
+/// export of a large model is some hundreds of megabytes at most.
+const MAX_REPLY: usize = 1 << 30;
 
 #[derive(Debug, Clone)]
 pub struct Client {
@@ -126,6 +127,39 @@ impl Client {
         })
     }
 
+    /// The database's figures, as `Store::stats` gives them.
+    pub fn stats(&self) -> Result<crate::store::Stats, ClientError> {
+        let r = self.request("STATS", &[], None)?;
+        if r.code != 0 {
+            return Err(self.refused(&r));
+        }
+        let w: WireStats =
+            serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))?;
+        Ok(crate::store::Stats {
+            totals: crate::model::Totals {
+                messages: w.messages,
+                occurrences: w.occurrences,
+                presences: w.presences,
+                vocabulary: w.vocabulary,
+            },
+            ledger_entries: w.ledger_entries,
+            size_on_disk: w.size_on_disk,
+            schema_version: w.schema_version,
+        })
+    }
+
+    /// The whole model, as `spamnb export` writes it, onto `out`.
+    pub fn export(&self, out: &mut dyn Write) -> Result<(), ClientError> {
+        let r = self.request("EXPORT", &[], None)?;
+        if r.code != 0 {
+            return Err(self.refused(&r));
+        }
+        out.write_all(&r.body).map_err(|source| ClientError::Io {
+            path: PathBuf::from("(output)"),
+            source,
+        })
+    }
+
     /// Makes everything learned so far durable.
     pub fn flush(&self) -> Result<(), ClientError> {
         let r = self.request("FLUSH", &[], None)?;
@@ -215,6 +249,17 @@ fn parse_response(bytes: &[u8]) -> Result<Response, String> {
         headers,
         body: bytes[at.min(bytes.len())..].to_vec(),
     })
+}
+
+#[derive(Deserialize)]
+struct WireStats {
+    schema_version: u32,
+    ledger_entries: u64,
+    size_on_disk: u64,
+    messages: [u64; 2],
+    occurrences: [u64; 2],
+    presences: [u64; 2],
+    vocabulary: u64,
 }
 
 /// The verdict as the daemon serialized it (`model::Verdict` is Serialize only).

@@ -29,6 +29,10 @@ pub enum Method {
     Verdict,
     /// spamnb's extension for its own CLI: make everything learned durable.
     Flush,
+    /// spamnb's extension for its own CLI: the database's figures as JSON.
+    Stats,
+    /// spamnb's extension for its own CLI: the whole model as `spamnb export` writes it.
+    Export,
 }
 
 impl Method {
@@ -45,6 +49,8 @@ impl Method {
             "TELL" => Method::Tell,
             "VERDICT" => Method::Verdict,
             "FLUSH" => Method::Flush,
+            "STATS" => Method::Stats,
+            "EXPORT" => Method::Export,
             _ => return None,
         })
     }
@@ -62,12 +68,17 @@ impl Method {
             Method::Tell => "TELL",
             Method::Verdict => "VERDICT",
             Method::Flush => "FLUSH",
+            Method::Stats => "STATS",
+            Method::Export => "EXPORT",
         }
     }
 
     /// Whether a message follows the head.
     pub fn has_body(self) -> bool {
-        !matches!(self, Method::Ping | Method::Skip | Method::Flush)
+        !matches!(
+            self,
+            Method::Ping | Method::Skip | Method::Flush | Method::Stats | Method::Export
+        )
     }
 }
 

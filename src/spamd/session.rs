@@ -34,6 +34,12 @@ pub async fn serve(request: Request, peer: Peer, ctx: &Context, protocol: Protoc
         }
         Method::Tell => tell(request, peer, ctx, &config).await,
         Method::Flush => flush(ctx).await,
+        // The model holds words of users' mail: it is told only to local clients.
+        Method::Stats | Method::Export if peer != Peer::Local => Reply::error(
+            Code::NoPerm,
+            "Service Unavailable: STATS and EXPORT are served on the local sockets only",
+        ),
+        Method::Stats | Method::Export => database(head.method, ctx).await,
         _ => check(request, ctx, &config, protocol).await,
     }
 }
@@ -101,13 +107,21 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
             Some(header_block(&full).to_vec())
         }
         Method::Verdict => Some(serde_json::to_vec(verdict).expect("a verdict serializes")),
-        Method::Ping | Method::Skip | Method::Tell | Method::Flush => {
+        Method::Ping
+        | Method::Skip
+        | Method::Tell
+        | Method::Flush
+        | Method::Stats
+        | Method::Export => {
             unreachable!("answer is only called for scoring methods")
         }
     };
+    // Before SPAMC/1.3 a reply had one header: the message's length for PROCESS and
+    // HEADERS, the Spam line for the others.
+    let rewrites = matches!(head.method, Method::Process | Method::Headers);
     Reply::Result {
         version: head.version,
-        spam: Some(spam),
+        spam: (head.version >= 13 || !rewrites).then_some(spam),
         headers: Vec::new(),
         body,
     }
@@ -257,6 +271,49 @@ async fn flush(ctx: &Context) -> Reply {
             spam: None,
             headers: Vec::new(),
             body: None,
+        },
+        Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
+        Err(e) => Reply::error(
+            Code::Software,
+            format!("Service Unavailable: internal error: {e}"),
+        ),
+    }
+}
+
+/// STATS and EXPORT: what `spamnb stats` and `spamnb export` read from the database,
+/// for a CLI that cannot open it while the daemon holds it.
+async fn database(method: Method, ctx: &Context) -> Reply {
+    let engine = ctx.engine.current();
+    let work = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, crate::store::Error> {
+        let store = &*engine.store;
+        match method {
+            Method::Stats => {
+                let s = store.stats()?;
+                let t = s.totals;
+                let json = serde_json::json!({
+                    "schema_version": s.schema_version,
+                    "ledger_entries": s.ledger_entries,
+                    "size_on_disk": s.size_on_disk,
+                    "messages": t.messages,
+                    "occurrences": t.occurrences,
+                    "presences": t.presences,
+                    "vocabulary": t.vocabulary,
+                });
+                Ok(json.to_string().into_bytes())
+            }
+            _ => {
+                let mut out = Vec::new();
+                crate::store::export(store, &mut out)?;
+                Ok(out)
+            }
+        }
+    });
+    match work.await {
+        Ok(Ok(body)) => Reply::Result {
+            version: 15,
+            spam: None,
+            headers: Vec::new(),
+            body: Some(body),
         },
         Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
         Err(e) => Reply::error(
@@ -416,6 +473,15 @@ mod tests {
             out,
             "SPAMD/1.1 0 EX_OK\r\nSpam: True ; 6.0 / 5.0\r\n\r\nSUBJ_ALL_CAPS,HTML_ONLY\r\n"
         );
+        h.method = Method::Process;
+        let raw = b"S: x\n\nb\n";
+        let out = answer(&h, &verdict(Decision::Spam, 6.0), raw, &model).encode();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.starts_with("SPAMD/1.1 0 EX_OK\r\nContent-length: "),
+            "{out}"
+        );
+        assert!(!out.contains("Spam: "), "{out}");
     }
 
     #[test]

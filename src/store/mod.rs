@@ -112,6 +112,41 @@ pub trait Store: CountSource + Send + Sync {
         each: &mut dyn FnMut(&Digest, &LedgerEntry),
     ) -> Result<(), Error>;
 
+    /// A front end's own bookkeeping kept beside the model (the folder watcher's record of
+    /// the files it has seen), by opaque key. Notes are not part of an export: losing them
+    /// costs a rescan, never a count.
+    fn note(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let _ = key;
+        Err(Error::Write("this store keeps no notes".into()))
+    }
+
+    /// [`Store::learn`], and sets or removes notes in the same atomic write: a front end's
+    /// record of what it learned can never disagree with the ledger after a crash.
+    fn learn_noting(
+        &self,
+        lessons: &[Lesson],
+        notes: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Outcome>, Error> {
+        let _ = (lessons, notes);
+        Err(Error::Write("this store keeps no notes".into()))
+    }
+
+    /// Sets (`Some`) or removes (`None`) notes, all of them or none.
+    fn write_notes(&self, changes: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), Error> {
+        let _ = changes;
+        Err(Error::Write("this store keeps no notes".into()))
+    }
+
+    /// Every note whose key starts with `prefix`, in key order.
+    fn for_each_note(
+        &self,
+        prefix: &[u8],
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), Error> {
+        let _ = (prefix, each);
+        Err(Error::Write("this store keeps no notes".into()))
+    }
+
     /// Loads a whole model into an empty store in one atomic step.
     fn replace_all(
         &self,

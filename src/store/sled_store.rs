@@ -1,6 +1,7 @@
 //! The sled implementation of [`Store`].
 //!
-//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name), so that
+//! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name, `n` + a
+//! front end's note key), so that
 //! a batch of messages' token counts, the class totals and their ledger entries go to disk
 //! in one `apply_batch`, which sled applies atomically.
 //!
@@ -31,6 +32,7 @@ use crate::model::{self, Class, CountSource, TokenCounts, Totals};
 
 const TOKEN: u8 = b't';
 const LEDGER: u8 = b'l';
+const NOTE: u8 = b'n';
 const META_SCHEMA: &[u8] = b"mschema";
 const META_TOTALS: &[u8] = b"mtotals";
 const MARKER_FILE: &str = "spamnb-database";
@@ -224,6 +226,14 @@ impl Store for SledStore {
     }
 
     fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
+        self.learn_noting(lessons, &[])
+    }
+
+    fn learn_noting(
+        &self,
+        lessons: &[Lesson],
+        notes: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<Vec<Outcome>, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
         // Per feature: occurrences and messages per class to add (or, negative, take away).
@@ -341,6 +351,12 @@ impl Store for SledStore {
                 None => batch.remove(ledger_key(digest)),
             }
         }
+        for (key, value) in notes {
+            match value {
+                Some(v) => batch.insert(note_key(key), v.as_slice()),
+                None => batch.remove(note_key(key)),
+            }
+        }
         batch.insert(META_TOTALS, encode_totals(&totals));
         self.db
             .apply_batch(batch)
@@ -403,6 +419,36 @@ impl Store for SledStore {
                 });
             };
             each(&digest, &entry);
+        }
+        Ok(())
+    }
+
+    fn note(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        let v = self.db.get(note_key(key)).map_err(|e| self.corrupt(e))?;
+        Ok(v.map(|v| v.to_vec()))
+    }
+
+    fn write_notes(&self, changes: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<(), Error> {
+        let mut batch = sled::Batch::default();
+        for (key, value) in changes {
+            match value {
+                Some(v) => batch.insert(note_key(key), v.as_slice()),
+                None => batch.remove(note_key(key)),
+            }
+        }
+        self.db
+            .apply_batch(batch)
+            .map_err(|e| Error::Write(e.to_string()))
+    }
+
+    fn for_each_note(
+        &self,
+        prefix: &[u8],
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), Error> {
+        for kv in self.db.scan_prefix(note_key(prefix)) {
+            let (k, v) = kv.map_err(|e| self.corrupt(e))?;
+            each(&k[1..], &v);
         }
         Ok(())
     }
@@ -504,6 +550,13 @@ fn bucket_of(hash: u64) -> u16 {
 fn bucket_key(bucket: u16) -> [u8; 3] {
     let [hi, lo] = bucket.to_be_bytes();
     [TOKEN, hi, lo]
+}
+
+fn note_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(NOTE);
+    k.extend_from_slice(key);
+    k
 }
 
 fn ledger_key(digest: &Digest) -> Vec<u8> {
@@ -783,6 +836,40 @@ mod tests {
             feature_hash("")
         );
         assert_ne!(feature_hash("free"), feature_hash("subj:free"));
+    }
+
+    #[test]
+    fn notes_are_kept_apart_from_the_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let note = |k: &[u8], v: Option<&[u8]>| (k.to_vec(), v.map(<[u8]>::to_vec));
+        store
+            .write_notes(&[
+                note(b"w/a", Some(b"1")),
+                note(b"w/b", Some(b"2")),
+                note(b"x", Some(b"")),
+            ])
+            .unwrap();
+        store.write_notes(&[note(b"w/a", None)]).unwrap();
+        let mut seen = Vec::new();
+        store
+            .for_each_note(b"w/", &mut |k, v| seen.push((k.to_vec(), v.to_vec())))
+            .unwrap();
+        assert_eq!(seen, [(b"w/b".to_vec(), b"2".to_vec())]);
+        assert_eq!(store.note(b"x").unwrap(), Some(vec![]));
+        // Notes written with lessons go in the same batch.
+        let out = store
+            .learn_noting(
+                &[lesson(1, Some(Class::Spam), "a b")],
+                &[note(b"w/c", Some(b"3"))],
+            )
+            .unwrap();
+        assert_eq!(out, [Outcome::Learned]);
+        assert_eq!(store.note(b"w/c").unwrap(), Some(b"3".to_vec()));
+        assert_eq!(store.stats().unwrap().ledger_entries, 1);
+        let mut tokens = 0;
+        store.for_each_token(&mut |_, _| tokens += 1).unwrap();
+        assert_eq!(tokens, 2, "notes are not tokens");
     }
 
     #[test]

@@ -5,3 +5,5 @@ mod milter;
 mod model;
 mod spamd;
 mod util;
+mod watch;
+mod watch_e2e;

@@ -60,6 +60,18 @@ fn spamc_gets_what_spamd_would_give() {
     assert!(rest.contains("Content analysis details:"), "{report}");
     assert!(rest.contains("learned evidence for spam"), "{report}");
 
+    // -r (REPORT_IFSPAM): the report for spam, nothing for ham, exit 0 either way.
+    let out = d.spamc(&["-r"], spam);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text(&out.stdout).contains("Content analysis details:"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = d.spamc(&["-r"], ham);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stdout), "");
+
     // -E: the tagged message on stdout, exit 1 for spam and 0 for ham.
     let out = d.spamc(&["-E"], spam);
     assert_eq!(out.status.code(), Some(1));
@@ -126,6 +138,27 @@ fn spamc_gets_what_spamd_would_give() {
     assert_eq!(out.stdout, *ham);
 }
 
+/// This test process holds more than a thousand sockets: lift the soft limit (often
+/// 1024) to the hard one.
+fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: the calls read and write only the struct on this stack frame.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+    }
+    assert!(
+        limit.rlim_cur >= 2400,
+        "the test needs 2400 open files; the hard limit is {}",
+        limit.rlim_max
+    );
+}
+
 /// One number from the Prometheus text.
 fn metric(text: &str, name: &str) -> u64 {
     text.lines()
@@ -162,13 +195,14 @@ fn hostile_clients_do_not_hurt_good_ones() {
         &db,
         &Sections {
             // Long enough that a thousand connects (slow on a loaded machine) all overlap.
-            daemon: "max_connections = 1100\nread_timeout = 5",
+            daemon: "max_connections = 1100\nread_timeout = 10",
             spamd: "max_message_bytes = 1048576",
             ..Default::default()
         },
     );
     let (_, hams) = unseen(1);
     let ham = &hams[0];
+    raise_open_files_limit();
     let good = |d: &Daemon| {
         let started = Instant::now();
         let out = d.spamc(&["-c"], ham);
@@ -178,7 +212,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
             text(&out.stdout)
         );
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < Duration::from_secs(3),
             "a good client waited {:?}",
             started.elapsed()
         );
@@ -202,6 +236,11 @@ fn hostile_clients_do_not_hurt_good_ones() {
             "{bad:?}: {reply:?}"
         );
     }
+    // The model (words of users' mail) is never handed to a TCP client.
+    for method in ["EXPORT", "STATS"] {
+        let reply = ask(&d.spamd, format!("{method} SPAMC/1.5\r\n\r\n").as_bytes());
+        assert!(reply.starts_with("SPAMD/1.0 77 "), "{method}: {reply:?}");
+    }
     // A 4 GB length is refused before a byte of the body is read or allocated.
     let mut s = TcpStream::connect(&d.spamd).expect("connect");
     s.write_all(b"PROCESS SPAMC/1.5\r\nContent-length: 4294967296\r\n\r\n")
@@ -219,7 +258,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
     }
     assert!(read_reply(&mut s, Duration::from_secs(5)).starts_with("SPAMD/1.0 65 "));
 
-    // A client that stops mid-request is timed out (read_timeout is 5 s here).
+    // A client that stops mid-request is timed out (read_timeout is 10 s here).
     let mut stalled = TcpStream::connect(&d.spamd).expect("connect");
     write!(
         stalled,
@@ -235,13 +274,19 @@ fn hostile_clients_do_not_hurt_good_ones() {
     let idle: Vec<TcpStream> = (0..1000)
         .map(|_| TcpStream::connect(&d.spamd).expect("idle connect"))
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
+    let idle_since = Instant::now();
+    // All accepted (on a loaded machine some connects wait out a SYN retransmission).
+    let open = || {
+        metric(
+            &d.http_get("/metrics"),
+            "spamnb_sessions_open{protocol=\"spamd\"}",
+        )
+    };
+    while open() < 1000 && idle_since.elapsed() < Duration::from_secs(8) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!((1000..1100).contains(&open()), "{} sessions open", open());
     good(&d);
-    let open = metric(
-        &d.http_get("/metrics"),
-        "spamnb_sessions_open{protocol=\"spamd\"}",
-    );
-    assert!((900..1100).contains(&open), "{open} sessions open");
     // Past max_connections (1100), new connections are closed at once.
     let mut over: Vec<TcpStream> = (0..150)
         .map(|_| TcpStream::connect(&d.spamd).expect("connect"))
@@ -272,10 +317,10 @@ fn hostile_clients_do_not_hurt_good_ones() {
     );
 
     // The stalled client got spamd's timeout reply; idle ones are closed by the timeout too.
-    let reply = read_reply(&mut stalled, Duration::from_secs(10));
+    let reply = read_reply(&mut stalled, Duration::from_secs(15));
     assert!(reply.starts_with("SPAMD/1.0 79 Timeout"), "{reply:?}");
-    assert!(stalled_at.elapsed() < Duration::from_secs(15));
-    std::thread::sleep(Duration::from_secs(6));
+    assert!(stalled_at.elapsed() < Duration::from_secs(25));
+    std::thread::sleep(Duration::from_secs(11).saturating_sub(idle_since.elapsed()));
     let mut still_open = 0;
     for mut s in idle {
         s.set_read_timeout(Some(Duration::from_millis(50)))
@@ -343,4 +388,113 @@ fn logs_escape_control_characters_from_mail() {
             }
         }
     }
+}
+
+/// The procmail and Sieve recipes of contrib/, run by the real procmail and Pigeonhole's
+/// sieve-test on mail tagged by the daemon through spamc: spam lands in Junk, ham in the inbox.
+#[test]
+fn contrib_recipes_file_spam() {
+    if !util::have("spamc") || !util::have("procmail") || !util::have("sieve-test") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // sieve-test refuses root, so it runs as nobody and must read these files.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let Some(db) = trained_db(dir.path(), 100) else {
+        return;
+    };
+    let d = Daemon::start(dir.path(), &db, &Sections::default());
+    let (spams, hams) = unseen(20);
+    let is_spam = |m: &Vec<u8>| d.spamc(&["-c"], m).status.code() == Some(1);
+    let spam = spams
+        .iter()
+        .find(|m| is_spam(m))
+        .expect("some unseen spam is caught");
+    let ham = hams
+        .iter()
+        .find(|m| !is_spam(m))
+        .expect("some unseen ham passes");
+    let contrib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+
+    // procmail: contrib/procmailrc with spamc pointed at this daemon, and an inbox at the end.
+    let maildir = dir.path().join("Maildir");
+    for sub in ["cur", "new", "tmp", ".Junk/cur", ".Junk/new", ".Junk/tmp"] {
+        std::fs::create_dir_all(maildir.join(sub)).expect("maildir");
+    }
+    let (host, port) = d.spamd.rsplit_once(':').expect("host:port");
+    let recipe = std::fs::read_to_string(contrib.join("procmailrc")).expect("procmailrc");
+    assert!(recipe.contains("| spamc\n"), "{recipe}");
+    let rc = format!(
+        "MAILDIR={}/\n{}\n:0\n./\n",
+        maildir.display(),
+        recipe.replace("| spamc\n", &format!("| spamc -d {host} -p {port}\n"))
+    );
+    let rc_path = util::write(dir.path(), "procmailrc", rc);
+    for m in [spam, ham] {
+        let out = util::run_with_stdin(
+            std::process::Command::new("procmail")
+                .arg("-m")
+                .arg(&rc_path),
+            m,
+        );
+        assert!(out.status.success(), "procmail: {}", text(&out.stderr));
+    }
+    let delivered = |sub: &str| -> Vec<String> {
+        std::fs::read_dir(maildir.join(sub))
+            .expect("maildir new")
+            .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("read"))
+            .collect()
+    };
+    let junk = delivered(".Junk/new");
+    let inbox = delivered("new");
+    assert_eq!(
+        (junk.len(), inbox.len()),
+        (1, 1),
+        "junk {junk:?}\ninbox {inbox:?}"
+    );
+    assert!(junk[0].contains("\nX-Spam-Flag: YES\n"));
+    assert!(inbox[0].contains("\nX-Spam-Flag: NO\n"));
+
+    // Sieve: contrib/spam.sieve on the same tagged mail.
+    let sieve = util::write(
+        dir.path(),
+        "spam.sieve",
+        std::fs::read(contrib.join("spam.sieve")).expect("sieve"),
+    );
+    for (mail, folder) in [(&junk[0], "Junk"), (&inbox[0], "INBOX")] {
+        let eml = util::write(dir.path(), "tagged.eml", mail);
+        for p in [&sieve, &eml] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        }
+        let mut cmd = if current_uid() == 0 {
+            let mut c = std::process::Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sieve-test",
+            ]);
+            c
+        } else {
+            std::process::Command::new("sieve-test")
+        };
+        let out = cmd
+            .arg(&sieve)
+            .arg(&eml)
+            .env("HOME", dir.path())
+            .output()
+            .expect("sieve-test");
+        let said = text(&out.stdout);
+        assert!(
+            said.contains(&format!("store message in folder: {folder}")),
+            "{folder}: {said}\n{}",
+            text(&out.stderr)
+        );
+    }
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
 }

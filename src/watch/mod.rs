@@ -1,0 +1,765 @@
+//! Learning from users' folder moves: a message a user moves into Junk is learned as spam,
+//! one rescued out of it is relearned as ham, without anyone running a command.
+//!
+//! The watcher keeps a non-recursive `notify` (inotify) watch on every folder's `new/` and
+//! `cur/` (and on the folder itself, to see new subfolders), gathers events until they
+//! settle for [`WatchSettings::debounce`], and then looks at each file that appeared.
+//! Maildir's semantics decide what a file means:
+//!
+//! - a message file is known by its unique name, the part before `:2,`; a rename that only
+//!   changes the flags after it (or moves it from `new/` to `cur/`) is not a move and
+//!   teaches nothing;
+//! - a message is recognised across folders by its digest (its content without spamnb's
+//!   own headers), because IMAP servers give a copied message a new file name; the record
+//!   of where each digest was last seen tells a move from a delivery;
+//! - a message that appears in a spam folder is learned as spam (relearned if it was
+//!   learned as ham), except a fresh delivery that spamnb itself flagged `X-Spam-Flag: YES`:
+//!   that is spamnb's own verdict filed by a Sieve rule, and learning it would only teach
+//!   the filter what it already believes;
+//! - a message moved into a ham folder is relearned as ham when it had been learned as spam
+//!   or carries `X-Spam-Flag: YES`; a fresh delivery into a ham folder teaches nothing;
+//! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
+//!   not unlearned.
+//!
+//! Nothing is missed: the first scan of a user records what the Maildir holds without
+//! learning it (`spamnb learn --spam --user U ~/Maildir/.Junk` teaches an existing Junk
+//! folder); every later start, and every kernel event-queue overflow, rescans all folders
+//! and handles each file the record does not know, so moves made while spamnb was down are
+//! learned once. Learning goes through the ledger, which makes it idempotent, and the
+//! record of the files a batch came from is written in the same atomic step as its lessons
+//! ([`Store::learn_noting`](crate::store::Store::learn_noting)), so a crash leaves both or
+//! neither.
+//!
+//! A per-user burst limit ([`WatchSettings::burst_limit`]) caps how many messages a burst
+//! of moves may teach; the excess is logged, with the command that would learn it by hand,
+//! and recorded as seen so that it is not retried.
+//!
+//! # Running it
+//!
+//! `spamnb watch` runs it in the foreground for the users of the `[watch]` section, or for
+//! one Maildir given on the command line. The daemon runs it beside its listeners with
+//! [`run`]:
+//!
+//! ```ignore
+//! let watcher = tokio::spawn(spamnb::watch::run(settings, shared_engine.clone(), token.child_token()));
+//! // … on SIGTERM: token.cancel(); watcher.await??;
+//! ```
+//!
+//! [`run`] moves the blocking watcher onto tokio's blocking pool and returns when
+//! `shutdown` is cancelled (within a fifth of a second), or with an error when it cannot
+//! start (a Maildir watch that cannot be set, an unreadable store). Once running, a batch
+//! that fails is logged and made up for by a rescan 30 s later. It takes the engine afresh
+//! for every batch, so a SIGHUP swap of the [`SharedEngine`] applies to the next batch, and
+//! it learns through the engine's store: sled admits one process, so `spamnb watch` and the
+//! daemon cannot share a database.
+
+mod burst;
+mod folder;
+mod seen;
+mod settings;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use notify::{EventKind, RecursiveMode, Watcher as _};
+use rayon::prelude::*;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, error, info, warn};
+
+pub use folder::{Folder, FolderKind, classify, discover, unique_name};
+pub use settings::{RawWatch, UserMaildir, WatchSettings};
+
+use crate::engine::{Engine, SharedEngine};
+use crate::mailbox::{self, MailSource};
+use crate::message::{Digest, digest};
+use crate::model::Class;
+use crate::store::Outcome;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "cannot watch {path}: {source}; if the limit of inotify watches is reached, raise fs.inotify.max_user_watches"
+    )]
+    Watch {
+        path: PathBuf,
+        source: notify::Error,
+    },
+    #[error("cannot start watching files: {0}")]
+    Notify(#[from] notify::Error),
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    #[error("the folder watcher stopped: its event source closed")]
+    Closed,
+    #[error("the folder watcher crashed: {0}")]
+    Crashed(String),
+}
+
+/// Runs the watcher on tokio's blocking pool until `shutdown` is cancelled. Returns an
+/// error when it cannot start (a watch that cannot be set, a store that cannot be read).
+pub async fn run(
+    settings: WatchSettings,
+    engine: Arc<SharedEngine>,
+    shutdown: CancellationToken,
+) -> Result<(), Error> {
+    // The watcher blocks on a channel and on sled: it gets a thread of its own.
+    tokio::task::spawn_blocking(move || Watcher::start(settings, engine)?.run(&shutdown))
+        .await
+        .map_err(|e| Error::Crashed(e.to_string()))?
+}
+
+/// What the watcher has done since it started, for logs, metrics and tests.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Messages learned for the first time.
+    pub learned: AtomicU64,
+    /// Messages moved from one class to the other.
+    pub relearned: AtomicU64,
+    /// Messages the burst limit kept from being learned.
+    pub over_limit: AtomicU64,
+    /// Files that could not be read.
+    pub unreadable: AtomicU64,
+    /// Full rescans (start, overflow).
+    pub rescans: AtomicU64,
+}
+
+impl Counters {
+    fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+struct UserState {
+    user: String,
+    root: PathBuf,
+    folders: Vec<Folder>,
+}
+
+/// A message file that appeared, or that a rescan found unrecorded.
+#[derive(Clone)]
+struct Candidate {
+    user: usize,
+    folder: usize,
+    path: PathBuf,
+    unique: String,
+}
+
+/// How many messages go to the store in one atomic write, at most: as `spamnb learn`
+/// batches, since a write rewrites every bucket of counts it touches.
+const BATCH: usize = 1000;
+/// How many bytes of mail one batch reads into memory, roughly at most.
+const BATCH_BYTES: u64 = 64 << 20;
+/// However busy the folders, a batch is read at the latest this long after its first event.
+const MAX_GATHER: Duration = Duration::from_secs(1);
+/// How often an idle watcher looks at its shutdown token.
+const TICK: Duration = Duration::from_millis(200);
+/// How long after a failed batch the watcher rescans.
+const RETRY: Duration = Duration::from_secs(30);
+
+pub struct Watcher {
+    settings: WatchSettings,
+    engine: Arc<SharedEngine>,
+    users: Vec<UserState>,
+    /// Folder directory → (user, folder) index.
+    folder_dirs: HashMap<PathBuf, (usize, usize)>,
+    watched: HashSet<PathBuf>,
+    notify: notify::RecommendedWatcher,
+    events: Receiver<notify::Result<notify::Event>>,
+    sender: Sender<notify::Result<notify::Event>>,
+    burst: burst::BurstLimit,
+    counters: Arc<Counters>,
+}
+
+impl Watcher {
+    /// Sets the watches, then rescans every user's Maildir. When it returns, everything
+    /// moved so far is learned and every later move will be seen.
+    pub fn start(settings: WatchSettings, engine: Arc<SharedEngine>) -> Result<Watcher, Error> {
+        let (sender, events) = std::sync::mpsc::channel();
+        let tx = sender.clone();
+        // notify calls this on its own thread; an unbounded channel means the kernel queue
+        // is drained at once however long a batch takes to learn.
+        let notify = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })?;
+        let users = settings
+            .users
+            .iter()
+            .map(|u| UserState {
+                user: u.user.clone(),
+                root: u.root.clone(),
+                folders: Vec::new(),
+            })
+            .collect();
+        let mut watcher = Watcher {
+            burst: burst::BurstLimit::new(settings.burst_limit, settings.burst_window),
+            settings,
+            engine,
+            users,
+            folder_dirs: HashMap::new(),
+            watched: HashSet::new(),
+            notify,
+            events,
+            sender,
+            counters: Arc::default(),
+        };
+        // Watches first, scan second: a move during the scan is then seen by both, and the
+        // record makes the second look a no-op.
+        for user in 0..watcher.users.len() {
+            watcher.refresh_folders(user)?;
+        }
+        watcher.rescan_all()?;
+        Ok(watcher)
+    }
+
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// The folders being watched, per user.
+    pub fn folders(&self) -> Vec<(String, Vec<Folder>)> {
+        self.users
+            .iter()
+            .map(|u| (u.user.clone(), u.folders.clone()))
+            .collect()
+    }
+
+    /// Acts as if the kernel had reported an event-queue overflow: every event still
+    /// queued is dropped and the next batch is a full rescan. For tests of that path.
+    #[doc(hidden)]
+    pub fn simulate_overflow(&self) {
+        while self.events.try_recv().is_ok() {}
+        let _ = self.sender.send(Ok(
+            notify::Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan)
+        ));
+    }
+
+    /// Watches until `shutdown` is cancelled, then makes what was learned durable.
+    pub fn run(mut self, shutdown: &CancellationToken) -> Result<(), Error> {
+        let result = self.event_loop(shutdown);
+        self.engine.current().store.flush()?;
+        result
+    }
+
+    fn event_loop(&mut self, shutdown: &CancellationToken) -> Result<(), Error> {
+        // After a failed batch (a full disk, a watch limit), a rescan later makes up for it:
+        // the watcher outlives trouble instead of silently stopping inside the daemon.
+        let mut retry_at: Option<Instant> = None;
+        while !shutdown.is_cancelled() {
+            if retry_at.is_some_and(|at| Instant::now() >= at) {
+                retry_at = None;
+                let rescan = (0..self.users.len())
+                    .try_for_each(|user| self.refresh_folders(user))
+                    .and_then(|()| self.rescan_all());
+                if let Err(e) = rescan {
+                    error!("folder watch: {e}; trying again in {RETRY:?}");
+                    retry_at = Some(Instant::now() + RETRY);
+                }
+            }
+            let first = match self.events.recv_timeout(TICK) {
+                Ok(e) => e,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Err(Error::Closed),
+            };
+            let started = Instant::now();
+            let mut last = started;
+            let mut batch = vec![first];
+            loop {
+                let quiet_until = last + self.settings.debounce;
+                let deadline = quiet_until.min(started + MAX_GATHER);
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                match self.events.recv_timeout(deadline - now) {
+                    Ok(e) => {
+                        batch.push(e);
+                        last = Instant::now();
+                    }
+                    Err(_) => break,
+                }
+            }
+            if let Err(e) = self.handle(batch) {
+                error!("folder watch: {e}; rescanning in {RETRY:?}");
+                retry_at = Some(Instant::now() + RETRY);
+            }
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, events: Vec<notify::Result<notify::Event>>) -> Result<(), Error> {
+        use notify::event::{ModifyKind, RenameMode};
+        let mut rescan = false;
+        // Every path named, in order, and those a file left (moved away, expunged, renamed
+        // for new flags). A path can be both: moved out of a folder and back in.
+        let mut paths = Vec::new();
+        let mut seen_paths = HashSet::new();
+        let mut left = HashSet::new();
+        for event in events {
+            let event = match event {
+                Ok(e) => e,
+                Err(e) => {
+                    // An error from the event source may mean events were lost.
+                    warn!("folder watch: {e}; rescanning");
+                    rescan = true;
+                    continue;
+                }
+            };
+            if event.need_rescan() {
+                warn!("folder watch: the kernel's event queue overflowed; rescanning");
+                rescan = true;
+                continue;
+            }
+            match event.kind {
+                // Our own reads open files too: openings teach nothing.
+                EventKind::Access(_) => continue,
+                EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => {
+                    left.extend(event.paths.iter().cloned());
+                }
+                EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
+                    left.extend(event.paths.first().cloned());
+                }
+                _ => {}
+            }
+            for path in event.paths {
+                if seen_paths.insert(path.clone()) {
+                    paths.push(path);
+                }
+            }
+        }
+        if rescan {
+            for user in 0..self.users.len() {
+                self.refresh_folders(user)?;
+            }
+            return self.rescan_all();
+        }
+
+        let mut candidates = Vec::new();
+        let mut gone = Vec::new();
+        let mut changed_users = HashSet::new();
+        for path in paths {
+            if let Some(c) = self.candidate(&path) {
+                let exists = path.exists();
+                if !exists || left.contains(&path) {
+                    gone.push(c.clone());
+                }
+                if exists {
+                    candidates.push(c);
+                }
+            } else if path.is_dir()
+                && let Some(user) = self.users.iter().position(|u| path.starts_with(&u.root))
+            {
+                changed_users.insert(user);
+                // A folder being made: its cur/ and new/ may come after this event.
+                let is_sub = path
+                    .file_name()
+                    .is_some_and(|n| matches!(n.to_str(), Some("cur" | "new" | "tmp")));
+                if !is_sub {
+                    self.watch(&path)?;
+                }
+            }
+        }
+        // A file that left its folder is forgotten there, so that the same file moved back
+        // (rename(2) keeps its name) is looked at anew. A flag change leaves a file of the
+        // same unique name under another name: that record stays.
+        let renamed_in_place: HashSet<(usize, usize, &str)> = candidates
+            .iter()
+            .filter(|c| !left.contains(&c.path))
+            .map(|c| (c.user, c.folder, c.unique.as_str()))
+            .collect();
+        let mut changes = Vec::new();
+        for c in &gone {
+            if !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())) {
+                let u = &self.users[c.user];
+                seen::gone(&u.user, &u.folders[c.folder].name, &c.unique, &mut changes);
+            }
+        }
+        if !changes.is_empty() {
+            self.engine.current().store.write_notes(&changes)?;
+        }
+        for user in changed_users {
+            let before = self.users[user].folders.len();
+            self.refresh_folders(user)?;
+            // A folder that was just created may hold mail before its watch was set.
+            for folder in before..self.users[user].folders.len() {
+                self.rescan_folder(user, folder, false)?;
+            }
+        }
+        self.learn_files(candidates, false)
+    }
+
+    /// The message file at `path`, if it is one in a watched folder.
+    fn candidate(&self, path: &Path) -> Option<Candidate> {
+        let sub = path.parent()?;
+        if !matches!(sub.file_name()?.to_str()?, "cur" | "new") {
+            return None;
+        }
+        let &(user, folder) = self.folder_dirs.get(sub.parent()?)?;
+        let unique = unique_name(path.file_name()?.to_str()?)?.to_string();
+        Some(Candidate {
+            user,
+            folder,
+            path: path.to_path_buf(),
+            unique,
+        })
+    }
+
+    /// Finds the user's folders and watches the new ones. Folders only ever get added:
+    /// a folder that disappears just stops sending events.
+    fn refresh_folders(&mut self, user: usize) -> Result<(), Error> {
+        let root = self.users[user].root.clone();
+        if !root.is_dir() {
+            warn!(
+                "folder watch: the Maildir {} of {} does not exist (yet); it is looked for again at the next rescan",
+                root.display(),
+                self.users[user].user
+            );
+            return Ok(());
+        }
+        self.watch(&root)?;
+        for folder in discover(&root, &self.settings) {
+            if self.folder_dirs.contains_key(&folder.path) {
+                continue;
+            }
+            for dir in [
+                folder.path.join("new"),
+                folder.path.join("cur"),
+                folder.path.clone(),
+            ] {
+                if dir.is_dir() {
+                    self.watch(&dir)?;
+                }
+            }
+            info!(
+                "folder watch: {} of {} ({}) is {}",
+                folder.name,
+                self.users[user].user,
+                folder.path.display(),
+                folder.kind.name()
+            );
+            let index = self.users[user].folders.len();
+            self.folder_dirs.insert(folder.path.clone(), (user, index));
+            self.users[user].folders.push(folder);
+        }
+        Ok(())
+    }
+
+    fn watch(&mut self, dir: &Path) -> Result<(), Error> {
+        if self.watched.contains(dir) {
+            return Ok(());
+        }
+        self.notify
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(|source| Error::Watch {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        self.watched.insert(dir.to_path_buf());
+        Ok(())
+    }
+
+    fn rescan_all(&mut self) -> Result<(), Error> {
+        Counters::add(&self.counters.rescans, 1);
+        let started = Instant::now();
+        for user in 0..self.users.len() {
+            let store = self.engine.current().store.clone();
+            let baseline = !seen::has_baseline(&*store, &self.users[user].user)?;
+            if baseline {
+                info!(
+                    "folder watch: first scan of {}'s Maildir: recording what it holds, learning nothing",
+                    self.users[user].user
+                );
+            }
+            for folder in 0..self.users[user].folders.len() {
+                self.rescan_folder(user, folder, baseline)?;
+            }
+            if baseline && self.users[user].root.is_dir() {
+                let u = &self.users[user];
+                store.write_notes(&[seen::baseline_done(&u.user, &u.root.to_string_lossy())])?;
+            }
+        }
+        debug!("folder watch: rescan took {:?}", started.elapsed());
+        Ok(())
+    }
+
+    /// Handles every file of a folder that the record does not know, and forgets the
+    /// record of files that are gone.
+    fn rescan_folder(&mut self, user: usize, folder: usize, baseline: bool) -> Result<(), Error> {
+        let store = self.engine.current().store.clone();
+        let (name, path) = {
+            let f = &self.users[user].folders[folder];
+            (f.name.clone(), f.path.clone())
+        };
+        let user_name = self.users[user].user.clone();
+        let mut known = seen::files_in(&*store, &user_name, &name)?;
+        let mut candidates = Vec::new();
+        for sub in ["new", "cur"] {
+            let Ok(entries) = std::fs::read_dir(path.join(sub)) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let file_name = entry.file_name();
+                let Some(unique) = file_name.to_str().and_then(unique_name) else {
+                    continue;
+                };
+                if known.remove(unique) {
+                    continue;
+                }
+                candidates.push(Candidate {
+                    user,
+                    folder,
+                    path: entry.path(),
+                    unique: unique.to_string(),
+                });
+            }
+        }
+        let mut changes = Vec::new();
+        for unique in &known {
+            seen::gone(&user_name, &name, unique, &mut changes);
+        }
+        if !changes.is_empty() {
+            store.write_notes(&changes)?;
+        }
+        self.learn_files(candidates, baseline)
+    }
+
+    /// Reads the files, decides what each teaches, learns it, and records the files as
+    /// seen. With `baseline`, only records them.
+    fn learn_files(&mut self, candidates: Vec<Candidate>, baseline: bool) -> Result<(), Error> {
+        let engine = self.engine.current();
+        let store = engine.store.clone();
+        // A flag change renames a file the record knows: skipped before reading it.
+        let mut batch_keys = HashSet::new();
+        let mut fresh = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let (user, folder) = (
+                &self.users[c.user].user,
+                &self.users[c.user].folders[c.folder].name,
+            );
+            if !batch_keys.insert(seen::file_key(user, folder, &c.unique)) {
+                continue;
+            }
+            if !seen::knows_file(&*store, user, folder, &c.unique)? {
+                fresh.push(c);
+            }
+        }
+        // Batches are bounded in bytes too: a batch's files are all in memory at once.
+        let mut start = 0;
+        let mut bytes = 0u64;
+        for (i, c) in fresh.iter().enumerate() {
+            bytes += std::fs::metadata(&c.path).map_or(0, |m| m.len());
+            if i + 1 - start >= BATCH || bytes >= BATCH_BYTES || i + 1 == fresh.len() {
+                self.learn_chunk(&engine, &fresh[start..=i], baseline)?;
+                start = i + 1;
+                bytes = 0;
+            }
+        }
+        Ok(())
+    }
+
+    fn learn_chunk(
+        &mut self,
+        engine: &Engine,
+        chunk: &[Candidate],
+        baseline: bool,
+    ) -> Result<(), Error> {
+        let store = &*engine.store;
+        let read: Vec<Option<(Vec<u8>, Digest)>> = chunk
+            .par_iter()
+            .map(|c| match mailbox::read(&MailSource::File(c.path.clone())) {
+                Ok(raw) => {
+                    let d = digest(&raw);
+                    Some((raw, d))
+                }
+                Err(e) => {
+                    // Gone already (moved on, or its flags changed: its new name has its own
+                    // event), or unreadable.
+                    if c.path.exists() {
+                        warn!("folder watch: {e}");
+                        Counters::add(&self.counters.unreadable, 1);
+                    }
+                    None
+                }
+            })
+            .collect();
+
+        let mut notes = Vec::new();
+        let mut plans: Vec<(usize, Class)> = Vec::new();
+        let mut refused = 0u64;
+        let now = Instant::now();
+        for (i, (c, r)) in chunk.iter().zip(&read).enumerate() {
+            let Some((raw, d)) = r else { continue };
+            let user = &self.users[c.user].user;
+            let folder = &self.users[c.user].folders[c.folder];
+            if !baseline {
+                let previous = seen::last_folder(store, user, d)?;
+                let moved_from = previous
+                    .filter(|p| *p != folder.name)
+                    .map(|p| classify(&p, &self.settings));
+                let learned = store.ledger_entry(d)?.map(|e| e.class);
+                let target = decide(folder.kind, moved_from, learned, carries_spam_flag(raw));
+                if let Some(target) = target.filter(|&t| Some(t) != learned) {
+                    if self.burst.admit(user, now) {
+                        plans.push((i, target));
+                    } else {
+                        refused += 1;
+                        let line = format!(
+                            "folder watch: {user} has moved more than {} messages within {:?}: not learning {} as {}; \
+                             if that is right, run `spamnb learn --{} --user {user} {}`",
+                            self.settings.burst_limit,
+                            self.settings.burst_window,
+                            c.path.display(),
+                            target.name(),
+                            target.name(),
+                            c.path.display()
+                        );
+                        if refused <= 20 {
+                            warn!("{line}");
+                        } else {
+                            info!("{line}");
+                        }
+                    }
+                }
+            }
+            seen::seen(user, &folder.name, &c.unique, d, &mut notes);
+        }
+        if refused > 20 {
+            warn!(
+                "folder watch: {refused} messages in all were over the burst limit (the rest are logged at info level)"
+            );
+        }
+        Counters::add(&self.counters.over_limit, refused);
+
+        if !plans.is_empty() {
+            let lessons: Vec<_> = plans
+                .par_iter()
+                .map(|&(i, target)| {
+                    let (raw, _) = read[i].as_ref().expect("planned messages were read");
+                    engine.lesson(raw, Some(target), Some(&self.users[chunk[i].user].user))
+                })
+                .collect();
+            // The lessons and the record of the files they came from go in one atomic
+            // write: after a crash, the record never says a file was seen whose lesson was
+            // lost, nor misses one whose lesson was kept.
+            let outcomes = engine.learn_noting(&lessons, &std::mem::take(&mut notes))?;
+            for (&(i, target), outcome) in plans.iter().zip(outcomes) {
+                let c = &chunk[i];
+                let what = match outcome {
+                    Outcome::Learned => {
+                        Counters::add(&self.counters.learned, 1);
+                        "learned"
+                    }
+                    Outcome::Relearned => {
+                        Counters::add(&self.counters.relearned, 1);
+                        "relearned"
+                    }
+                    _ => continue,
+                };
+                info!(
+                    "folder watch: {what} {} as {} for {} (in {})",
+                    c.path.display(),
+                    target.name(),
+                    self.users[c.user].user,
+                    self.users[c.user].folders[c.folder].name
+                );
+            }
+        }
+        if !notes.is_empty() {
+            store.write_notes(&notes)?;
+        }
+        Ok(())
+    }
+}
+
+/// What a message newly seen in a folder of `kind` teaches: `moved_from` is the kind of the
+/// folder it was last seen in (None for a delivery), `learned` its class in the ledger.
+pub fn decide(
+    kind: FolderKind,
+    moved_from: Option<FolderKind>,
+    learned: Option<Class>,
+    own_spam_flag: bool,
+) -> Option<Class> {
+    match kind {
+        FolderKind::Neutral => None,
+        // spamnb's own verdict, filed into Junk by a delivery rule: nothing new to learn.
+        FolderKind::Spam if moved_from.is_none() && own_spam_flag => None,
+        FolderKind::Spam => Some(Class::Spam),
+        FolderKind::Ham
+            if moved_from.is_some() && (learned == Some(Class::Spam) || own_spam_flag) =>
+        {
+            Some(Class::Ham)
+        }
+        FolderKind::Ham => None,
+    }
+}
+
+/// Whether the header block says `X-Spam-Flag: YES`: spamnb removes incoming `X-Spam-*`
+/// headers before it writes its own, so on mail it filtered, this is its verdict.
+pub fn carries_spam_flag(raw: &[u8]) -> bool {
+    for line in raw.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return false;
+        }
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if line[..colon].eq_ignore_ascii_case(b"X-Spam-Flag") {
+            return line[colon + 1..].trim_ascii().eq_ignore_ascii_case(b"YES");
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use FolderKind::*;
+
+    #[test]
+    fn decisions() {
+        let s = Some(Class::Spam);
+        let h = Some(Class::Ham);
+        for (kind, from, learned, flag, want) in [
+            (Spam, Some(Ham), None, false, s),
+            (Spam, Some(Ham), h, false, s),
+            (Spam, Some(Neutral), None, true, s),
+            (Spam, None, None, false, s),
+            (Spam, None, None, true, None),
+            (Ham, Some(Spam), s, false, h),
+            (Ham, Some(Spam), None, true, h),
+            (Ham, Some(Ham), None, true, h),
+            (Ham, Some(Spam), None, false, None),
+            (Ham, None, s, true, None),
+            (Ham, None, None, false, None),
+            (Neutral, Some(Spam), s, true, None),
+            (Neutral, Some(Ham), h, false, None),
+        ] {
+            assert_eq!(
+                decide(kind, from, learned, flag),
+                want,
+                "{kind:?} {from:?} {learned:?} {flag}"
+            );
+        }
+    }
+
+    #[test]
+    fn spam_flag_in_headers_only() {
+        for (raw, want) in [
+            (&b"Subject: x\nX-Spam-Flag: YES\n\nbody"[..], true),
+            (b"x-spam-flag:yes\r\n\r\n", true),
+            (b"X-Spam-Flag: NO\n\n", false),
+            (b"Subject: x\n\nX-Spam-Flag: YES\n", false),
+            (b"", false),
+        ] {
+            assert_eq!(
+                carries_spam_flag(raw),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+    }
+}

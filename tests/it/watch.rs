@@ -1,0 +1,481 @@
+//! The folder watcher on a real filesystem, running: moves into and out of Junk, flag
+//! changes, Trash, bursts, restarts and overflows (issue 5).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use spamnb::config::Config;
+use spamnb::engine::{Engine, SharedEngine};
+use spamnb::message::digest;
+use spamnb::model::{Class, CountSource};
+use spamnb::store::{SledStore, Store, StoreOptions};
+use spamnb::watch::{Counters, UserMaildir, WatchSettings, Watcher};
+use tokio_util::sync::CancellationToken;
+
+pub struct Fixture {
+    /// Holds the temp dir (Maildir and database) for the fixture's life.
+    pub _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub store: Arc<SledStore>,
+    pub engine: Arc<SharedEngine>,
+    pub settings: WatchSettings,
+    running: Option<(CancellationToken, JoinHandle<()>)>,
+    pub counters: Option<Arc<Counters>>,
+}
+
+impl Fixture {
+    /// A Maildir++ tree for user `ann`: INBOX, Junk, Trash, Archive.
+    pub fn new(settings: WatchSettings) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("Maildir");
+        for folder in ["", ".Junk", ".Trash", ".Archive"] {
+            for sub in ["cur", "new", "tmp"] {
+                std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
+            }
+        }
+        let store =
+            Arc::new(SledStore::open(&dir.path().join("db"), &StoreOptions::default()).unwrap());
+        let config = Config::default();
+        let engine = Arc::new(SharedEngine::new(Engine {
+            extractor: config.extractor.clone(),
+            model: config.model.clone(),
+            store: store.clone(),
+        }));
+        let settings = WatchSettings {
+            users: vec![UserMaildir {
+                user: "ann".into(),
+                root: root.clone(),
+            }],
+            ..settings
+        };
+        Fixture {
+            _dir: dir,
+            root,
+            store,
+            engine,
+            settings,
+            running: None,
+            counters: None,
+        }
+    }
+
+    /// Starts the watcher; returns once its start-up rescan is done.
+    pub fn start(&mut self) {
+        assert!(self.running.is_none());
+        let watcher =
+            Watcher::start(self.settings.clone(), self.engine.clone()).expect("watcher starts");
+        self.counters = Some(watcher.counters());
+        let token = CancellationToken::new();
+        let t = token.clone();
+        let handle = std::thread::spawn(move || watcher.run(&t).expect("watcher runs"));
+        self.running = Some((token, handle));
+    }
+
+    pub fn stop(&mut self) {
+        let (token, handle) = self.running.take().expect("running");
+        token.cancel();
+        handle.join().expect("watcher thread");
+    }
+
+    pub fn folder(&self, name: &str) -> PathBuf {
+        if name == "INBOX" {
+            self.root.clone()
+        } else {
+            self.root.join(format!(".{name}"))
+        }
+    }
+
+    /// Delivers like an MTA: written into tmp/, renamed into new/. Returns the unique name.
+    pub fn deliver(&self, folder: &str, unique: &str, raw: &str) -> PathBuf {
+        let tmp = self.folder(folder).join("tmp").join(unique);
+        std::fs::write(&tmp, raw).unwrap();
+        let new = self.folder(folder).join("new").join(unique);
+        std::fs::rename(&tmp, &new).unwrap();
+        new
+    }
+
+    /// Puts a message straight into cur/ with flags, before the watcher runs.
+    pub fn place(&self, folder: &str, file: &str, raw: &str) -> PathBuf {
+        let path = self.folder(folder).join("cur").join(file);
+        std::fs::write(&path, raw).unwrap();
+        path
+    }
+
+    /// rename(2) into another folder's cur/, keeping the file name.
+    pub fn move_to(&self, path: &Path, folder: &str) -> PathBuf {
+        let to = self
+            .folder(folder)
+            .join("cur")
+            .join(path.file_name().unwrap());
+        std::fs::rename(path, &to).unwrap();
+        to
+    }
+
+    pub fn class_of(&self, raw: &str) -> Option<Class> {
+        self.store
+            .ledger_entry(&digest(raw.as_bytes()))
+            .unwrap()
+            .map(|e| e.class)
+    }
+
+    /// Waits until `raw` is learned as `class` (or fails after 20 s).
+    pub fn wait_learned(&self, raw: &str, class: Class) {
+        wait_until(
+            || self.class_of(raw) == Some(class),
+            &format!("learned as {}", class.name()),
+        );
+    }
+
+    pub fn messages(&self) -> [u64; 2] {
+        self.store.totals().messages
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if self.running.is_some() && !std::thread::panicking() {
+            self.stop();
+        } else if let Some((token, _)) = &self.running {
+            token.cancel();
+        }
+    }
+}
+
+pub fn wait_until(mut ok: impl FnMut() -> bool, what: &str) {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "timed out waiting until {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A distinct small message.
+pub fn mail(n: usize) -> String {
+    let words = [
+        "offer", "meeting", "invoice", "cheap", "project", "winner", "lunch", "pills", "report",
+        "prize",
+    ];
+    let body: Vec<&str> = (0..30)
+        .map(|i| words[(n * 7 + i * (n % 5 + 1)) % words.len()])
+        .collect();
+    format!(
+        "From: sender{n}@example.org\nTo: ann@example.net\nSubject: note {n}\nMessage-ID: <{n}@example.org>\n\n{} number{n}\n",
+        body.join(" ")
+    )
+}
+
+fn settings() -> WatchSettings {
+    WatchSettings {
+        burst_limit: 0,
+        ..WatchSettings::default()
+    }
+}
+
+#[test]
+fn moves_into_junk_and_back_learn_once_flags_and_trash_teach_nothing() {
+    let mut f = Fixture::new(settings());
+    let (a, b, c, d) = (mail(1), mail(2), mail(3), mail(4));
+    let pa = f.place("INBOX", "1700000001.A.host:2,S", &a);
+    let pb = f.place("INBOX", "1700000002.B.host:2,S", &b);
+    let pc = f.place("INBOX", "1700000003.C.host:2,", &c);
+    f.start();
+    assert_eq!(
+        f.messages(),
+        [0, 0],
+        "the first scan records the Maildir, learns nothing"
+    );
+
+    // Into Junk: learned as spam, once.
+    let pa = f.move_to(&pa, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    assert_eq!(f.messages(), [0, 1]);
+    let learned_at = f
+        .store
+        .ledger_entry(&digest(a.as_bytes()))
+        .unwrap()
+        .unwrap()
+        .learned_at;
+
+    // A flag change in Junk, and a delivery into INBOX: nothing. B into Junk marks the
+    // point where both have been handled.
+    let pa_flagged = pa.with_file_name("1700000001.A.host:2,RS");
+    std::fs::rename(&pa, &pa_flagged).unwrap();
+    f.deliver("INBOX", "1700000004.D.host", &d);
+    let pb = f.move_to(&pb, "Junk");
+    f.wait_learned(&b, Class::Spam);
+    assert_eq!(f.messages(), [0, 2], "only B was learned");
+    assert_eq!(
+        f.class_of(&d),
+        None,
+        "a delivery into INBOX teaches nothing"
+    );
+    assert_eq!(
+        f.store
+            .ledger_entry(&digest(a.as_bytes()))
+            .unwrap()
+            .unwrap()
+            .learned_at,
+        learned_at
+    );
+
+    // Back out of Junk, same file name: relearned as ham.
+    f.move_to(&pa_flagged, "INBOX");
+    f.wait_learned(&a, Class::Ham);
+    assert_eq!(f.messages(), [1, 1]);
+
+    // Junk to Trash: nothing (C into Junk marks the point).
+    f.move_to(&pb, "Trash");
+    f.move_to(&pc, "Junk");
+    f.wait_learned(&c, Class::Spam);
+    assert_eq!(f.messages(), [1, 2]);
+    assert_eq!(
+        f.class_of(&b),
+        Some(Class::Spam),
+        "Trash neither unlearns nor relearns"
+    );
+
+    let counters = f.counters.clone().unwrap();
+    assert_eq!(counters.learned.load(Ordering::Relaxed), 3);
+    assert_eq!(counters.relearned.load(Ordering::Relaxed), 1);
+    f.stop();
+}
+
+#[test]
+fn spamnb_flagged_mail_rescued_from_junk_is_learned_as_ham() {
+    let mut f = Fixture::new(settings());
+    let flagged = mail(10).replacen("\n\n", "\nX-Spam-Flag: YES\nX-Spam-Status: Yes\n\n", 1);
+    let marker = mail(11);
+    let pm = f.place("INBOX", "1700000011.M.host:2,S", &marker);
+    f.start();
+    // spamnb's own verdict filed into Junk by a Sieve rule: not learned again.
+    let p = f.deliver("Junk", "1700000010.F.host", &flagged);
+    f.move_to(&pm, "Junk");
+    f.wait_learned(&marker, Class::Spam);
+    assert_eq!(f.class_of(&flagged), None);
+    // The user says it is not spam.
+    f.move_to(&p, "INBOX");
+    f.wait_learned(&flagged, Class::Ham);
+    assert_eq!(f.messages(), [1, 1]);
+}
+
+#[test]
+fn a_thousand_messages_moved_at_once_are_all_learned_exactly_once() {
+    let mut f = Fixture::new(settings());
+    let mails: Vec<String> = (0..1000).map(|n| mail(1000 + n)).collect();
+    let paths: Vec<PathBuf> = mails
+        .iter()
+        .enumerate()
+        .map(|(i, m)| f.place("INBOX", &format!("1700001000.M{i}.host:2,S"), m))
+        .collect();
+    f.start();
+    let started = Instant::now();
+    for p in &paths {
+        f.move_to(p, "Junk");
+    }
+    wait_until(|| f.messages()[1] >= 1000, "all 1000 are learned");
+    let took = started.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(f.messages(), [0, 1000]);
+    assert_eq!(f.store.stats().unwrap().ledger_entries, 1000);
+    assert!(mails.iter().all(|m| f.class_of(m) == Some(Class::Spam)));
+    let counters = f.counters.clone().unwrap();
+    assert_eq!(counters.learned.load(Ordering::Relaxed), 1000);
+    eprintln!("1000 moves learned in {took:?}");
+}
+
+#[test]
+fn moves_made_while_stopped_are_learned_once_at_start() {
+    let mut f = Fixture::new(settings());
+    let (a, b, c) = (mail(20), mail(21), mail(22));
+    let pa = f.place("INBOX", "1700000020.A.host:2,S", &a);
+    let pb = f.place("INBOX", "1700000021.B.host:2,S", &b);
+    let pc = f.place("Junk", "1700000022.C.host:2,S", &c);
+    f.start();
+    f.stop();
+    assert_eq!(f.messages(), [0, 0]);
+
+    f.move_to(&pa, "Junk");
+    f.move_to(&pb, "Junk");
+    f.move_to(&pc, "Trash");
+    f.start(); // returns when the start-up rescan is done
+    assert_eq!(f.messages(), [0, 2]);
+    assert_eq!(f.class_of(&a), Some(Class::Spam));
+    assert_eq!(f.class_of(&c), None);
+    f.stop();
+
+    f.start();
+    f.stop();
+    assert_eq!(f.messages(), [0, 2], "a second start learns nothing more");
+    assert_eq!(f.store.stats().unwrap().ledger_entries, 2);
+}
+
+#[test]
+fn a_burst_over_the_limit_learns_only_the_limit() {
+    let mut f = Fixture::new(WatchSettings {
+        burst_limit: 5,
+        ..WatchSettings::default()
+    });
+    let mails: Vec<String> = (0..12).map(|n| mail(100 + n)).collect();
+    let paths: Vec<PathBuf> = mails
+        .iter()
+        .enumerate()
+        .map(|(i, m)| f.place("INBOX", &format!("1700000100.M{i}.host:2,S"), m))
+        .collect();
+    f.start();
+    for p in &paths {
+        f.move_to(p, "Junk");
+    }
+    let counters = f.counters.clone().unwrap();
+    wait_until(
+        || counters.over_limit.load(Ordering::Relaxed) == 7 && f.messages()[1] == 5,
+        "7 are refused",
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(f.messages(), [0, 5]);
+    f.stop();
+    f.start();
+    assert_eq!(
+        f.messages(),
+        [0, 5],
+        "what was over the limit is not retried at start"
+    );
+}
+
+#[test]
+fn an_event_queue_overflow_rescans_and_misses_nothing() {
+    let f = Fixture::new(settings());
+    let (a, b) = (mail(30), mail(31));
+    let pa = f.place("INBOX", "1700000030.A.host:2,S", &a);
+    let pb = f.place("INBOX", "1700000031.B.host:2,S", &b);
+    let watcher = Watcher::start(f.settings.clone(), f.engine.clone()).unwrap();
+    f.move_to(&pa, "Junk");
+    f.move_to(&pb, "Junk");
+    std::thread::sleep(Duration::from_millis(50));
+    // The events of both moves are lost; the overflow notice makes up for them.
+    watcher.simulate_overflow();
+    let counters = watcher.counters();
+    let token = CancellationToken::new();
+    let t = token.clone();
+    let handle = std::thread::spawn(move || watcher.run(&t).unwrap());
+    wait_until(
+        || counters.rescans.load(Ordering::Relaxed) == 2,
+        "the rescan ran",
+    );
+    token.cancel();
+    handle.join().unwrap();
+    assert_eq!(f.messages(), [0, 2]);
+}
+
+#[test]
+fn a_folder_made_while_running_is_watched() {
+    let mut f = Fixture::new(settings());
+    let a = mail(40);
+    let pa = f.place("INBOX", "1700000040.A.host:2,S", &a);
+    f.start();
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(f.root.join(".Spam").join(sub)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    f.move_to(&pa, "Spam");
+    f.wait_learned(&a, Class::Spam);
+}
+
+#[test]
+fn moved_into_junk_and_straight_back_ends_as_ham_or_unlearned() {
+    let mut f = Fixture::new(settings());
+    let (a, marker) = (mail(50), mail(51));
+    let pa = f.place("INBOX", "1700000050.A.host:2,S", &a);
+    let pm = f.place("INBOX", "1700000051.M.host:2,S", &marker);
+    f.start();
+    let in_junk = f.move_to(&pa, "Junk");
+    f.move_to(&in_junk, "INBOX");
+    f.move_to(&pm, "Junk");
+    f.wait_learned(&marker, Class::Spam);
+    assert_ne!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "the user's last word was INBOX"
+    );
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// The figures for issue 5's closing note: move-to-learned latency and burst throughput.
+/// `cargo test --release --test it bench_watch -- --ignored --nocapture`
+#[test]
+#[ignore = "a benchmark: run by hand with --ignored --nocapture"]
+fn bench_watch_latency_and_burst_throughput() {
+    // Real mail when the corpus is there, small written messages otherwise.
+    let mails: Vec<String> = match crate::util::corpus() {
+        Some(root) => ["spam-2", "easy-ham-2"]
+            .iter()
+            .flat_map(|g| crate::util::corpus_files(&root, g, 1200))
+            // Without the mbox envelope line, as a Maildir holds them.
+            .filter_map(|p| spamnb::mailbox::read(&spamnb::mailbox::MailSource::File(p)).ok())
+            .map(|raw| String::from_utf8_lossy(&raw).into_owned())
+            .collect(),
+        None => (0..2400).map(|n| mail(20_000 + n)).collect(),
+    };
+    let mut by_digest = std::collections::HashSet::new();
+    let mails: Vec<String> = mails
+        .into_iter()
+        .filter(|m| by_digest.insert(digest(m.as_bytes())))
+        .collect();
+    let (single, burst) = mails.split_at(200);
+    let mut f = Fixture::new(settings());
+    let single_paths: Vec<PathBuf> = single
+        .iter()
+        .enumerate()
+        .map(|(i, m)| f.place("INBOX", &format!("1700100000.S{i}.host:2,S"), m))
+        .collect();
+    let burst_paths: Vec<PathBuf> = burst
+        .iter()
+        .enumerate()
+        .map(|(i, m)| f.place("INBOX", &format!("1700200000.B{i}.host:2,S"), m))
+        .collect();
+    f.start();
+
+    // One move at a time: from rename(2) to the ledger saying spam.
+    let mut latencies = Vec::new();
+    for (p, m) in single_paths.iter().zip(single) {
+        let t = Instant::now();
+        f.move_to(p, "Junk");
+        let d = digest(m.as_bytes());
+        wait_until(|| f.store.ledger_entry(&d).unwrap().is_some(), "learned");
+        latencies.push(t.elapsed());
+    }
+    latencies.sort();
+    eprintln!(
+        "move → learned over {} single moves: p50 {:?}, p99 {:?}, max {:?}",
+        latencies.len(),
+        percentile(&latencies, 0.5),
+        percentile(&latencies, 0.99),
+        latencies[latencies.len() - 1]
+    );
+
+    // A burst: every message moved at once, timed until the last is learned.
+    let before = f.messages()[1];
+    let t = Instant::now();
+    for p in &burst_paths {
+        f.move_to(p, "Junk");
+    }
+    let moved = t.elapsed();
+    wait_until(
+        || f.messages()[1] >= before + burst.len() as u64,
+        "the burst is learned",
+    );
+    let took = t.elapsed();
+    eprintln!(
+        "burst of {} moves (renamed in {moved:?}): all learned in {took:?}, {:.0} messages/s",
+        burst.len(),
+        burst.len() as f64 / took.as_secs_f64()
+    );
+}

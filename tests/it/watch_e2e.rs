@@ -1,0 +1,703 @@
+//! `spamnb watch` as a process: killed with SIGKILL in the middle of bursts of moves, and
+//! behind a real Dovecot that an IMAP client drives with MOVE and COPY (issue 5).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use spamnb::config::Config;
+use spamnb::engine::Engine;
+use spamnb::message::digest;
+use spamnb::model::{Class, CountSource};
+use spamnb::store::{SledStore, Store, StoreOptions};
+
+use crate::util;
+use crate::watch::mail;
+
+/// `spamnb watch` with a config of its own (one user, no burst limit) and the given db.
+fn watch_command(config: &Path, db: &Path) -> Command {
+    let mut c = util::spamnb(db);
+    c.env("SPAMNB_CONFIG", config).arg("watch");
+    c
+}
+
+fn write_config(dir: &Path, user: &str, root: &Path) -> PathBuf {
+    util::write(
+        dir,
+        "spamnb.toml",
+        format!(
+            "[watch]\nburst_limit = 0\ndebounce_ms = 20\n[watch.users]\n{user} = \"{}\"\n",
+            root.display()
+        ),
+    )
+}
+
+/// Starts `spamnb watch` and returns once it says it is watching (its start-up rescan done).
+fn start_watcher(cmd: &mut Command) -> Child {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn spamnb watch");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).expect("read stderr") == 0 {
+            let status = child.wait().expect("wait");
+            panic!("spamnb watch exited ({status}) before watching:\n{seen}");
+        }
+        seen.push_str(&line);
+        if line.contains("watching") {
+            break;
+        }
+    }
+    // Keep draining stderr so that the watcher never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    child
+}
+
+/// Xorshift: a reproducible random sequence without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Opens the database as a crashed watcher left it and checks that its counts are exactly
+/// those of the messages its ledger lists, learned afresh into an empty store.
+fn check_counts_match_ledger(
+    db: &Path,
+    by_digest: &BTreeMap<[u8; 16], String>,
+    round: usize,
+) -> BTreeMap<[u8; 16], Class> {
+    let store = SledStore::open(db, &StoreOptions::default())
+        .unwrap_or_else(|e| panic!("round {round}: the database does not open after SIGKILL: {e}"));
+    let mut ledger = BTreeMap::new();
+    store
+        .for_each_ledger_entry(&mut |d, e| {
+            ledger.insert(*d, e.class);
+        })
+        .unwrap();
+    let fresh_dir = tempfile::tempdir().unwrap();
+    let fresh =
+        std::sync::Arc::new(SledStore::open(fresh_dir.path(), &StoreOptions::default()).unwrap());
+    let config = Config::default();
+    let engine = Engine {
+        extractor: config.extractor.clone(),
+        model: config.model.clone(),
+        store: fresh.clone(),
+    };
+    let lessons: Vec<_> = ledger
+        .iter()
+        .map(|(d, class)| {
+            let raw = by_digest
+                .get(d)
+                .unwrap_or_else(|| panic!("round {round}: a ledger entry for an unknown message"));
+            engine.lesson(raw.as_bytes(), Some(*class), Some("ann"))
+        })
+        .collect();
+    engine.learn(&lessons).unwrap();
+    assert_eq!(
+        store.totals(),
+        fresh.totals(),
+        "round {round}: totals differ from a recount of the ledger"
+    );
+    let tokens = |s: &SledStore| {
+        let mut all = Vec::new();
+        s.for_each_token(&mut |f, c| all.push((f.to_string(), c)))
+            .unwrap();
+        all
+    };
+    assert!(
+        tokens(&store) == tokens(&fresh),
+        "round {round}: token counts differ from a recount of the ledger"
+    );
+    ledger
+}
+
+#[test]
+fn sigkill_during_bursts_of_moves_never_leaves_half_a_message_learned() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("Maildir");
+    for folder in ["", ".Junk"] {
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
+        }
+    }
+    let db = dir.path().join("db");
+    let config = write_config(dir.path(), "ann", &root);
+    const N: usize = 200;
+    let mails: Vec<String> = (0..N).map(|n| mail(5000 + n)).collect();
+    let by_digest: BTreeMap<[u8; 16], String> = mails
+        .iter()
+        .map(|m| (digest(m.as_bytes()), m.clone()))
+        .collect();
+    let names: Vec<String> = (0..N)
+        .map(|i| format!("1700005000.M{i}.host:2,S"))
+        .collect();
+    // Where each message is, and whether it was ever moved.
+    let mut in_junk = [false; N];
+    let mut moved = [false; N];
+    for (m, name) in mails.iter().zip(&names) {
+        std::fs::write(root.join("cur").join(name), m).unwrap();
+    }
+    let first = watch_command(&config, &db).arg("--once").output().unwrap();
+    assert!(first.status.success(), "{}", util::text(&first.stderr));
+
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    eprintln!("seed {seed}");
+    let mut rng = Rng(seed);
+    let started = Instant::now();
+    const ROUNDS: usize = 50;
+    for round in 0..ROUNDS {
+        let mut child = start_watcher(&mut watch_command(&config, &db));
+        let kill_after = Duration::from_millis(rng.below(250));
+        let t = Instant::now();
+        let mut killed = false;
+        // Twenty different messages: each round's moves are seen, live or by the next
+        // start's rescan, before any of them moves again.
+        let mut picked = std::collections::BTreeSet::new();
+        while picked.len() < 20 {
+            picked.insert(rng.below(N as u64) as usize);
+        }
+        for i in picked {
+            let (from, to) = if in_junk[i] {
+                (root.join(".Junk"), root.clone())
+            } else {
+                (root.clone(), root.join(".Junk"))
+            };
+            std::fs::rename(
+                from.join("cur").join(&names[i]),
+                to.join("cur").join(&names[i]),
+            )
+            .unwrap();
+            in_junk[i] = !in_junk[i];
+            moved[i] = true;
+            if !killed && t.elapsed() >= kill_after {
+                child.kill().unwrap();
+                killed = true;
+            }
+        }
+        if !killed {
+            std::thread::sleep(kill_after.saturating_sub(t.elapsed()));
+            child.kill().unwrap();
+        }
+        child.wait().unwrap();
+        check_counts_match_ledger(&db, &by_digest, round);
+    }
+    eprintln!("{ROUNDS} rounds in {:?}", started.elapsed());
+
+    // A last, clean pass learns whatever the killed watchers missed: then every message is
+    // where the user put it.
+    let last = watch_command(&config, &db).arg("--once").output().unwrap();
+    assert!(last.status.success(), "{}", util::text(&last.stderr));
+    let ledger = check_counts_match_ledger(&db, &by_digest, ROUNDS);
+    // A message moved into Junk and back before a killed watcher's writes reached the
+    // disk is, as far as the database can know, a message that never moved: not learned.
+    let (mut ham, mut spam) = (0, 0);
+    for i in 0..N {
+        let got = ledger.get(&digest(mails[i].as_bytes())).copied();
+        match (in_junk[i], moved[i]) {
+            (true, _) => assert_eq!(got, Some(Class::Spam), "message {i} is in Junk"),
+            (false, true) => {
+                assert_ne!(got, Some(Class::Spam), "message {i} was rescued from Junk")
+            }
+            (false, false) => assert_eq!(got, None, "message {i} never moved"),
+        }
+        match got {
+            Some(Class::Ham) => ham += 1,
+            Some(Class::Spam) => spam += 1,
+            None => {}
+        }
+    }
+    eprintln!("at the end: {spam} learned as spam, {ham} as ham");
+    assert!(
+        ham > 0,
+        "some messages were relearned as ham across the rounds"
+    );
+}
+
+/// The lines a running `spamnb -v watch` logs, as they come.
+struct Log(std::sync::mpsc::Receiver<String>);
+
+impl Log {
+    fn follow(child: &mut Child) -> Log {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let err = BufReader::new(child.stderr.take().expect("stderr"));
+        std::thread::spawn(move || {
+            for line in err.lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Log(rx)
+    }
+
+    /// Waits for a line containing `what`; returns every line up to it.
+    fn wait_for(&self, what: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut lines = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.0.recv_timeout(left) {
+                Ok(line) => {
+                    let done = line.contains(what);
+                    lines.push(line);
+                    if done {
+                        return lines;
+                    }
+                }
+                Err(_) => panic!(
+                    "no log line with {what:?} within 20 s; got:\n{}",
+                    lines.join("\n")
+                ),
+            }
+        }
+    }
+}
+
+/// A private Dovecot on a loopback port: its own base_dir, a passwd-file user, Maildirs in
+/// a temp dir. Stopped when dropped.
+struct Dovecot {
+    config: PathBuf,
+    port: u16,
+    child: Child,
+}
+
+impl Dovecot {
+    /// Dovecot 2.3 with `extra` added to its configuration; None (skipped) for another
+    /// version, whose configuration syntax differs.
+    fn start(dir: &Path, extra: &str) -> Option<Dovecot> {
+        let version = Command::new("dovecot")
+            .arg("--version")
+            .output()
+            .expect("dovecot --version");
+        let version = util::text(&version.stdout);
+        if !version.starts_with("2.3") {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "this test speaks Dovecot 2.3's configuration, not {version}"
+            );
+            eprintln!("skipped: Dovecot {version} is not 2.3");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let d = dir.display();
+        for sub in ["run", "state", "home"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        // Mail processes run as nobody: Dovecot refuses uid 0 for mail access.
+        let status = Command::new("chown")
+            .args(["65534:65534", &format!("{d}/home")])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        util::write(dir, "passwd", "ann:{PLAIN}secret\n");
+        let config = util::write(
+            dir,
+            "dovecot.conf",
+            format!(
+                "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\n\
+                 protocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\n\
+                 auth_mechanisms = plain\nfirst_valid_uid = 100\n\
+                 mail_location = maildir:{d}/home/%u/Maildir\n\
+                 passdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\n\
+                 userdb {{\n  driver = static\n  args = uid=65534 gid=65534 home={d}/home/%u\n}}\n\
+                 service imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n\
+                 \x20 inet_listener imaps {{\n    port = 0\n  }}\n}}\n\
+                 namespace inbox {{\n  inbox = yes\n\
+                 \x20 mailbox Junk {{\n    auto = create\n    special_use = \\Junk\n  }}\n\
+                 \x20 mailbox Trash {{\n    auto = create\n    special_use = \\Trash\n  }}\n}}\n{extra}\n"
+            ),
+        );
+        let child = Command::new("dovecot")
+            .args(["-F", "-c"])
+            .arg(&config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start dovecot");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "dovecot did not listen; see {d}/dovecot.log"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Dovecot {
+            config,
+            port,
+            child,
+        })
+    }
+
+    /// Runs IMAP commands through Python's imaplib: `append SUBJECTNO`, `move N FROM TO`,
+    /// `copy N FROM TO` (N: the number in the message's subject).
+    fn imap(&self, commands: &[&str], mails: &dyn Fn(usize) -> String) {
+        let mut script = format!(
+            "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {})\nm.login('ann', 'secret')\n\
+             def find(n, folder):\n    m.select(folder)\n    t, d = m.uid('SEARCH', None, 'HEADER', 'Subject', '\"note %d\"' % n)\n\
+             \x20   assert t == 'OK' and d[0], (n, folder, d)\n    return d[0].split()[0]\n",
+            self.port
+        );
+        for c in commands {
+            let words: Vec<&str> = c.split_whitespace().collect();
+            match words[..] {
+                ["append", n] => {
+                    let raw = mails(n.parse().unwrap()).replace('\n', "\r\n");
+                    script.push_str(&format!(
+                        "t, _ = m.append('INBOX', None, None, {raw:?}.encode())\nassert t == 'OK'\n"
+                    ));
+                }
+                [verb @ ("move" | "copy"), n, from, to] => script.push_str(&format!(
+                    "t, d = m.uid('{}', find({n}, '{from}'), '{to}')\nassert t == 'OK', d\n",
+                    verb.to_uppercase()
+                )),
+                _ => panic!("bad IMAP step {c}"),
+            }
+        }
+        script.push_str("m.logout()\n");
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(&script)
+            .output()
+            .expect("python3");
+        assert!(
+            out.status.success(),
+            "IMAP {commands:?} failed:\n{}",
+            util::text(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Dovecot {
+    fn drop(&mut self) {
+        let _ = Command::new("doveadm")
+            .arg("-c")
+            .arg(&self.config)
+            .arg("stop")
+            .status();
+        self.child.wait_timeout_or_kill();
+    }
+}
+
+trait WaitOrKill {
+    fn wait_timeout_or_kill(&mut self) -> bool;
+}
+
+impl WaitOrKill for Child {
+    /// Waits up to 5 s for the child to exit, then kills it. True if it exited by itself.
+    fn wait_timeout_or_kill(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.try_wait() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.kill();
+        let _ = self.wait();
+        false
+    }
+}
+
+fn is_root() -> bool {
+    let out = Command::new("id").arg("-u").output().expect("id -u");
+    let root = util::text(&out.stdout).trim() == "0";
+    if !root {
+        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
+        eprintln!("skipped: Dovecot's test needs root (its mail processes run as nobody)");
+    }
+    root
+}
+
+/// What `spamnb stats --format json` and `spamnb export` say once the watcher is stopped.
+fn learned(db: &Path) -> ([u64; 2], BTreeMap<String, String>) {
+    let out = util::spamnb(db)
+        .args(["stats", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = |class: &str| stats["messages"][class].as_u64().unwrap();
+    let out = util::spamnb(db).arg("export").output().unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let ledger = util::text(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("ledger "))
+        .map(|l| {
+            let w: Vec<&str> = l.split(' ').collect();
+            (w[0].to_string(), format!("{} {}", w[1], w[3]))
+        })
+        .collect();
+    ([n("ham"), n("spam")], ledger)
+}
+
+fn hex(raw: &str) -> String {
+    digest(raw.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A running `spamnb watch`, killed if a failing test leaves it behind.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+fn stop_watcher(mut running: Running) {
+    let status = Command::new("kill")
+        .args(["-TERM", &running.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        running.0.wait_timeout_or_kill(),
+        "spamnb watch did not stop on SIGTERM"
+    );
+}
+
+#[test]
+fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
+    if !util::have("dovecot") || !util::have("python3") || !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Dovecot's mail processes (nobody) must reach the Maildirs below it.
+    let status = Command::new("chmod")
+        .args(["755"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let Some(dovecot) = Dovecot::start(dir.path(), "") else {
+        return;
+    };
+    let mails = |n: usize| mail(n);
+    // Four messages delivered into INBOX (Dovecot makes Junk and Trash beside it).
+    dovecot.imap(
+        &["append 7001", "append 7002", "append 7003", "append 7004"],
+        &mails,
+    );
+
+    let db = dir.path().join("db");
+    let root = dir.path().join("home/ann/Maildir");
+    let config = write_config(dir.path(), "ann", &root);
+    let spawn = || {
+        let mut c = watch_command(&config, &db);
+        c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn spamnb watch");
+        let log = Log::follow(&mut child);
+        let running = Running(child);
+        log.wait_for("watching");
+        (running, log)
+    };
+
+    // INBOX → Junk, by MOVE and by COPY: learned as spam.
+    let (watcher, log) = spawn();
+    dovecot.imap(
+        &[
+            "move 7001 INBOX Junk",
+            "copy 7002 INBOX Junk",
+            "move 7003 INBOX Junk",
+        ],
+        &mails,
+    );
+    for _ in 0..3 {
+        log.wait_for("as spam for ann");
+    }
+    stop_watcher(watcher);
+    let (counts, ledger) = learned(&db);
+    assert_eq!(counts, [0, 3], "three learned as spam");
+    for n in [7001, 7002, 7003] {
+        assert_eq!(
+            ledger.get(&hex(&mail(n))).map(String::as_str),
+            Some("spam ann"),
+            "message {n}"
+        );
+    }
+
+    // Junk → INBOX: relearned as ham. Junk → Trash: nothing.
+    let (watcher, log) = spawn();
+    dovecot.imap(&["move 7003 Junk Trash", "move 7001 Junk INBOX"], &mails);
+    let lines = log.wait_for("as ham for ann");
+    let taught = |l: &&String| l.contains("learned") && l.contains(".Trash/");
+    assert!(
+        !lines.iter().any(|l| taught(&l)),
+        "Trash taught something:\n{}",
+        lines.join("\n")
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    stop_watcher(watcher);
+    let (counts, ledger) = learned(&db);
+    assert_eq!(counts, [1, 2]);
+    assert_eq!(
+        ledger.get(&hex(&mail(7001))).map(String::as_str),
+        Some("ham ann")
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7003))).map(String::as_str),
+        Some("spam ann"),
+        "Trash neither unlearns nor relearns"
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7004))),
+        None,
+        "a delivery into INBOX teaches nothing"
+    );
+    drop(dovecot);
+}
+
+#[test]
+fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
+    if !util::have("dovecot") || !util::have("python3") || !is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path();
+    let status = Command::new("chmod").args(["755"]).arg(t).status().unwrap();
+    assert!(status.success());
+    // contrib/dovecot as an administrator installs it, with /etc/dovecot/sieve moved into
+    // the temp dir; the learn script is told where spamnb and its database are.
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/dovecot");
+    let sieve_dir = t.join("sieve");
+    std::fs::create_dir_all(&sieve_dir).unwrap();
+    for script in ["report-spam.sieve", "report-ham.sieve"] {
+        std::fs::copy(contrib.join(script), sieve_dir.join(script)).unwrap();
+    }
+    // Dovecot runs the script as the mail user (nobody): a copy of spamnb it can execute.
+    let bin = t.join("spamnb");
+    std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), &bin).unwrap();
+    let db = t.join("home/ann/spamnb-db");
+    let learn = std::fs::read_to_string(contrib.join("spamnb-learn.sh"))
+        .unwrap()
+        .replace(
+            "SPAMNB=${SPAMNB:-spamnb}",
+            &format!(
+                "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null",
+                bin.display(),
+                db.display()
+            ),
+        );
+    let script = util::write(&sieve_dir, "spamnb-learn.sh", learn);
+    let status = Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Dovecot saves the compiled scripts beside them, as the mail user.
+    let status = Command::new("chown")
+        .arg("65534:65534")
+        .arg(&sieve_dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let conf = std::fs::read_to_string(contrib.join("90-spamnb-imapsieve.conf"))
+        .unwrap()
+        .replace("/etc/dovecot/sieve", &sieve_dir.display().to_string());
+
+    let Some(dovecot) = Dovecot::start(t, &conf) else {
+        return;
+    };
+    let mails = |n: usize| mail(n);
+    dovecot.imap(&["append 7101", "append 7102", "append 7103"], &mails);
+    dovecot.imap(
+        &[
+            "move 7101 INBOX Junk",
+            "copy 7102 INBOX Junk",
+            "move 7102 Junk Trash",
+            "move 7101 Junk INBOX",
+        ],
+        &mails,
+    );
+    drop(dovecot);
+    assert!(
+        db.exists(),
+        "the Sieve scripts never ran spamnb; see {}",
+        t.join("dovecot.log").display()
+    );
+    let (counts, ledger) = learned(&db);
+    let log = std::fs::read_to_string(t.join("dovecot.log")).unwrap_or_default();
+    assert_eq!(
+        counts,
+        [1, 1],
+        "7101 spam then ham, 7102 spam, nothing from Trash; dovecot.log:\n{log}"
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7101))).map(String::as_str),
+        Some("ham ann")
+    );
+    assert_eq!(
+        ledger.get(&hex(&mail(7102))).map(String::as_str),
+        Some("spam ann")
+    );
+    assert_eq!(ledger.get(&hex(&mail(7103))), None);
+}
+
+#[test]
+fn learn_from_stdin_records_the_user_in_the_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let raw = util::message("cheap pills", "buy cheap pills now");
+    let out = util::run_with_stdin(
+        util::spamnb(&db).args(["learn", "--spam", "--user", "ann", "-"]),
+        raw.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let (counts, ledger) = learned(&db);
+    assert_eq!(counts, [0, 1]);
+    assert_eq!(ledger.get(&hex(&raw)).map(String::as_str), Some("spam ann"));
+}
+
+#[test]
+fn watch_without_a_maildir_says_what_to_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = util::spamnb(&dir.path().join("db"))
+        .arg("watch")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::text(&out.stderr).contains("nothing to watch"),
+        "{}",
+        util::text(&out.stderr)
+    );
+    let out = util::spamnb(&dir.path().join("db"))
+        .args(["watch", "/nonexistent/Maildir"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        util::text(&out.stderr).contains("does not exist"),
+        "{}",
+        util::text(&out.stderr)
+    );
+}
