@@ -153,6 +153,14 @@ impl Config {
                 raw.model.ham_threshold, raw.model.spam_threshold
             )));
         }
+        if raw.model.event_model == crate::model::EventModel::Bernoulli {
+            return Err(invalid(
+                "model.event_model = \"bernoulli\" is for `spamnb eval --models bernoulli` only (its score \
+                 needs a pass over the whole vocabulary after every lesson); use \"multinomial\" or \
+                 \"binary-multinomial\""
+                    .into(),
+            ));
+        }
         let scan_limit = raw.scan_limit.unwrap_or(DEFAULT_SCAN_LIMIT);
         if scan_limit < 1024 {
             return Err(invalid(format!(

@@ -21,12 +21,14 @@
 //! - [`mailbox`]: files, Maildirs, folders and mboxes given on the command line.
 //! - [`daemon`]: `spamnb daemon`: listeners, reloads, metrics; [`spamd`]: the spamd protocol.
 //! - [`watch`]: learning from the folders users move mail into and out of (Junk).
+//! - [`eval`]: cross-validation, online and split evaluation in memory, through [`model`].
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod engine;
+pub mod eval;
 pub mod features;
 pub mod mailbox;
 pub mod message;

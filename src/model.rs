@@ -5,6 +5,8 @@
 //! with V the vocabulary of both classes together and tokens seen in neither ignored
 //! (McCallum & Nigam 1998; Manning et al. ch. 13). The verdict's score is the log-odds
 //! score(spam) − score(ham), by default normalized for length (see [`ModelConfig`]).
+//! Variants ([`EventModel`]): the binary multinomial (counts clipped at one per message)
+//! and, for evaluation only, the multi-variate Bernoulli.
 
 use serde::{Deserialize, Serialize};
 
@@ -69,6 +71,15 @@ pub struct Totals {
 pub trait CountSource {
     fn totals(&self) -> Totals;
     fn token(&self, feature: &str) -> Option<TokenCounts>;
+
+    /// Per class, Σ over the vocabulary of ln(M_c + α − m_tc) (M_c learned messages, m_tc
+    /// those holding t): the part of the multi-variate Bernoulli score that every absent
+    /// word contributes. It changes with every lesson and costs a pass over the whole
+    /// vocabulary, so only a source that can hold it precomputed offers it (evaluation's
+    /// in-memory table does, the store does not, hence Bernoulli is evaluation-only).
+    fn bernoulli_absent(&self, _alpha: f64) -> Option<[f64; 2]> {
+        None
+    }
 }
 
 /// How a message's features become evidence.
@@ -81,6 +92,23 @@ pub enum EventModel {
     /// 2006 found this the better naive Bayes for spam).
     #[default]
     BinaryMultinomial,
+    /// Multi-variate Bernoulli (McCallum & Nigam): every vocabulary word is an event,
+    /// present or absent. Scored as the precomputed all-absent sum plus a correction for
+    /// the words present, so a message costs what it does in the other models. Needs
+    /// [`CountSource::bernoulli_absent`], so only `spamnb eval` can use it; the
+    /// configuration refuses it for the store. Scored as in the paper: `min_token_weight`
+    /// and `min_feature_messages` do not apply (a word left out would count as absent).
+    Bernoulli,
+}
+
+impl EventModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventModel::Multinomial => "multinomial",
+            EventModel::BinaryMultinomial => "binary-multinomial",
+            EventModel::Bernoulli => "bernoulli",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -207,6 +235,20 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         };
     }
 
+    if cfg.event_model == EventModel::Bernoulli && counts.bernoulli_absent(cfg.alpha).is_none() {
+        return Verdict {
+            decision: Decision::Unsure,
+            score: 0.0,
+            probability: 0.5,
+            reasons: Vec::new(),
+            rules,
+            note: Some(
+                "the bernoulli event model is for `spamnb eval` only; choose another event_model"
+                    .into(),
+            ),
+        };
+    }
+
     let mut contributions: Vec<(&str, u32, f64)> = Vec::new();
     let mut joint = [0.0; 2];
     score_features(
@@ -245,6 +287,9 @@ fn score_features<'f>(
     mut each: impl FnMut(&'f str, u32, f64),
     joint: &mut [f64; 2],
 ) {
+    if cfg.event_model == EventModel::Bernoulli {
+        return score_bernoulli(features, counts, cfg, each, joint);
+    }
     let totals = counts.totals();
     let binary = cfg.event_model == EventModel::BinaryMultinomial;
     let class_total = if binary {
@@ -279,6 +324,65 @@ fn score_features<'f>(
         }
         each(feature, n, n as f64 * (logp[1] - logp[0]));
     }
+}
+
+/// Multi-variate Bernoulli: P(t|c) = (m_tc + α) / (M_c + 2α) that a message of class c
+/// holds t. score(c) = log P(c) + Σ_{t∈V} ln(1 − P(t|c)) + Σ_{t present} [ln P(t|c) −
+/// ln(1 − P(t|c))]: the first sum comes precomputed from the source, so only the words
+/// present are visited.
+fn score_bernoulli<'f>(
+    features: &'f Features,
+    counts: &dyn CountSource,
+    cfg: &ModelConfig,
+    mut each: impl FnMut(&'f str, u32, f64),
+    joint: &mut [f64; 2],
+) {
+    let totals = counts.totals();
+    let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
+    let alpha = cfg.alpha;
+    let v = totals.vocabulary as f64;
+    // Without the precomputed sum the absent words are left out: classify() refuses
+    // before that happens, log_joint() callers get the present-word part alone.
+    let absent = counts.bernoulli_absent(alpha).unwrap_or([0.0; 2]);
+    for c in 0..2 {
+        let denominator = (totals.messages[c] as f64 + 2.0 * alpha).ln();
+        joint[c] =
+            (totals.messages[c].max(1) as f64 / all_messages).ln() + absent[c] - v * denominator;
+    }
+    for (feature, _) in features.iter() {
+        let Some(tc) = counts.token(feature) else {
+            continue;
+        };
+        if tc.messages == [0, 0] {
+            continue;
+        }
+        let odds = [0, 1].map(|c| {
+            let m = tc.messages[c] as f64;
+            (m + alpha).ln() - (totals.messages[c] as f64 + alpha - m).max(alpha).ln()
+        });
+        for c in 0..2 {
+            joint[c] += odds[c];
+        }
+        each(feature, 1, odds[1] - odds[0]);
+    }
+}
+
+/// Σ over `tokens` of ln(M_c + α − m_tc) per class: what [`CountSource::bernoulli_absent`]
+/// returns, for a source that holds its tokens in memory.
+pub fn bernoulli_absent_sum<'a>(
+    totals: &Totals,
+    tokens: impl Iterator<Item = &'a TokenCounts>,
+    alpha: f64,
+) -> [f64; 2] {
+    let mut sum = [0.0; 2];
+    for tc in tokens {
+        for (c, s) in sum.iter_mut().enumerate() {
+            *s += (totals.messages[c] as f64 + alpha - tc.messages[c] as f64)
+                .max(alpha)
+                .ln();
+        }
+    }
+    sum
 }
 
 /// The `top` strongest contributions towards spam and towards ham, strongest first.

@@ -3,6 +3,7 @@
 mod check;
 mod daemon;
 mod db;
+mod eval;
 mod filter;
 mod learn;
 mod route;
@@ -57,6 +58,8 @@ pub enum Command {
     Daemon(daemon::DaemonArgs),
     /// Learn from the folders users move mail into and out of (Junk), without the daemon
     Watch(watch::WatchArgs),
+    /// Measure how well spamnb sorts labelled mail (cross-validation, split, online)
+    Eval(Box<eval::EvalArgs>),
 }
 
 impl Command {
@@ -85,6 +88,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Import(a) => db::import(&load_config(&args)?, a),
         Command::Daemon(a) => daemon::run(&args, a),
         Command::Watch(a) => watch::run(&load_config(&args)?, a),
+        Command::Eval(a) => eval::run(&load_config(&args)?, a),
     }
 }
 

@@ -1,5 +1,6 @@
 mod cli;
 mod daemon;
+mod eval;
 mod milter;
 mod model;
 mod spamd;
