@@ -88,7 +88,8 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         let name = h.name.to_ascii_lowercase();
         let tag = match name.as_str() {
             "subject" => "subj",
-            "from" | "reply-to" | "return-path" | "sender" => "from",
+            "from" => "from",
+            "reply-to" => "replyto",
             "to" | "cc" => "to",
             "x-mailer" | "user-agent" => "mailer",
             "received" => {
@@ -111,16 +112,19 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
             }
             _ => continue,
         };
-        if tag == "from" || tag == "to" {
+        let mut rest = h.value.clone();
+        if matches!(tag, "from" | "replyto" | "to") {
             for addr in addresses(&h.value) {
                 out.add(&format!("{tag}:addr:{addr}"));
                 if let Some((_, domain)) = addr.rsplit_once('@') {
                     out.add(&format!("{tag}:dom:{domain}"));
                 }
+                rest = rest.to_lowercase().replace(&addr, " ");
             }
         }
+        // Words of what is left: the subject, a display name; not the address again.
         if tag != "to" {
-            words(&h.value, opts, &mut |w| out.add(&format!("{tag}:{w}")));
+            words(&rest, opts, &mut |w| out.add(&format!("{tag}:{w}")));
         }
     }
 }
@@ -359,7 +363,7 @@ mod tests {
 
     #[test]
     fn headers_are_tagged() {
-        let raw = b"From: \"Big Deals\" <deals@Shop.Example.com>\nTo: you@example.org\n\
+        let raw = b"From: \"Big Bargains\" <deals@Shop.Example.com>\nTo: you@example.org\n\
 Subject: Free offer\nReceived: from mx1.spam.example.net ([192.0.2.44]) by mail.example.org\n\
 Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\n\nfree stuff at http://www.shop.example.com/buy\n";
         let f = tokens_of(raw, &TokenizerOptions::default());
@@ -389,6 +393,30 @@ Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\
             f.count("free"),
             1,
             "body free counted apart from subject free"
+        );
+        // An address counts once, as an address: its words would say the same thing again.
+        for t in ["from:deals", "from:shop.example.com"] {
+            assert_eq!(
+                f.count(t),
+                0,
+                "{t} repeats the address; got {:?}",
+                f.sorted()
+            );
+        }
+        let list = tokens_of(
+            b"From: a@x.example\nSender: list-admin@lists.example\nReply-To: b@y.example\n\nhi there\n",
+            &TokenizerOptions::default(),
+        );
+        assert_eq!(
+            list.count("replyto:dom:y.example"),
+            1,
+            "{:?}",
+            list.sorted()
+        );
+        assert!(
+            list.iter().all(|(t, _)| !t.contains("lists.example")),
+            "Sender is the list's, not the author's: {:?}",
+            list.sorted()
         );
         let plain = tokens_of(
             raw,
