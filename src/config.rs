@@ -39,6 +39,24 @@ pub struct Config {
     pub store: StoreOptions,
     pub extractor: Extractor,
     pub model: ModelConfig,
+    /// Rule files and directories (`rules` key); `None`: [`default_rules`].
+    pub rules: Option<Vec<PathBuf>>,
+}
+
+/// Where rules are looked for when neither `--rules`/`SPAMNB_RULES` nor the `rules` key
+/// says: the first of /etc/spamnb/rules, /usr/share/spamnb/rules, and `rules/` in the
+/// current directory (a checkout of spamnb) that holds `.cf` files.
+pub fn default_rules() -> Vec<PathBuf> {
+    let has_cf = |d: &Path| {
+        std::fs::read_dir(d)
+            .is_ok_and(|mut rd| rd.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cf"))))
+    };
+    ["/etc/spamnb/rules", "/usr/share/spamnb/rules", "rules"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|d| has_cf(d))
+        .into_iter()
+        .collect()
 }
 
 impl Default for Config {
@@ -50,8 +68,10 @@ impl Default for Config {
             extractor: Extractor {
                 tokenizer: TokenizerOptions::default(),
                 scan_limit: DEFAULT_SCAN_LIMIT,
+                rules: None,
             },
             model: ModelConfig::default(),
+            rules: None,
         }
     }
 }
@@ -81,6 +101,8 @@ struct RawConfig {
     model: ModelConfig,
     #[serde(default)]
     tokenizer: TokenizerOptions,
+    /// Rule files and directories; an empty list means no rules.
+    rules: Option<Vec<PathBuf>>,
 }
 
 impl Config {
@@ -135,8 +157,14 @@ impl Config {
             extractor: Extractor {
                 tokenizer: raw.tokenizer,
                 scan_limit,
+                rules: None,
             },
             model: raw.model,
+            // Relative rule paths are relative to the configuration file.
+            rules: raw.rules.map(|paths| {
+                let base = path.parent().unwrap_or(Path::new(""));
+                paths.into_iter().map(|p| base.join(p)).collect()
+            }),
         })
     }
 }

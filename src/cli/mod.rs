@@ -4,6 +4,7 @@ mod check;
 mod db;
 mod filter;
 mod learn;
+mod rules;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -25,6 +26,13 @@ pub struct Args {
     /// Database directory [default: from the configuration, else ~/.local/share/spamnb/db]
     #[arg(long, global = true, env = "SPAMNB_DB")]
     pub db: Option<PathBuf>,
+    /// Rule files or directories, separated by ':'; "none" for no rules
+    /// [default: the configuration's `rules`, else /etc/spamnb/rules, /usr/share/spamnb/rules, ./rules]
+    #[arg(long, global = true, env = "SPAMNB_RULES")]
+    pub rules: Option<String>,
+    /// Score with words alone: load no rules
+    #[arg(long, global = true)]
+    pub no_rules: bool,
     /// Log more (-v info, -vv debug); SPAMNB_LOG takes a full filter
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -46,6 +54,9 @@ pub enum Command {
     Export(db::ExportArgs),
     /// Load a plain-text export into a new database
     Import(db::ImportArgs),
+    /// Lint rule files, or measure how often each rule hits in spam and ham
+    #[command(subcommand)]
+    Rules(rules::RulesCommand),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -64,6 +75,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => db::stats(&load_config(&args)?, a),
         Command::Export(a) => db::export(&load_config(&args)?, a),
         Command::Import(a) => db::import(&load_config(&args)?, a),
+        Command::Rules(a) => rules::run(&args, a),
     }
 }
 
@@ -73,7 +85,33 @@ pub fn load_config(args: &Args) -> anyhow::Result<Config> {
     if let Some(db) = &args.db {
         config.db = db.clone();
     }
+    let paths = rule_paths(args, &config);
+    if !paths.is_empty() {
+        let (set, report) = crate::rules::RuleSet::load(&paths);
+        if !report.skipped.is_empty() || !report.problems.is_empty() {
+            tracing::warn!(
+                loaded = report.total_loaded(),
+                skipped = report.skipped.len(),
+                problems = report.problems.len(),
+                "some rules were not loaded; `spamnb rules check` lists them"
+            );
+        }
+        config.extractor.rules = (!set.is_empty()).then(|| Arc::new(set));
+    }
     Ok(config)
+}
+
+/// The rule files and directories to load: `--no-rules`, `--rules`/`SPAMNB_RULES`, the
+/// configuration's `rules`, the default places, in that order.
+pub fn rule_paths(args: &Args, config: &Config) -> Vec<PathBuf> {
+    if args.no_rules {
+        return Vec::new();
+    }
+    match args.rules.as_deref().map(str::trim) {
+        Some("" | "none") => Vec::new(),
+        Some(list) => list.split(':').filter(|p| !p.is_empty()).map(PathBuf::from).collect(),
+        None => config.rules.clone().unwrap_or_else(crate::config::default_rules),
+    }
 }
 
 pub fn open_store(config: &Config) -> anyhow::Result<Arc<SledStore>> {

@@ -1,2 +1,3 @@
 mod cli;
 mod util;
+mod rules;
