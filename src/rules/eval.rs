@@ -3,6 +3,7 @@
 //! arguments; a name or an argument spamnb does not know is a load-time skip, never a
 //! silent "no hit".
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -171,8 +172,17 @@ struct HtmlFacts {
     image_area: f64,
     images: usize,
     text_chars: usize,
+    /// Opening and closing tags by lowercase name.
+    tags: HashMap<String, (usize, usize)>,
+    /// (href, visible text) of every link.
+    anchors: Vec<(String, String)>,
 }
 
+/// The transfer encodings worth parsing part headers for: most mail has neither.
+static ENCODINGS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(r"(?i)transfer-encoding:\s*(?:base64|quoted-printable)")
+        .expect("encoding pattern is valid")
+});
 static IMG: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").expect("img pattern is valid"));
 static DIM: LazyLock<Regex> = LazyLock::new(|| {
@@ -216,12 +226,43 @@ impl<'m> Facts<'m> {
                 }
                 image_area += w * h;
             }
-            let rendered = TAG.replace_all(&msg.html, " ");
-            let text_chars = rendered.chars().filter(|c| !c.is_whitespace()).count();
+            // One pass over the markup: tag counts and the characters outside tags.
+            let mut tags: HashMap<String, (usize, usize)> = HashMap::new();
+            let mut text_chars = 0;
+            let mut rest = msg.html.as_str();
+            while let Some(lt) = rest.find('<') {
+                text_chars += rest[..lt].chars().filter(|c| !c.is_whitespace()).count();
+                let after = &rest[lt + 1..];
+                let end = after.find('>').map_or(after.len(), |e| e + 1);
+                let tag = &after[..end];
+                let (closing, name) = tag.strip_prefix('/').map_or((false, tag), |n| (true, n));
+                let name: String = name
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .map(|c| c.to_ascii_lowercase())
+                    .collect();
+                if !name.is_empty() {
+                    let e = tags.entry(name).or_default();
+                    if closing {
+                        e.1 += 1;
+                    } else {
+                        e.0 += 1;
+                    }
+                }
+                rest = &after[end..];
+            }
+            text_chars += rest.chars().filter(|c| !c.is_whitespace()).count();
+            let anchors = if tags.contains_key("a") {
+                anchors(&msg.html)
+            } else {
+                Vec::new()
+            };
             HtmlFacts {
                 image_area,
                 images,
                 text_chars,
+                tags,
+                anchors,
             }
         })
     }
@@ -312,13 +353,16 @@ impl Eval {
                 if msg.html.is_empty() {
                     return false;
                 }
-                let lower = msg.html.to_ascii_lowercase();
-                let open = count_tags(&lower, &format!("<{tag}"));
-                let close = count_tags(&lower, &format!("</{tag}"));
+                let (open, close) = facts.html().tags.get(tag).copied().unwrap_or_default();
                 compare(*cmp, open as f64 - close as f64, *n)
             }
             Eval::HtmlTagExists(tag) => {
-                count_tags(&msg.html.to_ascii_lowercase(), &format!("<{tag}")) > 0
+                !msg.html.is_empty()
+                    && facts
+                        .html()
+                        .tags
+                        .get(tag)
+                        .is_some_and(|(open, _)| *open > 0)
             }
             Eval::SubjectAllCaps => {
                 let Some(subject) = msg.header("subject") else {
@@ -356,13 +400,13 @@ impl Eval {
                     && msg.header("cc").is_none()
                     && msg.header("bcc").is_none()
             }
-            Eval::HttpsHttpMismatch => anchors(&msg.html).any(|(href, text)| {
+            Eval::HttpsHttpMismatch => facts.html().anchors.iter().any(|(href, text)| {
                 href.to_ascii_lowercase().starts_with("http:")
                     && text.trim_start().to_ascii_lowercase().starts_with("https:")
             }),
-            Eval::LinkDomainMismatch => anchors(&msg.html).any(|(href, text)| {
+            Eval::LinkDomainMismatch => facts.html().anchors.iter().any(|(href, text)| {
                 let shown = DOMAIN_IN_TEXT
-                    .captures(&text)
+                    .captures(text)
                     .map(|c| c[1].to_ascii_lowercase());
                 match (shown, url_host(href)) {
                     (Some(shown), Some(target)) if target.contains('.') => {
@@ -371,6 +415,8 @@ impl Eval {
                     _ => false,
                 }
             }),
+            Eval::Base64Text | Eval::Base64Count if !ENCODINGS.is_match(msg.raw) => false,
+            Eval::QpCount if !ENCODINGS.is_match(msg.raw) => false,
             Eval::Base64Text => facts
                 .parts()
                 .iter()
@@ -385,10 +431,11 @@ impl Eval {
                 n >= *min && n <= *max
             }
             Eval::Uppercase(min, max) => {
+                // ASCII letters only: a byte loop, and capitals are an ASCII habit.
                 let (mut letters, mut upper) = (0usize, 0usize);
-                for c in msg.text.chars().filter(|c| c.is_alphabetic()) {
+                for b in msg.text.bytes().filter(u8::is_ascii_alphabetic) {
                     letters += 1;
-                    upper += usize::from(c.is_uppercase());
+                    upper += usize::from(b.is_ascii_uppercase());
                 }
                 letters >= 200 && {
                     let pct = 100.0 * upper as f64 / letters as f64;
@@ -396,6 +443,7 @@ impl Eval {
                 }
             }
             Eval::BodyLength(max) => (msg.text.trim().len() as f64) <= *max,
+            Eval::IllegalChars(..) if header_block(msg.raw).is_ascii() => false,
             Eval::IllegalChars(name, ratio, count) => {
                 let values: Vec<&[u8]> = if name == "ALL" {
                     vec![header_block(msg.raw)]
@@ -411,26 +459,17 @@ impl Eval {
     }
 }
 
-fn count_tags(lower_html: &str, prefix: &str) -> usize {
-    lower_html
-        .match_indices(prefix)
-        .filter(|(at, _)| {
-            lower_html[at + prefix.len()..]
-                .chars()
-                .next()
-                .is_some_and(|c| c == '>' || c == '/' || c.is_whitespace())
-        })
-        .count()
-}
-
 /// (href, visible text) of every link.
-fn anchors(html: &str) -> impl Iterator<Item = (&str, String)> {
-    ANCHOR.captures_iter(html).map(|c| {
-        (
-            c.get(1).map_or("", |m| m.as_str()),
-            TAG.replace_all(&c[2], "").trim().to_string(),
-        )
-    })
+fn anchors(html: &str) -> Vec<(String, String)> {
+    ANCHOR
+        .captures_iter(html)
+        .map(|c| {
+            (
+                c.get(1).map_or("", |m| m.as_str()).to_string(),
+                TAG.replace_all(&c[2], "").trim().to_string(),
+            )
+        })
+        .collect()
 }
 
 fn header_block(raw: &[u8]) -> &[u8] {

@@ -3,8 +3,8 @@
 //! its weight is learned like a word's, so a rule's `score` is not used (see README).
 //!
 //! - [`parse`]: the file syntax, `if`/`ifplugin`, `describe`/`score`/`tflags`, ReplaceTags.
-//! - [`perl`]: Perl patterns to the Rust dialect (look-around and back-references go to a
-//!   bounded backtracker behind a prefilter).
+//! - [`perl`]: Perl patterns to the Rust dialect (look-around goes to a bounded
+//!   backtracker behind a prefilter; back-references are skipped).
 //! - [`meta`]: meta expressions.
 //! - [`eval`]: built-in tests (`eval:html_image_ratio(...)` and friends).
 //!
@@ -30,13 +30,13 @@ use crate::message::Message;
 
 /// Patterns per `RegexSet`: one huge set makes the lazy DFA thrash its cache; many small ones
 /// each scan the text again.
-const SET_CHUNK: usize = 64;
+const SET_CHUNK: usize = 8;
 /// Compiled size limit per pattern and set; SpamAssassin's obfuscation classes are large.
 const SIZE_LIMIT: usize = 64 << 20;
 /// Lazy DFA cache per set and thread.
 const DFA_LIMIT: usize = 8 << 20;
 /// Backtracking steps per fancy-regex match before it gives up (no hit).
-const BACKTRACK_LIMIT: usize = 200_000;
+const BACKTRACK_LIMIT: usize = 10_000;
 /// URLs of a message looked at by `uri` rules.
 const MAX_URLS: usize = 200;
 
@@ -52,7 +52,7 @@ pub struct Rule {
     /// Whether a hit becomes a feature: not for `__SUB` rules (SpamAssassin's helpers for
     /// meta rules) nor rules scored 0 (SpamAssassin's way of switching a rule off).
     pub reported: bool,
-    /// Run by the backtracker (look-around or back-references).
+    /// Run by the backtracker (look-around, atomic groups, possessive quantifiers).
     pub backtracking: bool,
     /// A built-in test (`eval:`), not a pattern.
     pub is_eval: bool,
@@ -240,9 +240,21 @@ struct Entry {
     rule: usize,
     negate: bool,
     fancy: Option<fancy_regex::Regex>,
+    /// The exact pattern behind a widened prefilter.
+    exact: Option<regex::bytes::Regex>,
 }
 
-/// Every regex rule that reads one text: sets, literals, backtracker confirmations.
+/// Every regex rule that reads one text. Three ways in, cheapest first:
+///
+/// - plain strings: one Aho-Corasick automaton finds them all;
+/// - patterns every match of which starts (or ends) with one of a few literals of three
+///   bytes or more: one case-insensitive Aho-Corasick automaton over all those literals
+///   says which patterns can match at all, and only those run, each on its own;
+/// - the rest: `RegexSet`s, a few dozen patterns each.
+///
+/// A `RegexSet` of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
+/// explode and it falls back to the PikeVM, 100× slower); most patterns name a literal,
+/// and most literals never occur in a given message.
 #[derive(Debug, Default)]
 struct Matcher {
     entries: Vec<Entry>,
@@ -250,6 +262,11 @@ struct Matcher {
     sets: Vec<(RegexSet, Vec<usize>)>,
     /// Plain strings, case-sensitive and ASCII-case-insensitive, with their entries.
     literals: Vec<(AhoCorasick, Vec<usize>)>,
+    /// Literal triggers (lowercase) and, per trigger, the triggered patterns.
+    triggers: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    /// Patterns run alone when triggered: (regex, entry, whether its triggers are
+    /// prefixes, so that it is tried anchored at each trigger rather than on the whole text).
+    triggered: Vec<(MetaRegex, usize, bool)>,
 }
 
 /// A matcher under construction.
@@ -258,6 +275,62 @@ struct MatcherBuilder {
     entries: Vec<Entry>,
     patterns: Vec<(String, usize)>,
     literal: [Vec<(String, usize)>; 2],
+    triggered: Vec<(MetaRegex, usize, bool, Vec<Vec<u8>>)>,
+}
+
+use regex_automata::meta::Regex as MetaRegex;
+
+/// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
+fn meta_regex(pattern: &str) -> Option<MetaRegex> {
+    MetaRegex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .configure(
+            MetaRegex::config()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(SIZE_LIMIT))
+                .hybrid_cache_capacity(DFA_LIMIT),
+        )
+        .build(pattern)
+        .ok()
+}
+
+/// Fewer bytes than this make a trigger that fires on almost every message.
+const MIN_TRIGGER: usize = 3;
+/// More literals than this per pattern are not worth the automaton's size.
+const MAX_TRIGGERS: usize = 64;
+
+/// Literals of which every match of `pattern` contains one (a prefix set, else a suffix
+/// set: the flag says which), lowercased, if there are few and long enough ones.
+fn triggers(pattern: &str) -> Option<(bool, Vec<Vec<u8>>)> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    let hir = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .ok()?;
+    for (prefix, kind) in [(true, ExtractKind::Prefix), (false, ExtractKind::Suffix)] {
+        let mut ex = Extractor::new();
+        ex.kind(kind)
+            .limit_class(8)
+            .limit_repeat(4)
+            .limit_literal_len(32)
+            .limit_total(512);
+        let seq = ex.extract(&hir);
+        let Some(lits) = seq.literals() else { continue };
+        let mut out: Vec<Vec<u8>> = lits
+            .iter()
+            .map(|l| l.as_bytes().to_ascii_lowercase())
+            .collect();
+        out.sort();
+        out.dedup();
+        if !out.is_empty()
+            && out.len() <= MAX_TRIGGERS
+            && out.iter().all(|l| l.len() >= MIN_TRIGGER)
+        {
+            return Some((prefix, out));
+        }
+    }
+    None
 }
 
 impl MatcherBuilder {
@@ -278,17 +351,35 @@ impl MatcherBuilder {
             _ => {
                 // Compiled alone once, so that one bad pattern is reported and never
                 // breaks the set it would join.
-                regex::bytes::RegexBuilder::new(&t.rust)
+                let re = regex::bytes::RegexBuilder::new(&t.rust)
                     .size_limit(SIZE_LIMIT)
+                    .dfa_size_limit(DFA_LIMIT)
                     .build()
                     .map_err(|e| first_line(&e.to_string()))?;
-                self.patterns.push((t.rust, entry));
+                drop(re);
+                match triggers(&t.rust)
+                    .and_then(|(prefix, lits)| Some((meta_regex(&t.rust)?, prefix, lits)))
+                {
+                    Some((re, prefix, lits)) => self.triggered.push((re, entry, prefix, lits)),
+                    None => self.patterns.push((t.rust, entry)),
+                }
             }
         }
+        let exact = match &t.exact {
+            Some(src) => Some(
+                regex::bytes::RegexBuilder::new(src)
+                    .size_limit(SIZE_LIMIT)
+                    .dfa_size_limit(DFA_LIMIT)
+                    .build()
+                    .map_err(|e| first_line(&e.to_string()))?,
+            ),
+            None => None,
+        };
         self.entries.push(Entry {
             rule,
             negate,
             fancy,
+            exact,
         });
         Ok(backtracking)
     }
@@ -329,10 +420,37 @@ impl MatcherBuilder {
                 literals.push((ac, lits.iter().map(|(_, e)| *e).collect()));
             }
         }
+        let mut trigger_index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut fired: Vec<Vec<usize>> = Vec::new();
+        let mut triggered = Vec::new();
+        for (i, (re, entry, prefix, lits)) in self.triggered.into_iter().enumerate() {
+            for lit in lits {
+                let t = *trigger_index.entry(lit).or_insert_with(|| {
+                    fired.push(Vec::new());
+                    fired.len() - 1
+                });
+                fired[t].push(i);
+            }
+            triggered.push((re, entry, prefix));
+        }
+        let mut words: Vec<(Vec<u8>, usize)> = trigger_index.into_iter().collect();
+        words.sort_by_key(|(_, t)| *t);
+        let triggers = (!words.is_empty())
+            .then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                    .build(words.iter().map(|(w, _)| w))
+                    .ok()
+            })
+            .flatten()
+            .map(|ac| (ac, fired));
         Matcher {
             entries: self.entries,
             sets,
             literals,
+            triggers,
+            triggered,
         }
     }
 }
@@ -342,23 +460,58 @@ impl Matcher {
         self.entries.is_empty()
     }
 
+    fn confirm(&self, e: usize, hay: &[u8]) -> bool {
+        if let Some(re) = &self.entries[e].exact {
+            return re.is_match(hay);
+        }
+        match &self.entries[e].fancy {
+            None => true,
+            // The prefilter matched; the backtracker decides (a limit hit is no match).
+            Some(re) => re
+                .is_match(String::from_utf8_lossy(hay).as_ref())
+                .unwrap_or(false),
+        }
+    }
+
     /// Marks in `matched` (one per entry) every pattern that matches `hay`.
     fn scan(&self, hay: &[u8], matched: &mut [bool]) {
         for (set, entries) in &self.sets {
             for i in set.matches(hay).iter() {
                 let e = entries[i];
-                matched[e] = match &self.entries[e].fancy {
-                    None => true,
-                    // The prefilter matched; the backtracker decides (a limit hit is no match).
-                    Some(re) => re
-                        .is_match(String::from_utf8_lossy(hay).as_ref())
-                        .unwrap_or(false),
-                };
+                matched[e] = matched[e] || self.confirm(e, hay);
             }
         }
         for (ac, entries) in &self.literals {
             for m in ac.find_overlapping_iter(hay) {
                 matched[entries[m.pattern().as_usize()]] = true;
+            }
+        }
+        if let Some((ac, fired)) = &self.triggers {
+            // Unanchored patterns run once per text, anchored ones once per trigger position.
+            let mut tried = vec![false; self.triggered.len()];
+            for m in ac.find_overlapping_iter(hay) {
+                for &i in &fired[m.pattern().as_usize()] {
+                    let (re, e, prefix) = &self.triggered[i];
+                    if matched[*e] || tried[i] {
+                        continue;
+                    }
+                    let hit = if *prefix {
+                        let input = regex_automata::Input::new(hay)
+                            .range(m.start()..)
+                            .anchored(regex_automata::Anchored::Yes)
+                            .earliest(true);
+                        re.search_half(&input).is_some()
+                    } else {
+                        tried[i] = true;
+                        re.is_match(hay)
+                    };
+                    if hit {
+                        // The confirmation reads the whole text: its answer stands for
+                        // every later trigger of this pattern.
+                        tried[i] = true;
+                        matched[*e] = self.confirm(*e, hay);
+                    }
+                }
             }
         }
     }
@@ -387,6 +540,8 @@ struct HeaderGroup {
     if_unset: Option<String>,
     mime: bool,
     matcher: Matcher,
+    /// No rule of the group hits an empty value, so a missing header needs no scan.
+    skip_if_missing: bool,
 }
 
 /// Compiled rules, immutable and shared (`Arc`) between threads.
@@ -553,17 +708,22 @@ impl RuleSet {
                 }
             }
         }
+        let n_rules = set.rules.len();
         set.headers = header_order
             .into_iter()
             .map(|key| {
                 let builder = headers
                     .remove(&key)
                     .expect("every ordered key was inserted");
+                let matcher = builder.build();
+                let mut probe = vec![0u32; n_rules];
+                matcher.run([&b""[..]], &mut probe);
                 HeaderGroup {
+                    skip_if_missing: key.1.is_none() && probe.iter().all(|&h| h == 0),
                     target: key.0,
                     if_unset: key.1,
                     mime: key.2,
-                    matcher: builder.build(),
+                    matcher,
                 }
             })
             .collect();
@@ -611,6 +771,9 @@ impl RuleSet {
             } else {
                 g.target.text(msg)
             };
+            if value.is_none() && g.skip_if_missing {
+                continue;
+            }
             let value = value.or_else(|| g.if_unset.clone()).unwrap_or_default();
             g.matcher.run([value.as_bytes()], &mut hits);
         }
@@ -836,3 +999,240 @@ fn order_metas(
 
 #[cfg(test)]
 mod tests;
+
+/// Where evaluation time goes, per part and per pattern group: for tuning rule sets
+/// (`cargo test --release -- --ignored rules_profile --nocapture`, RULES=dir).
+#[doc(hidden)]
+pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Duration)> {
+    use std::time::Instant;
+    let mut out = Vec::new();
+    let mut hits = vec![0u32; set.rules.len()];
+    let t = Instant::now();
+    for m in msgs {
+        for g in &set.headers {
+            let v = g.target.text(m).unwrap_or_default();
+            g.matcher.run([v.as_bytes()], &mut hits);
+        }
+    }
+    out.push(("headers".to_string(), t.elapsed()));
+    for g in set.headers.iter().filter(|g| g.target == Target::All) {
+        let texts: Vec<String> = msgs
+            .iter()
+            .map(|m| g.target.text(m).unwrap_or_default())
+            .collect();
+        for (s, entries) in &g.matcher.sets {
+            let t = Instant::now();
+            for v in &texts {
+                let _ = s.matches(v.as_bytes());
+            }
+            let names: Vec<&str> = entries
+                .iter()
+                .map(|e| set.rules[g.matcher.entries[*e].rule].name.as_str())
+                .collect();
+            out.push((format!("ALL set {names:?}"), t.elapsed()));
+        }
+        if let Some((ac, fired)) = &g.matcher.triggers {
+            let t = Instant::now();
+            let mut n = 0;
+            let mut runs = 0;
+            for v in &texts {
+                for m in ac.find_overlapping_iter(v.as_bytes()) {
+                    n += 1;
+                    runs += fired[m.pattern().as_usize()].len();
+                }
+            }
+            out.push((
+                format!("ALL trigger scan: {n} hits, {runs} runs"),
+                t.elapsed(),
+            ));
+        }
+        let t = Instant::now();
+        for v in &texts {
+            let mut matched = vec![false; g.matcher.entries.len()];
+            for (i, _) in g.matcher.entries.iter().enumerate() {
+                if g.matcher.entries[i].fancy.is_some() || g.matcher.entries[i].exact.is_some() {
+                    matched[i] = g.matcher.confirm(i, v.as_bytes());
+                }
+            }
+        }
+        out.push(("ALL confirm all".to_string(), t.elapsed()));
+        for (re, e, prefix) in &g.matcher.triggered {
+            let t = Instant::now();
+            for v in &texts {
+                let _ = re.is_match(v.as_bytes());
+            }
+            out.push((
+                format!(
+                    "ALL triggered {} {prefix}",
+                    set.rules[g.matcher.entries[*e].rule].name
+                ),
+                t.elapsed(),
+            ));
+        }
+    }
+    for g in &set.headers {
+        let t = Instant::now();
+        for m in msgs {
+            let v = g.target.text(m).unwrap_or_default();
+            g.matcher.run([v.as_bytes()], &mut hits);
+        }
+        out.push((
+            format!(
+                "header {:?}: {} in sets, {} triggered",
+                g.target,
+                g.matcher.sets.iter().map(|s| s.1.len()).sum::<usize>(),
+                g.matcher.triggered.len()
+            ),
+            t.elapsed(),
+        ));
+    }
+    for (name, matcher) in [
+        ("body", &set.body),
+        ("rawbody", &set.rawbody),
+        ("uri", &set.uri),
+        ("full", &set.full),
+    ] {
+        for (i, (s, _)) in matcher.sets.iter().enumerate() {
+            let t = Instant::now();
+            for m in msgs {
+                match name {
+                    "body" => {
+                        let _ = s.matches(body_text(m).as_bytes());
+                    }
+                    "rawbody" => {
+                        let _ = s.matches(m.html.as_bytes());
+                        let _ = s.matches(m.text.as_bytes());
+                    }
+                    "uri" => m.urls.iter().for_each(|u| {
+                        let _ = s.matches(u.as_bytes());
+                    }),
+                    _ => {
+                        let _ = s.matches(m.raw);
+                    }
+                }
+            }
+            out.push((
+                format!("{name} set {i} ({} patterns)", s.len()),
+                t.elapsed(),
+            ));
+        }
+    }
+    for (name, matcher) in [
+        ("body", &set.body),
+        ("rawbody", &set.rawbody),
+        ("uri", &set.uri),
+        ("full", &set.full),
+    ] {
+        let t = Instant::now();
+        let mut hits = vec![0u32; set.rules.len()];
+        for m in msgs {
+            match name {
+                "body" => matcher.run([body_text(m).as_bytes()], &mut hits),
+                "rawbody" => matcher.run([m.html.as_bytes(), m.text.as_bytes()], &mut hits),
+                "uri" => matcher.run(m.urls.iter().map(|u| u.as_bytes()), &mut hits),
+                _ => matcher.run([m.raw], &mut hits),
+            }
+        }
+        out.push((
+            format!(
+                "{name} all: {} in sets, {} triggered, {} literal",
+                matcher.sets.iter().map(|s| s.1.len()).sum::<usize>(),
+                matcher.triggered.len(),
+                matcher.literals.iter().map(|s| s.1.len()).sum::<usize>()
+            ),
+            t.elapsed(),
+        ));
+    }
+    {
+        let texts: Vec<String> = msgs.iter().map(body_text).collect();
+        let g = &set.body;
+        for (s, entries) in &g.sets {
+            let t = Instant::now();
+            for v in &texts {
+                let _ = s.matches(v.as_bytes());
+            }
+            let names: Vec<&str> = entries
+                .iter()
+                .take(3)
+                .map(|e| set.rules[g.entries[*e].rule].name.as_str())
+                .collect();
+            let el = t.elapsed();
+            out.push((format!("BODY set {names:?}"), el));
+            if el.as_millis() > 50 {
+                for (k, p) in s.patterns().iter().enumerate() {
+                    let one = RegexSetBuilder::new([p])
+                        .size_limit(SIZE_LIMIT)
+                        .dfa_size_limit(DFA_LIMIT)
+                        .build()
+                        .unwrap();
+                    let t = Instant::now();
+                    for v in &texts {
+                        let _ = one.matches(v.as_bytes());
+                    }
+                    out.push((
+                        format!(
+                            "BODY one {} {}",
+                            set.rules[g.entries[entries[k]].rule].name,
+                            &p[..p.len().min(150)]
+                        ),
+                        t.elapsed(),
+                    ));
+                }
+            }
+        }
+        let t = Instant::now();
+        for v in &texts {
+            for (i, _) in g.entries.iter().enumerate() {
+                if g.entries[i].fancy.is_some() || g.entries[i].exact.is_some() {
+                    let _ = g.confirm(i, v.as_bytes());
+                }
+            }
+        }
+        out.push(("BODY confirm all".to_string(), t.elapsed()));
+        let mut per: Vec<(std::time::Duration, String)> = Vec::new();
+        for (re, e, _) in &g.triggered {
+            let t = Instant::now();
+            for v in &texts {
+                let _ = re.is_match(v.as_bytes());
+            }
+            per.push((t.elapsed(), set.rules[g.entries[*e].rule].name.clone()));
+        }
+        per.sort();
+        let total: std::time::Duration = per.iter().map(|p| p.0).sum();
+        out.push((
+            format!(
+                "BODY triggered total, worst {:?}",
+                per.iter().rev().take(5).collect::<Vec<_>>()
+            ),
+            total,
+        ));
+        if let Some((ac, fired)) = &g.triggers {
+            let t = Instant::now();
+            let (mut n, mut runs) = (0, 0);
+            for v in &texts {
+                for m in ac.find_overlapping_iter(v.as_bytes()) {
+                    n += 1;
+                    runs += fired[m.pattern().as_usize()].len();
+                }
+            }
+            out.push((
+                format!("BODY trigger scan: {n} hits, {runs} runs"),
+                t.elapsed(),
+            ));
+        }
+    }
+    for (id, e) in &set.evals {
+        let t = Instant::now();
+        for m in msgs {
+            let mut facts = eval::Facts::new(m);
+            e.test(&mut facts);
+        }
+        out.push((format!("eval {}", set.rules[*id].name), t.elapsed()));
+    }
+    let t = Instant::now();
+    for m in msgs {
+        let _ = body_text(m);
+    }
+    out.push(("body_text".to_string(), t.elapsed()));
+    out
+}

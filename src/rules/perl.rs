@@ -3,10 +3,12 @@
 //! Patterns run as byte regexes with Unicode off (`(?-u)`), which is what Perl does with the
 //! bytes SpamAssassin hands it: `\xc3` is a byte, `\w` and `\b` are ASCII. ASCII word
 //! boundaries also keep the lazy DFA running on non-ASCII text, where a Unicode `\b` makes it
-//! give up (a 100× difference). What the automata cannot do (look-around, back-references,
-//! atomic groups, possessive quantifiers, `\K`) is handed to `fancy-regex`, a bounded
-//! backtracker, behind a prefilter: the same pattern with those parts widened away, which
-//! matches whenever the full one does and runs in the fast set.
+//! give up (a 100× difference). What the automata cannot do (look-around, atomic groups,
+//! possessive quantifiers, `\K`) is handed to `fancy-regex`, a bounded backtracker, behind a
+//! prefilter: the same pattern with those parts widened away, which matches whenever the full
+//! one does and runs in the fast set. Large repetition counts (`.{0,400}`) are widened the
+//! same way and checked exactly only where the prefilter matched. Back-references are not
+//! run (see `translate`).
 
 /// A Perl pattern split from its delimiters: `/re/flags`, `m{re}flags`, `m!re!flags`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +25,9 @@ pub struct Translated {
     pub rust: String,
     /// The full pattern for `fancy-regex` when the automata cannot express it.
     pub fancy: Option<String>,
+    /// The exact pattern for `regex::bytes` when `rust` is a widened prefilter (large
+    /// repetition counts) and the backtracker is not needed.
+    pub exact: Option<String>,
     /// The pattern is a plain string (no metacharacters): (text, case-insensitive).
     pub literal: Option<(String, bool)>,
 }
@@ -97,6 +102,9 @@ pub fn split_delimited(text: &str) -> Result<PerlPattern, Unsupported> {
     )))
 }
 
+/// Repetition counts above this are widened in the prefilter.
+const WIDEN_ABOVE: usize = 16;
+
 /// Metacharacters of the Rust regex syntax (regex-syntax's `is_meta_character`).
 fn is_meta(c: char) -> bool {
     matches!(
@@ -127,6 +135,8 @@ struct Out {
     /// The full pattern for fancy-regex.
     full: String,
     needs_fancy: bool,
+    /// A count was widened in `plain`; `full` has it exact.
+    widened: bool,
     literal: Option<String>,
 }
 
@@ -148,6 +158,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
         plain: String::new(),
         full: String::new(),
         needs_fancy: false,
+        widened: false,
         literal: Some(String::new()),
     };
     // Each group's kind, so that a look-around's closing paren is dropped from the prefilter.
@@ -214,20 +225,12 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                 i += 2;
                 match next {
                     '1'..='9' => {
-                        // A back-reference: anything may stand in its place in the prefilter.
-                        let mut n = next.to_string();
-                        while let Some(d) = chars.get(i).filter(|d| d.is_ascii_digit()) {
-                            n.push(*d);
-                            i += 1;
-                        }
-                        if dropping == 0 {
-                            out.plain.push_str("(?s:.*)");
-                        }
-                        out.needs_fancy = true;
-                        out.full.push('\\');
-                        out.full.push_str(&n);
-                        out.not_literal();
-                        last_quantifiable = true;
+                        // A back-reference widens to "anything" in a prefilter, which then
+                        // passes nearly every message on to the backtracker: SpamAssassin's
+                        // "To equals From" rules cost milliseconds each per message that way.
+                        return Err(Unsupported(format!(
+                            "back-reference \\{next} (too costly to run on every message)"
+                        )));
                     }
                     'K' => {
                         out.needs_fancy = true;
@@ -421,7 +424,21 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                     } else {
                         body.to_string()
                     };
-                    emit!(format!("{{{body}}}"));
+                    let (lo, hi) = body.split_once(',').unwrap_or((&body, &body));
+                    let lo: usize = lo.parse().unwrap_or(0);
+                    let hi: usize = hi.parse().unwrap_or(usize::MAX);
+                    if lo > WIDEN_ABOVE || (hi != usize::MAX && hi > WIDEN_ABOVE) {
+                        // Large counts blow up the automata; the prefilter takes `*`/`+`
+                        // (which match whenever the count does) and the exact count is
+                        // checked only where the prefilter matched.
+                        out.full.push_str(&format!("{{{body}}}"));
+                        if dropping == 0 {
+                            out.plain.push(if lo == 0 { '*' } else { '+' });
+                        }
+                        out.widened = true;
+                    } else {
+                        emit!(format!("{{{body}}}"));
+                    }
                     i += end.expect("is_quant implies a closing brace") + 1;
                     out.not_literal();
                     if let Some('+') = chars.get(i) {
@@ -503,7 +520,8 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     if !groups.is_empty() {
         return Err(Unsupported("unclosed group".into()));
     }
-    let flags: String = p.flags.chars().filter(|c| "imsx".contains(*c)).collect();
+    // Perl allows a flag twice (`/x/ii`); Rust does not.
+    let flags: String = "imsx".chars().filter(|c| p.flags.contains(*c)).collect();
     let prefix = if flags.is_empty() {
         String::new()
     } else {
@@ -515,6 +533,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
         .map(|l| (l, p.flags.contains('i')));
     Ok(Translated {
         rust: format!("(?-u){prefix}{}", out.plain),
+        exact: (out.widened && !out.needs_fancy).then(|| format!("(?-u){prefix}{}", out.full)),
         fancy: out.needs_fancy.then(|| format!("{prefix}{}", out.full)),
         literal,
     })
@@ -744,7 +763,6 @@ mod tests {
         for (src, yes, no) in [
             (r"foo(?!bar)", "foobaz", "foobar"),
             (r"(?<=\$)\d+", "$100", "100"),
-            (r"(\w)\1\1", "aaa", "abc"),
             (r"(?>a+)b", "aab", "aac"),
             (r"a++b", "aab", "ac"),
         ] {
@@ -764,6 +782,16 @@ mod tests {
     }
 
     #[test]
+    fn large_counts_are_widened_in_the_prefilter_and_checked_exactly() {
+        let t = tr(r"a.{0,40}b", "");
+        assert_eq!(t.rust, "(?-u)a.*b");
+        let exact = regex::bytes::Regex::new(t.exact.as_deref().expect("exact pattern")).unwrap();
+        assert!(exact.is_match(b"a123b"));
+        assert!(!exact.is_match(format!("a{}b", "x".repeat(50)).as_bytes()));
+        assert_eq!(tr(r"a{2,5}", "").exact, None);
+    }
+
+    #[test]
     fn literals_are_recognised() {
         assert_eq!(
             tr("click here", "i").literal,
@@ -780,6 +808,7 @@ mod tests {
     #[test]
     fn unsupported_is_an_error_not_a_panic() {
         for src in [
+            r"(\w)\1",
             r"a\G",
             r"(?{ code })",
             "(abc",

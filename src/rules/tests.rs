@@ -437,3 +437,91 @@ fn our_rules_load_cleanly() {
         );
     }
 }
+
+#[test]
+#[ignore = "a profile, not a test: cargo test --release -- --ignored rules_profile --nocapture"]
+fn rules_profile() {
+    let dir = std::env::var("RULES")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into());
+    let (set, _) = RuleSet::load(&[dir.into()]);
+    let files: Vec<String> = std::fs::read_to_string("/tmp/rb-few")
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let t = std::time::Instant::now();
+    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
+    println!("parse {:?}", t.elapsed());
+    for (what, d) in profile(&set, &msgs) {
+        println!("{d:>12?} {what}");
+    }
+}
+
+#[test]
+#[ignore = "a profile, not a test"]
+fn rules_profile_patterns() {
+    let dir = std::env::var("RULES")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into());
+    let files: Vec<String> = std::fs::read_to_string("/tmp/rb-few")
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
+    let bodies: Vec<String> = msgs.iter().map(body_text).collect();
+    let mut parsed = parse::Parsed::default();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "cf") {
+            parsed.read(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()), &f);
+        }
+    }
+    let mut times = Vec::new();
+    let alls: Vec<String> = msgs
+        .iter()
+        .map(|m| Target::All.text(m).unwrap_or_default())
+        .collect();
+    for def in parsed
+        .rules
+        .iter()
+        .filter(|d| d.kind == Kind::Header && d.text.starts_with("ALL "))
+    {
+        let Ok(p) = perl::split_delimited(split_header_rule(&def.text).unwrap().2) else {
+            continue;
+        };
+        let Ok(t) = perl::translate(&p) else { continue };
+        let Ok(re) = regex::bytes::Regex::new(&t.rust) else {
+            continue;
+        };
+        let start = std::time::Instant::now();
+        for b in &alls {
+            let _ = re.is_match(b.as_bytes());
+        }
+        times.push((start.elapsed(), format!("{} {}", def.name, t.rust)));
+    }
+    for def in parsed
+        .rules
+        .iter()
+        .filter(|d| d.kind == Kind::Body && !d.text.starts_with("eval:"))
+    {
+        let Ok(mut p) = perl::split_delimited(&def.text) else {
+            continue;
+        };
+        p.flags.push('m');
+        let Ok(t) = perl::translate(&p) else { continue };
+        let Ok(re) = regex::bytes::Regex::new(&t.rust) else {
+            continue;
+        };
+        let start = std::time::Instant::now();
+        for b in &bodies {
+            let _ = re.is_match(b.as_bytes());
+        }
+        times.push((start.elapsed(), format!("{} {}", def.name, t.rust)));
+    }
+    times.sort();
+    for (d, n) in times.iter().rev().take(15) {
+        println!("{d:>12?} {n}");
+    }
+}
