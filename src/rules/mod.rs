@@ -294,6 +294,8 @@ fn meta_regex(pattern: &str) -> Option<MetaRegex> {
         .ok()
 }
 
+/// Anchored tries of one pattern per text before one unanchored search replaces them.
+const MAX_ANCHORED_RUNS: u8 = 4;
 /// Fewer bytes than this make a trigger that fires on almost every message.
 const MIN_TRIGGER: usize = 3;
 /// More literals than this per pattern are not worth the automaton's size.
@@ -308,6 +310,9 @@ fn triggers(pattern: &str) -> Option<(bool, Vec<Vec<u8>>)> {
         .build()
         .parse(pattern)
         .ok()?;
+    // Of the prefix and the suffix sets, the one whose shortest literal is longest: short
+    // literals fire on every message.
+    let mut best: Option<(bool, Vec<Vec<u8>>)> = None;
     for (prefix, kind) in [(true, ExtractKind::Prefix), (false, ExtractKind::Suffix)] {
         let mut ex = Extractor::new();
         ex.kind(kind)
@@ -323,14 +328,18 @@ fn triggers(pattern: &str) -> Option<(bool, Vec<Vec<u8>>)> {
             .collect();
         out.sort();
         out.dedup();
+        let shortest = |o: &[Vec<u8>]| o.iter().map(Vec::len).min().unwrap_or(0);
         if !out.is_empty()
             && out.len() <= MAX_TRIGGERS
-            && out.iter().all(|l| l.len() >= MIN_TRIGGER)
+            && shortest(&out) >= MIN_TRIGGER
+            && best
+                .as_ref()
+                .is_none_or(|(_, b)| shortest(&out) > shortest(b))
         {
-            return Some((prefix, out));
+            best = Some((prefix, out));
         }
     }
-    None
+    best
 }
 
 impl MatcherBuilder {
@@ -460,7 +469,14 @@ impl Matcher {
         self.entries.is_empty()
     }
 
-    fn confirm(&self, e: usize, hay: &[u8]) -> bool {
+    /// Whether entry `e`, whose prefilter matched `hay`, really matches. `text` caches
+    /// `hay` as UTF-8 for the backtracker, which works on `str`.
+    fn confirm<'h>(
+        &self,
+        e: usize,
+        hay: &'h [u8],
+        text: &mut Option<std::borrow::Cow<'h, str>>,
+    ) -> bool {
         if let Some(re) = &self.entries[e].exact {
             return re.is_match(hay);
         }
@@ -468,17 +484,21 @@ impl Matcher {
             None => true,
             // The prefilter matched; the backtracker decides (a limit hit is no match).
             Some(re) => re
-                .is_match(String::from_utf8_lossy(hay).as_ref())
+                .is_match(
+                    text.get_or_insert_with(|| String::from_utf8_lossy(hay))
+                        .as_ref(),
+                )
                 .unwrap_or(false),
         }
     }
 
     /// Marks in `matched` (one per entry) every pattern that matches `hay`.
     fn scan(&self, hay: &[u8], matched: &mut [bool]) {
+        let mut text = None;
         for (set, entries) in &self.sets {
             for i in set.matches(hay).iter() {
                 let e = entries[i];
-                matched[e] = matched[e] || self.confirm(e, hay);
+                matched[e] = matched[e] || self.confirm(e, hay, &mut text);
             }
         }
         for (ac, entries) in &self.literals {
@@ -487,15 +507,24 @@ impl Matcher {
             }
         }
         if let Some((ac, fired)) = &self.triggers {
-            // Unanchored patterns run once per text, anchored ones once per trigger position.
-            let mut tried = vec![false; self.triggered.len()];
+            // Unanchored patterns run once per text, anchored ones at each trigger position
+            // up to a few times, then once over the whole text: a common trigger word
+            // must not cost a search per occurrence.
+            // Allocated at the first trigger: most texts have none for most matchers.
+            let mut tried: Vec<bool> = Vec::new();
+            let mut anchored_runs: Vec<u8> = Vec::new();
             for m in ac.find_overlapping_iter(hay) {
+                if tried.is_empty() {
+                    tried = vec![false; self.triggered.len()];
+                    anchored_runs = vec![0u8; self.triggered.len()];
+                }
                 for &i in &fired[m.pattern().as_usize()] {
                     let (re, e, prefix) = &self.triggered[i];
                     if matched[*e] || tried[i] {
                         continue;
                     }
-                    let hit = if *prefix {
+                    let hit = if *prefix && anchored_runs[i] < MAX_ANCHORED_RUNS {
+                        anchored_runs[i] += 1;
                         let input = regex_automata::Input::new(hay)
                             .range(m.start()..)
                             .anchored(regex_automata::Anchored::Yes)
@@ -509,7 +538,7 @@ impl Matcher {
                         // The confirmation reads the whole text: its answer stands for
                         // every later trigger of this pattern.
                         tried[i] = true;
-                        matched[*e] = self.confirm(*e, hay);
+                        matched[*e] = self.confirm(*e, hay, &mut text);
                     }
                 }
             }
@@ -611,8 +640,13 @@ impl RuleSet {
         let mut header_order = Vec::new();
         let [mut body, mut rawbody, mut uri, mut full]: [MatcherBuilder; 4] = Default::default();
         let mut metas = Vec::new();
+        let needed = needed_rules(&parsed);
+        // Rules nothing reads (helpers no meta uses, rules scored 0) are checked but not
+        // run: SpamAssassin ships hundreds of them.
         for def in &parsed.rules {
             let id = set.rules.len();
+            let runs = needed.contains(def.name.as_str());
+            let mut scratch = MatcherBuilder::default();
             let text = if parsed.tags.rules.contains(&def.name) {
                 parsed.tags.apply(&def.text)
             } else {
@@ -648,14 +682,15 @@ impl RuleSet {
                             .and_then(|p| perl::translate(&p))
                             .map_err(|e| Reason::Regex(e.0))?;
                         let key = (target, if_unset, def.kind == Kind::Mimeheader);
-                        if !headers.contains_key(&key) {
-                            header_order.push(key.clone());
-                        }
-                        backtracking = headers
-                            .entry(key)
-                            .or_default()
-                            .push(id, t, op == "!~")
-                            .map_err(Reason::Regex)?;
+                        let builder = if !runs {
+                            &mut scratch
+                        } else {
+                            if !headers.contains_key(&key) {
+                                header_order.push(key.clone());
+                            }
+                            headers.entry(key).or_default()
+                        };
+                        backtracking = builder.push(id, t, op == "!~").map_err(Reason::Regex)?;
                     }
                     kind => {
                         let t = perl::split_delimited(&text)
@@ -671,6 +706,7 @@ impl RuleSet {
                             .map_err(|e| Reason::Regex(e.0))?;
                         let literal = t.literal.is_some();
                         let builder = match kind {
+                            _ if !runs => &mut scratch,
                             Kind::Body => &mut body,
                             Kind::Rawbody => &mut rawbody,
                             Kind::Uri => &mut uri,
@@ -849,6 +885,36 @@ pub fn body_text(msg: &Message) -> String {
     out
 }
 
+/// Names of the rules whose hits matter: those reported, and what their meta rules read.
+fn needed_rules(parsed: &parse::Parsed) -> std::collections::HashSet<&str> {
+    let reported =
+        |d: &&parse::RuleDef| !d.name.starts_with("__") && parsed.score.get(&d.name) != Some(&0.0);
+    let mut needed: std::collections::HashSet<&str> = parsed
+        .rules
+        .iter()
+        .filter(reported)
+        .map(|d| d.name.as_str())
+        .collect();
+    let mut todo: Vec<&str> = needed.iter().copied().collect();
+    while let Some(name) = todo.pop() {
+        let Some(def) = parsed.get(name).filter(|d| d.kind == Kind::Meta) else {
+            continue;
+        };
+        let mut deps = Vec::new();
+        if let Ok(e) = meta::parse(&def.text) {
+            e.names(&mut deps);
+        }
+        for dep in deps {
+            if let Some(d) = parsed.get(&dep)
+                && needed.insert(d.name.as_str())
+            {
+                todo.push(d.name.as_str());
+            }
+        }
+    }
+    needed
+}
+
 /// `Subject =~ /x/` to ("Subject", "=~", "/x/").
 fn split_header_rule(text: &str) -> Result<(&str, &str, &str), String> {
     for op in ["=~", "!~"] {
@@ -1015,61 +1081,6 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
         }
     }
     out.push(("headers".to_string(), t.elapsed()));
-    for g in set.headers.iter().filter(|g| g.target == Target::All) {
-        let texts: Vec<String> = msgs
-            .iter()
-            .map(|m| g.target.text(m).unwrap_or_default())
-            .collect();
-        for (s, entries) in &g.matcher.sets {
-            let t = Instant::now();
-            for v in &texts {
-                let _ = s.matches(v.as_bytes());
-            }
-            let names: Vec<&str> = entries
-                .iter()
-                .map(|e| set.rules[g.matcher.entries[*e].rule].name.as_str())
-                .collect();
-            out.push((format!("ALL set {names:?}"), t.elapsed()));
-        }
-        if let Some((ac, fired)) = &g.matcher.triggers {
-            let t = Instant::now();
-            let mut n = 0;
-            let mut runs = 0;
-            for v in &texts {
-                for m in ac.find_overlapping_iter(v.as_bytes()) {
-                    n += 1;
-                    runs += fired[m.pattern().as_usize()].len();
-                }
-            }
-            out.push((
-                format!("ALL trigger scan: {n} hits, {runs} runs"),
-                t.elapsed(),
-            ));
-        }
-        let t = Instant::now();
-        for v in &texts {
-            let mut matched = vec![false; g.matcher.entries.len()];
-            for (i, _) in g.matcher.entries.iter().enumerate() {
-                if g.matcher.entries[i].fancy.is_some() || g.matcher.entries[i].exact.is_some() {
-                    matched[i] = g.matcher.confirm(i, v.as_bytes());
-                }
-            }
-        }
-        out.push(("ALL confirm all".to_string(), t.elapsed()));
-        for (re, e, prefix) in &g.matcher.triggered {
-            let t = Instant::now();
-            for v in &texts {
-                let _ = re.is_match(v.as_bytes());
-            }
-            out.push((
-                format!(
-                    "ALL triggered {} {prefix}",
-                    set.rules[g.matcher.entries[*e].rule].name
-                ),
-                t.elapsed(),
-            ));
-        }
-    }
     for g in &set.headers {
         let t = Instant::now();
         for m in msgs {
@@ -1142,84 +1153,6 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
             ),
             t.elapsed(),
         ));
-    }
-    {
-        let texts: Vec<String> = msgs.iter().map(body_text).collect();
-        let g = &set.body;
-        for (s, entries) in &g.sets {
-            let t = Instant::now();
-            for v in &texts {
-                let _ = s.matches(v.as_bytes());
-            }
-            let names: Vec<&str> = entries
-                .iter()
-                .take(3)
-                .map(|e| set.rules[g.entries[*e].rule].name.as_str())
-                .collect();
-            let el = t.elapsed();
-            out.push((format!("BODY set {names:?}"), el));
-            if el.as_millis() > 50 {
-                for (k, p) in s.patterns().iter().enumerate() {
-                    let one = RegexSetBuilder::new([p])
-                        .size_limit(SIZE_LIMIT)
-                        .dfa_size_limit(DFA_LIMIT)
-                        .build()
-                        .unwrap();
-                    let t = Instant::now();
-                    for v in &texts {
-                        let _ = one.matches(v.as_bytes());
-                    }
-                    out.push((
-                        format!(
-                            "BODY one {} {}",
-                            set.rules[g.entries[entries[k]].rule].name,
-                            &p[..p.len().min(150)]
-                        ),
-                        t.elapsed(),
-                    ));
-                }
-            }
-        }
-        let t = Instant::now();
-        for v in &texts {
-            for (i, _) in g.entries.iter().enumerate() {
-                if g.entries[i].fancy.is_some() || g.entries[i].exact.is_some() {
-                    let _ = g.confirm(i, v.as_bytes());
-                }
-            }
-        }
-        out.push(("BODY confirm all".to_string(), t.elapsed()));
-        let mut per: Vec<(std::time::Duration, String)> = Vec::new();
-        for (re, e, _) in &g.triggered {
-            let t = Instant::now();
-            for v in &texts {
-                let _ = re.is_match(v.as_bytes());
-            }
-            per.push((t.elapsed(), set.rules[g.entries[*e].rule].name.clone()));
-        }
-        per.sort();
-        let total: std::time::Duration = per.iter().map(|p| p.0).sum();
-        out.push((
-            format!(
-                "BODY triggered total, worst {:?}",
-                per.iter().rev().take(5).collect::<Vec<_>>()
-            ),
-            total,
-        ));
-        if let Some((ac, fired)) = &g.triggers {
-            let t = Instant::now();
-            let (mut n, mut runs) = (0, 0);
-            for v in &texts {
-                for m in ac.find_overlapping_iter(v.as_bytes()) {
-                    n += 1;
-                    runs += fired[m.pattern().as_usize()].len();
-                }
-            }
-            out.push((
-                format!("BODY trigger scan: {n} hits, {runs} runs"),
-                t.elapsed(),
-            ));
-        }
     }
     for (id, e) in &set.evals {
         let t = Instant::now();

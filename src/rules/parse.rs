@@ -95,6 +95,7 @@ impl Reason {
         match self {
             Reason::NeedsPlugin(p) => format!("needs plugin {p}"),
             Reason::UnknownEval(e) => format!("unknown eval {e}"),
+            Reason::Regex(e) if e.starts_with("back-reference") => "regex: back-reference".into(),
             Reason::Regex(_) => "regex not supported".into(),
             Reason::Syntax(_) => "syntax error".into(),
             Reason::MetaCycle => "meta cycle".into(),
