@@ -275,7 +275,8 @@ struct MatcherBuilder {
     entries: Vec<Entry>,
     patterns: Vec<(String, usize)>,
     literal: [Vec<(String, usize)>; 2],
-    triggered: Vec<(MetaRegex, usize, bool, Vec<Vec<u8>>)>,
+    /// (entry, prefix triggers?, triggers, pattern)
+    triggered: Vec<(usize, bool, Vec<Vec<u8>>, String)>,
 }
 
 use regex_automata::meta::Regex as MetaRegex;
@@ -294,6 +295,8 @@ fn meta_regex(pattern: &str) -> Option<MetaRegex> {
         .ok()
 }
 
+/// Matchers with at most this many patterns are one `RegexSet`.
+const SMALL_MATCHER: usize = 64;
 /// Anchored tries of one pattern per text before one unanchored search replaces them.
 const MAX_ANCHORED_RUNS: u8 = 4;
 /// Fewer bytes than this make a trigger that fires on almost every message.
@@ -303,13 +306,8 @@ const MAX_TRIGGERS: usize = 64;
 
 /// Literals of which every match of `pattern` contains one (a prefix set, else a suffix
 /// set: the flag says which), lowercased, if there are few and long enough ones.
-fn triggers(pattern: &str) -> Option<(bool, Vec<Vec<u8>>)> {
+fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
     use regex_syntax::hir::literal::{ExtractKind, Extractor};
-    let hir = regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(pattern)
-        .ok()?;
     // Of the prefix and the suffix sets, the one whose shortest literal is longest: short
     // literals fire on every message.
     let mut best: Option<(bool, Vec<Vec<u8>>)> = None;
@@ -320,7 +318,7 @@ fn triggers(pattern: &str) -> Option<(bool, Vec<Vec<u8>>)> {
             .limit_repeat(4)
             .limit_literal_len(32)
             .limit_total(512);
-        let seq = ex.extract(&hir);
+        let seq = ex.extract(hir);
         let Some(lits) = seq.literals() else { continue };
         let mut out: Vec<Vec<u8>> = lits
             .iter()
@@ -358,18 +356,16 @@ impl MatcherBuilder {
         match t.literal {
             Some((lit, ci)) if fancy.is_none() => self.literal[usize::from(ci)].push((lit, entry)),
             _ => {
-                // Compiled alone once, so that one bad pattern is reported and never
-                // breaks the set it would join.
-                let re = regex::bytes::RegexBuilder::new(&t.rust)
-                    .size_limit(SIZE_LIMIT)
-                    .dfa_size_limit(DFA_LIMIT)
+                // Parsed alone, so that one bad pattern is reported and never breaks the
+                // set it would join. Compiling waits for `build`, which knows how the
+                // pattern will run.
+                let hir = regex_syntax::ParserBuilder::new()
+                    .utf8(false)
                     .build()
+                    .parse(&t.rust)
                     .map_err(|e| first_line(&e.to_string()))?;
-                drop(re);
-                match triggers(&t.rust)
-                    .and_then(|(prefix, lits)| Some((meta_regex(&t.rust)?, prefix, lits)))
-                {
-                    Some((re, prefix, lits)) => self.triggered.push((re, entry, prefix, lits)),
+                match triggers(&hir) {
+                    Some((prefix, lits)) => self.triggered.push((entry, prefix, lits, t.rust)),
                     None => self.patterns.push((t.rust, entry)),
                 }
             }
@@ -393,9 +389,26 @@ impl MatcherBuilder {
         Ok(backtracking)
     }
 
-    fn build(self) -> Matcher {
+    fn build(mut self) -> Matcher {
+        // A few dozen patterns make one healthy lazy DFA that reads the text once, cheaper
+        // than trigger bookkeeping; hundreds make it explode, and triggers win.
+        let chunk_size = if self.patterns.len() + self.triggered.len() <= SMALL_MATCHER {
+            for (entry, _, _, pattern) in std::mem::take(&mut self.triggered) {
+                self.patterns.push((pattern, entry));
+            }
+            SMALL_MATCHER
+        } else {
+            SET_CHUNK
+        };
+        let mut triggered_in = Vec::new();
+        for (entry, prefix, lits, pattern) in std::mem::take(&mut self.triggered) {
+            match meta_regex(&pattern) {
+                Some(re) => triggered_in.push((re, entry, prefix, lits)),
+                None => self.patterns.push((pattern, entry)),
+            }
+        }
         let mut sets = Vec::new();
-        for chunk in self.patterns.chunks(SET_CHUNK) {
+        for chunk in self.patterns.chunks(chunk_size) {
             let built = RegexSetBuilder::new(chunk.iter().map(|(p, _)| p))
                 .size_limit(SIZE_LIMIT)
                 .dfa_size_limit(DFA_LIMIT)
@@ -432,7 +445,7 @@ impl MatcherBuilder {
         let mut trigger_index: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut fired: Vec<Vec<usize>> = Vec::new();
         let mut triggered = Vec::new();
-        for (i, (re, entry, prefix, lits)) in self.triggered.into_iter().enumerate() {
+        for (i, (re, entry, prefix, lits)) in triggered_in.into_iter().enumerate() {
             for lit in lits {
                 let t = *trigger_index.entry(lit).or_insert_with(|| {
                     fired.push(Vec::new());
