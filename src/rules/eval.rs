@@ -164,6 +164,8 @@ pub fn compile(call: &str) -> Result<Eval, String> {
 pub struct Facts<'m> {
     pub msg: &'m Message<'m>,
     html: Option<HtmlFacts>,
+    /// (href, visible text) of every link, for the link tests only: captures are dear.
+    anchors: Option<Vec<(String, String)>>,
     /// Transfer encodings of text parts, from the raw MIME headers.
     parts: Option<Vec<(String, String)>>,
 }
@@ -173,9 +175,7 @@ struct HtmlFacts {
     images: usize,
     text_chars: usize,
     /// Opening and closing tags by lowercase name.
-    tags: HashMap<String, (usize, usize)>,
-    /// (href, visible text) of every link.
-    anchors: Vec<(String, String)>,
+    tags: HashMap<Vec<u8>, (usize, usize)>,
 }
 
 /// The transfer encodings worth parsing part headers for: most mail has neither.
@@ -204,6 +204,7 @@ impl<'m> Facts<'m> {
         Facts {
             msg,
             html: None,
+            anchors: None,
             parts: None,
         }
     }
@@ -226,23 +227,37 @@ impl<'m> Facts<'m> {
                 }
                 image_area += w * h;
             }
-            // One pass over the markup: tag counts and the characters outside tags.
-            let mut tags: HashMap<String, (usize, usize)> = HashMap::new();
+            // One pass over the markup's bytes: tag counts, and the text bytes outside
+            // tags (UTF-8 bytes, not characters: a ratio does not need more).
+            let mut tags: HashMap<Vec<u8>, (usize, usize)> = HashMap::new();
             let mut text_chars = 0;
-            let mut rest = msg.html.as_str();
-            while let Some(lt) = rest.find('<') {
-                text_chars += rest[..lt].chars().filter(|c| !c.is_whitespace()).count();
+            let mut rest = msg.html.as_bytes();
+            let mut name = [0u8; 16];
+            while let Some(lt) = rest.iter().position(|&b| b == b'<') {
+                text_chars += rest[..lt]
+                    .iter()
+                    .filter(|b| !b.is_ascii_whitespace())
+                    .count();
                 let after = &rest[lt + 1..];
-                let end = after.find('>').map_or(after.len(), |e| e + 1);
+                let end = after
+                    .iter()
+                    .position(|&b| b == b'>')
+                    .map_or(after.len(), |e| e + 1);
                 let tag = &after[..end];
-                let (closing, name) = tag.strip_prefix('/').map_or((false, tag), |n| (true, n));
-                let name: String = name
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric())
-                    .map(|c| c.to_ascii_lowercase())
-                    .collect();
-                if !name.is_empty() {
-                    let e = tags.entry(name).or_default();
+                let (closing, tag) = tag.strip_prefix(b"/").map_or((false, tag), |n| (true, n));
+                let n = tag
+                    .iter()
+                    .take(16)
+                    .take_while(|b| b.is_ascii_alphanumeric())
+                    .count();
+                for (d, b) in name.iter_mut().zip(&tag[..n]) {
+                    *d = b.to_ascii_lowercase();
+                }
+                if n > 0 {
+                    let e = match tags.get_mut(&name[..n]) {
+                        Some(e) => e,
+                        None => tags.entry(name[..n].to_vec()).or_default(),
+                    };
                     if closing {
                         e.1 += 1;
                     } else {
@@ -251,20 +266,19 @@ impl<'m> Facts<'m> {
                 }
                 rest = &after[end..];
             }
-            text_chars += rest.chars().filter(|c| !c.is_whitespace()).count();
-            let anchors = if tags.contains_key("a") {
-                anchors(&msg.html)
-            } else {
-                Vec::new()
-            };
+            text_chars += rest.iter().filter(|b| !b.is_ascii_whitespace()).count();
             HtmlFacts {
                 image_area,
                 images,
                 text_chars,
                 tags,
-                anchors,
             }
         })
+    }
+
+    fn anchors(&mut self) -> &[(String, String)] {
+        let html = self.msg.html.as_str();
+        self.anchors.get_or_insert_with(|| anchors(html))
     }
 
     fn parts(&mut self) -> &[(String, String)] {
@@ -353,7 +367,12 @@ impl Eval {
                 if msg.html.is_empty() {
                     return false;
                 }
-                let (open, close) = facts.html().tags.get(tag).copied().unwrap_or_default();
+                let (open, close) = facts
+                    .html()
+                    .tags
+                    .get(tag.as_bytes())
+                    .copied()
+                    .unwrap_or_default();
                 compare(*cmp, open as f64 - close as f64, *n)
             }
             Eval::HtmlTagExists(tag) => {
@@ -361,7 +380,7 @@ impl Eval {
                     && facts
                         .html()
                         .tags
-                        .get(tag)
+                        .get(tag.as_bytes())
                         .is_some_and(|(open, _)| *open > 0)
             }
             Eval::SubjectAllCaps => {
@@ -400,11 +419,11 @@ impl Eval {
                     && msg.header("cc").is_none()
                     && msg.header("bcc").is_none()
             }
-            Eval::HttpsHttpMismatch => facts.html().anchors.iter().any(|(href, text)| {
+            Eval::HttpsHttpMismatch => facts.anchors().iter().any(|(href, text)| {
                 href.to_ascii_lowercase().starts_with("http:")
                     && text.trim_start().to_ascii_lowercase().starts_with("https:")
             }),
-            Eval::LinkDomainMismatch => facts.html().anchors.iter().any(|(href, text)| {
+            Eval::LinkDomainMismatch => facts.anchors().iter().any(|(href, text)| {
                 let shown = DOMAIN_IN_TEXT
                     .captures(text)
                     .map(|c| c[1].to_ascii_lowercase());
