@@ -50,6 +50,25 @@ pub struct Config {
     pub milter: MilterConfig,
     /// The folder watcher's settings, when the file has a `[watch]` section.
     pub watch: Option<WatchSettings>,
+    /// Rule files and directories (`rules` key); `None`: [`default_rules`].
+    pub rules: Option<Vec<PathBuf>>,
+}
+
+/// Where rules are looked for when neither `--rules`/`SPAMNB_RULES` nor the `rules` key
+/// says: the first of /etc/spamnb/rules, /usr/share/spamnb/rules, and `rules/` in the
+/// current directory (a checkout of spamnb) that holds `.cf` files.
+pub fn default_rules() -> Vec<PathBuf> {
+    let has_cf = |d: &Path| {
+        std::fs::read_dir(d).is_ok_and(|mut rd| {
+            rd.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "cf")))
+        })
+    };
+    ["/etc/spamnb/rules", "/usr/share/spamnb/rules", "rules"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|d| has_cf(d))
+        .into_iter()
+        .collect()
 }
 
 impl Default for Config {
@@ -61,6 +80,7 @@ impl Default for Config {
             extractor: Extractor {
                 tokenizer: TokenizerOptions::default(),
                 scan_limit: DEFAULT_SCAN_LIMIT,
+                rules: None,
             },
             model: ModelConfig::default(),
             daemon: DaemonConfig::default(),
@@ -69,6 +89,7 @@ impl Default for Config {
             http: HttpConfig::default(),
             milter: MilterConfig::default(),
             watch: None,
+            rules: None,
         }
     }
 }
@@ -109,6 +130,8 @@ struct RawConfig {
     #[serde(default)]
     milter: MilterConfig,
     watch: Option<RawWatch>,
+    /// Rule files and directories; an empty list means no rules.
+    rules: Option<Vec<PathBuf>>,
 }
 
 impl Config {
@@ -185,6 +208,7 @@ impl Config {
             extractor: Extractor {
                 tokenizer: raw.tokenizer,
                 scan_limit,
+                rules: None,
             },
             model: raw.model,
             daemon: raw.daemon,
@@ -193,6 +217,11 @@ impl Config {
             http: raw.http,
             milter: raw.milter,
             watch,
+            // Relative rule paths are relative to the configuration file.
+            rules: raw.rules.map(|paths| {
+                let base = path.parent().unwrap_or(Path::new(""));
+                paths.into_iter().map(|p| base.join(p)).collect()
+            }),
         })
     }
 }

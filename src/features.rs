@@ -125,6 +125,8 @@ pub struct Extractor {
     pub tokenizer: crate::tokenize::TokenizerOptions,
     /// Bytes of a message that are parsed; the rest is not looked at.
     pub scan_limit: usize,
+    /// Handcrafted rules; each hit adds `rule:NAME`. Compiled once, shared by every thread.
+    pub rules: Option<std::sync::Arc<crate::rules::RuleSet>>,
 }
 
 impl Extractor {
@@ -132,6 +134,11 @@ impl Extractor {
         let msg = crate::message::Message::parse(raw, self.scan_limit);
         let mut features = Features::new();
         crate::tokenize::tokenize(&msg, &self.tokenizer, &mut features);
+        if let Some(rules) = &self.rules {
+            for name in rules.evaluate(&msg) {
+                features.add(&format!("{RULE_PREFIX}{name}"));
+            }
+        }
         features
     }
 }
@@ -144,6 +151,7 @@ mod tests {
         Extractor {
             tokenizer: crate::tokenize::TokenizerOptions::default(),
             scan_limit: 1 << 20,
+            rules: None,
         }
     }
 

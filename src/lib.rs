@@ -13,6 +13,7 @@
 //! - [`message`]: raw bytes to a decoded [`message::Message`] view (mail-parser).
 //! - [`tokenize`]: words, header-tagged and URL tokens.
 //! - [`features`]: the bag of features, and the [`features::Extractor`] that makes one.
+//! - [`rules`]: SpamAssassin-style rule files, compiled once, evaluated per message.
 //! - [`model`]: multinomial naive Bayes: scoring, decision, explanation.
 //! - [`store`]: the [`store::Store`] trait and its sled implementation.
 //! - [`engine`]: the one path from raw mail to a verdict or a lesson, for every front end.
@@ -34,6 +35,7 @@ pub mod mailbox;
 pub mod message;
 pub mod milter;
 pub mod model;
+pub mod rules;
 pub mod spam_headers;
 pub mod spamd;
 pub mod store;

@@ -110,10 +110,47 @@ impl<'a> Message<'a> {
         self.header_values(name).next()
     }
 
+    /// The raw (undecoded, still folded) values of every top-level header called `name`.
+    pub fn raw_header_values(&self, name: &str) -> Vec<&'a [u8]> {
+        let head = &self.raw[..body_offset(self.raw).unwrap_or(self.raw.len())];
+        let mut out = Vec::new();
+        let mut current: Option<(usize, usize)> = None;
+        let mut at = 0;
+        for line in head.split_inclusive(|&b| b == b'\n') {
+            let start = at;
+            at += line.len();
+            if line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
+                if let Some((_, end)) = &mut current {
+                    *end = at;
+                }
+                continue;
+            }
+            if let Some((s, e)) = current.take() {
+                out.push(trim_line_end(&self.raw[s..e]));
+            }
+            let colon = line.iter().position(|&b| b == b':');
+            if let Some(colon) =
+                colon.filter(|&c| line[..c].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
+            {
+                current = Some((start + colon + 1, at));
+            }
+        }
+        if let Some((s, e)) = current {
+            out.push(trim_line_end(&self.raw[s..e]));
+        }
+        out
+    }
+
     /// The raw body: everything after the header block, undecoded.
     pub fn raw_body(&self) -> &'a [u8] {
         body_offset(self.raw).map_or(&[][..], |at| &self.raw[at..])
     }
+}
+
+fn trim_line_end(v: &[u8]) -> &[u8] {
+    let v = v.strip_prefix(b" ").unwrap_or(v);
+    let v = v.strip_suffix(b"\n").unwrap_or(v);
+    v.strip_suffix(b"\r").unwrap_or(v)
 }
 
 /// Where the body starts: after the first empty line (CRLF or LF).

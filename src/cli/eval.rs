@@ -235,6 +235,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
         let extractor = Extractor {
             tokenizer: tokenizer_variant(&config.extractor.tokenizer, tok)?,
             scan_limit: config.extractor.scan_limit,
+            rules: config.extractor.rules.clone(),
         };
         // Parse and tokenize once per tokenizer setting, then only count.
         let parse_start = Instant::now();
@@ -436,6 +437,7 @@ fn choose_and_hold_out(
     let extractor = Extractor {
         tokenizer: tokenizer_variant(&config.extractor.tokenizer, &variant.tokenizer)?,
         scan_limit: config.extractor.scan_limit,
+        rules: config.extractor.rules.clone(),
     };
     let corpus = mail.corpus(&extractor);
     let (dev, test) = eval::holdout(&corpus, fraction, args.seed);

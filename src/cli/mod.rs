@@ -7,6 +7,7 @@ mod eval;
 mod filter;
 mod learn;
 mod route;
+mod rules;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,13 @@ pub struct Args {
     /// Database directory [default: from the configuration, else ~/.local/share/spamnb/db]
     #[arg(long, global = true, env = "SPAMNB_DB")]
     pub db: Option<PathBuf>,
+    /// Rule files or directories, separated by ':'; "none" for no rules
+    /// [default: the configuration's `rules`, else /etc/spamnb/rules, /usr/share/spamnb/rules, ./rules]
+    #[arg(long, global = true, env = "SPAMNB_RULES")]
+    pub rules: Option<String>,
+    /// Score with words alone: load no rules
+    #[arg(long, global = true)]
+    pub no_rules: bool,
     /// Log more (-v info, -vv debug); SPAMNB_LOG takes a full filter
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -60,6 +68,9 @@ pub enum Command {
     Watch(watch::WatchArgs),
     /// Measure how well spamnb sorts labelled mail (cross-validation, split, online)
     Eval(Box<eval::EvalArgs>),
+    /// Lint rule files, or measure how often each rule hits in spam and ham
+    #[command(subcommand)]
+    Rules(rules::RulesCommand),
 }
 
 impl Command {
@@ -89,6 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Daemon(a) => daemon::run(&args, a),
         Command::Watch(a) => watch::run(&load_config(&args)?, a),
         Command::Eval(a) => eval::run(&load_config(&args)?, a),
+        Command::Rules(a) => rules::run(&args, a),
     }
 }
 
@@ -98,7 +110,40 @@ pub fn load_config(args: &Args) -> anyhow::Result<Config> {
     if let Some(db) = &args.db {
         config.db = db.clone();
     }
+    let paths = rule_paths(args, &config);
+    if !paths.is_empty() {
+        let (set, report) = crate::rules::RuleSet::load(&paths);
+        if !report.skipped.is_empty() || !report.problems.is_empty() {
+            tracing::warn!(
+                loaded = report.total_loaded(),
+                skipped = report.skipped.len(),
+                problems = report.problems.len(),
+                "some rules were not loaded; `spamnb rules check` lists them"
+            );
+        }
+        config.extractor.rules = (!set.is_empty()).then(|| Arc::new(set));
+    }
     Ok(config)
+}
+
+/// The rule files and directories to load: `--no-rules`, `--rules`/`SPAMNB_RULES`, the
+/// configuration's `rules`, the default places, in that order.
+pub fn rule_paths(args: &Args, config: &Config) -> Vec<PathBuf> {
+    if args.no_rules {
+        return Vec::new();
+    }
+    match args.rules.as_deref().map(str::trim) {
+        Some("" | "none") => Vec::new(),
+        Some(list) => list
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .collect(),
+        None => config
+            .rules
+            .clone()
+            .unwrap_or_else(crate::config::default_rules),
+    }
 }
 
 pub fn open_store(config: &Config) -> anyhow::Result<Arc<SledStore>> {

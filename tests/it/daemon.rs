@@ -76,6 +76,8 @@ impl Daemon {
             .arg("--db")
             .arg(db)
             .arg("daemon")
+            // Words alone, as util::spamnb: from the checkout the daemon would load rules/.
+            .env("SPAMNB_RULES", "none")
             .env_remove("SPAMNB_LOG")
             .env_remove("NOTIFY_SOCKET")
             .envs(notify.map(|p| ("NOTIFY_SOCKET", p)))

@@ -3,6 +3,7 @@ mod daemon;
 mod eval;
 mod milter;
 mod model;
+mod rules;
 mod spamd;
 mod util;
 mod watch;

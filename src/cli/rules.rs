@@ -1,0 +1,300 @@
+//! `spamnb rules check` (load and lint rule files) and `spamnb rules stats` (how often each
+//! rule hits in spam and in ham, and the weight it has learned: whether it earns its place).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use rayon::prelude::*;
+
+use super::Format;
+use crate::features::{Features, RULE_PREFIX};
+use crate::mailbox;
+use crate::message::Message;
+use crate::rules::{LoadReport, Reason, RuleSet};
+
+#[derive(Debug, Subcommand)]
+pub enum RulesCommand {
+    /// Load rule files and report what loaded and what was skipped, and why; exit 1 when a
+    /// rule fails (a plugin spamnb lacks is not a failure)
+    Check(CheckArgs),
+    /// For each rule: hits in spam, hits in ham, learned weight, most useful first
+    Stats(StatsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print only the totals, not each skipped rule
+    #[arg(long)]
+    summary: bool,
+    /// Rule files or directories [default: the rules spamnb would load]
+    paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Spam: files, Maildirs, folders or mbox files
+    #[arg(long, num_args = 1.., required = true)]
+    spam: Vec<PathBuf>,
+    /// Ham: files, Maildirs, folders or mbox files
+    #[arg(long, num_args = 1.., required = true)]
+    ham: Vec<PathBuf>,
+    /// Also list rules that never hit
+    #[arg(long)]
+    all: bool,
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+pub fn run(args: &super::Args, cmd: &RulesCommand) -> anyhow::Result<ExitCode> {
+    let config = crate::config::Config::load(args.config.as_deref())?;
+    let paths = match cmd {
+        RulesCommand::Check(c) if !c.paths.is_empty() => c.paths.clone(),
+        _ => super::rule_paths(args, &config),
+    };
+    if paths.is_empty() {
+        anyhow::bail!(
+            "no rule files: name them, or set `rules` in the configuration or SPAMNB_RULES"
+        );
+    }
+    let (set, report) = RuleSet::load(&paths);
+    match cmd {
+        RulesCommand::Check(c) => check(&set, &report, c),
+        RulesCommand::Stats(s) => {
+            let mut config = config;
+            if let Some(db) = &args.db {
+                config.db = db.clone();
+            }
+            stats(&set, &config, s)
+        }
+    }
+}
+
+fn check(set: &RuleSet, report: &LoadReport, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut lint = Vec::new();
+    for r in set.rules() {
+        if r.reported && r.describe.is_none() {
+            lint.push(format!("{}: {}: no describe line", r.origin, r.name));
+        }
+    }
+    if !args.summary {
+        for p in &report.problems {
+            writeln!(
+                out,
+                "{}: {}{}",
+                p.origin,
+                p.rule
+                    .as_deref()
+                    .map(|r| format!("{r}: "))
+                    .unwrap_or_default(),
+                p.reason
+            )?;
+        }
+        for (name, kind, origin, reason) in &report.skipped {
+            writeln!(out, "{origin}: {name} ({}) skipped: {reason}", kind.name())?;
+        }
+        for l in &lint {
+            writeln!(out, "{l}")?;
+        }
+    }
+    let loaded: Vec<String> = report
+        .loaded
+        .iter()
+        .map(|(k, n)| format!("{} {n}", k.name()))
+        .collect();
+    writeln!(
+        out,
+        "{} file(s): loaded {} rules ({}); {} run as plain strings, {} by the bounded backtracker",
+        report.files.len(),
+        report.total_loaded(),
+        loaded.join(", "),
+        report.literal,
+        report.backtracking
+    )?;
+    writeln!(out, "skipped {} rules", report.skipped.len())?;
+    for (reason, n) in report.skipped_by_reason() {
+        writeln!(out, "  {n:6}  {reason}")?;
+    }
+    // The compatibility figure: of the rules that are a regex (not eval, not meta, not
+    // inside a plugin block spamnb lacks), how many load.
+    let regex_skipped = report
+        .skipped
+        .iter()
+        .filter(|(_, k, _, r)| *k != crate::rules::Kind::Meta && matches!(r, Reason::Regex(_)))
+        .count();
+    let regex_loaded = set
+        .rules()
+        .iter()
+        .filter(|r| r.kind != crate::rules::Kind::Meta)
+        .count()
+        .saturating_sub(count_evals(set));
+    let total = regex_loaded + regex_skipped;
+    if total > 0 {
+        writeln!(
+            out,
+            "regex rules: {regex_loaded} of {total} loaded ({:.1}%)",
+            100.0 * regex_loaded as f64 / total as f64
+        )?;
+    }
+    if !report.problems.is_empty() {
+        writeln!(out, "{} line(s) with errors", report.problems.len())?;
+    }
+    if !lint.is_empty() {
+        writeln!(out, "{} rule(s) without describe", lint.len())?;
+    }
+    out.flush()?;
+    Ok(if report.has_errors() || !lint.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn count_evals(set: &RuleSet) -> usize {
+    set.rules().iter().filter(|r| r.is_eval).count()
+}
+
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    rule: &'a str,
+    spam_hits: usize,
+    ham_hits: usize,
+    spam_pct: f64,
+    ham_pct: f64,
+    /// Spam hits over all hits, as SpamAssassin's hit-frequencies' S/O.
+    s_o: f64,
+    weight: Option<f64>,
+}
+
+fn stats(
+    set: &RuleSet,
+    config: &crate::config::Config,
+    args: &StatsArgs,
+) -> anyhow::Result<ExitCode> {
+    let count = |paths: &[PathBuf]| -> (Vec<usize>, usize, Vec<mailbox::Unreadable>) {
+        let inputs = mailbox::expand(paths);
+        let mut problems = Vec::new();
+        let mut hits = vec![0usize; set.len()];
+        let mut n = 0;
+        for chunk in inputs.chunks(256) {
+            let read: Vec<_> = mailbox::read_all(chunk).collect();
+            let per: Vec<Vec<u32>> = read
+                .par_iter()
+                .filter_map(|(_, raw)| raw.as_ref().ok())
+                .map(|raw| set.evaluate_all(&Message::parse(raw, config.extractor.scan_limit)))
+                .collect();
+            n += per.len();
+            for h in per {
+                for (i, v) in h.into_iter().enumerate() {
+                    hits[i] += usize::from(v > 0);
+                }
+            }
+            problems.extend(read.into_iter().filter_map(|(_, r)| r.err()));
+        }
+        (hits, n, problems)
+    };
+    let (spam, n_spam, mut unreadable) = count(&args.spam);
+    let (ham, n_ham, more) = count(&args.ham);
+    unreadable.extend(more);
+    // Weights come from the database when there is one to read (a running daemon holds it).
+    let store = config
+        .db
+        .exists()
+        .then(|| crate::store::SledStore::open(&config.db, &config.store).ok())
+        .flatten();
+    let mut model = config.model.clone();
+    model.min_learned = 0;
+    let weight = |name: &str| -> Option<f64> {
+        let store = store.as_ref()?;
+        let f: Features = [format!("{RULE_PREFIX}{name}").as_str()]
+            .into_iter()
+            .collect();
+        crate::model::classify(&f, store, &model)
+            .reasons
+            .first()
+            .map(|r| r.weight)
+    };
+    let pct = |h: usize, n: usize| {
+        if n == 0 {
+            0.0
+        } else {
+            100.0 * h as f64 / n as f64
+        }
+    };
+    let mut rows: Vec<Row> = set
+        .rules()
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| r.reported && (args.all || spam[*i] + ham[*i] > 0))
+        .map(|(i, r)| {
+            let (sp, hp) = (pct(spam[i], n_spam), pct(ham[i], n_ham));
+            Row {
+                rule: &r.name,
+                spam_hits: spam[i],
+                ham_hits: ham[i],
+                spam_pct: sp,
+                ham_pct: hp,
+                s_o: if sp + hp > 0.0 { sp / (sp + hp) } else { 0.5 },
+                weight: weight(&r.name),
+            }
+        })
+        .collect();
+    // Most useful first: how far S/O is from a coin toss, times how often the rule hits at all.
+    let usefulness = |r: &Row| (r.s_o - 0.5).abs() * (r.spam_pct + r.ham_pct);
+    rows.sort_by(|a, b| {
+        usefulness(b)
+            .total_cmp(&usefulness(a))
+            .then(a.rule.cmp(b.rule))
+    });
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        Format::Json => {
+            for r in &rows {
+                writeln!(out, "{}", serde_json::to_string(r)?)?;
+            }
+        }
+        Format::Tsv => {
+            writeln!(
+                out,
+                "rule\tspam_hits\tham_hits\tspam_pct\tham_pct\ts_o\tweight"
+            )?;
+            for r in &rows {
+                let w = r.weight.map_or("-".into(), |w| format!("{w:.3}"));
+                writeln!(
+                    out,
+                    "{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{w}",
+                    r.rule, r.spam_hits, r.ham_hits, r.spam_pct, r.ham_pct, r.s_o
+                )?;
+            }
+        }
+        Format::Text => {
+            writeln!(out, "{n_spam} spam, {n_ham} ham")?;
+            writeln!(
+                out,
+                "{:>8} {:>8} {:>6} {:>8}  RULE",
+                "SPAM%", "HAM%", "S/O", "WEIGHT"
+            )?;
+            for r in &rows {
+                let w = r.weight.map_or("-".into(), |w| format!("{w:+.3}"));
+                writeln!(
+                    out,
+                    "{:>8.3} {:>8.3} {:>6.3} {w:>8}  {}",
+                    r.spam_pct, r.ham_pct, r.s_o, r.rule
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    for u in &unreadable {
+        eprintln!("spamnb: {u}");
+    }
+    Ok(if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}

@@ -1,0 +1,593 @@
+//! Built-in tests for what a regex cannot see, called as SpamAssassin calls them
+//! (`body NAME eval:html_image_ratio('0.000','0.002')`). Each is compiled once from its
+//! arguments; a name or an argument spamnb does not know is a load-time skip, never a
+//! silent "no hit".
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::Target;
+use crate::message::{Message, url_host};
+
+/// Names of every eval spamnb has.
+const KNOWN: &[&str] = &[
+    "check_for_mime_html_only",
+    "html_image_ratio",
+    "html_image_only",
+    "html_tag_balance",
+    "html_tag_exists",
+    "subject_is_all_caps",
+    "check_from_local_digits",
+    "check_for_shifted_date",
+    "check_for_missing_header",
+    "check_for_missing_to_header",
+    "check_https_http_mismatch",
+    "check_link_domain_mismatch",
+    "check_for_mime",
+    "check_header_count_range",
+    "check_for_uppercase",
+    "check_body_length",
+    "check_illegal_chars",
+];
+
+pub fn known(name: &str) -> bool {
+    KNOWN.contains(&name)
+}
+
+/// A compiled eval test.
+#[derive(Debug, Clone)]
+pub enum Eval {
+    HtmlOnly,
+    /// Text characters per pixel of image area in [min, max).
+    HtmlImageRatio(f64, f64),
+    /// HTML with images and text characters in [min, max).
+    HtmlImageOnly(f64, f64),
+    /// Opening minus closing tags of a name, compared.
+    HtmlTagBalance(String, Cmp, f64),
+    HtmlTagExists(String),
+    SubjectAllCaps,
+    FromLocalDigits(usize),
+    /// Date header minus the time the mail was received, in hours, in [min, max).
+    ShiftedDate(f64, f64),
+    MissingHeader(String),
+    MissingTo,
+    HttpsHttpMismatch,
+    LinkDomainMismatch,
+    Base64Text,
+    Base64Count,
+    QpCount,
+    HeaderCount(String, f64, f64),
+    /// Percentage of capital letters in the body text in [min, max].
+    Uppercase(f64, f64),
+    BodyLength(f64),
+    /// Characters above 0x7f in a raw header: (header or ALL, ratio, count).
+    IllegalChars(String, f64, usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// `name('a', 'b')` to a compiled test.
+pub fn compile(call: &str) -> Result<Eval, String> {
+    let call = call.trim();
+    let (name, args) = match call.split_once('(') {
+        Some((n, rest)) => {
+            let inner = rest
+                .trim_end()
+                .strip_suffix(')')
+                .ok_or_else(|| format!("eval:{call}: missing ')'"))?;
+            let args: Vec<String> = inner
+                .split(',')
+                .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
+                .filter(|a| !a.is_empty())
+                .collect();
+            (n.trim(), args)
+        }
+        None => (call, Vec::new()),
+    };
+    let unknown = || name.to_string();
+    let num = |i: usize| -> Result<f64, String> {
+        let a = args
+            .get(i)
+            .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))?;
+        match a.as_str() {
+            // An open end: below everything as a minimum, above everything as a maximum.
+            "undef" if i == 0 => Ok(f64::NEG_INFINITY),
+            "undef" => Ok(f64::INFINITY),
+            "inf" => Ok(f64::INFINITY),
+            a => a
+                .parse()
+                .map_err(|_| format!("eval:{name}: argument {a:?} is not a number")),
+        }
+    };
+    let text = |i: usize| -> Result<String, String> {
+        args.get(i)
+            .cloned()
+            .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))
+    };
+    Ok(match name {
+        "check_for_mime_html_only" => Eval::HtmlOnly,
+        "html_image_ratio" => Eval::HtmlImageRatio(num(0)?, num(1)?),
+        "html_image_only" => Eval::HtmlImageOnly(num(0)?, num(1)?),
+        "html_tag_balance" => {
+            let expr = text(1)?;
+            let expr = expr.trim();
+            let (cmp, rest) = [
+                ("==", Cmp::Eq),
+                ("!=", Cmp::Ne),
+                ("<=", Cmp::Le),
+                (">=", Cmp::Ge),
+                ("<", Cmp::Lt),
+                (">", Cmp::Gt),
+            ]
+            .into_iter()
+            .find_map(|(op, c)| expr.strip_prefix(op).map(|r| (c, r)))
+            .ok_or_else(|| format!("eval:{name}: comparison {expr:?} not understood"))?;
+            let n = rest
+                .trim()
+                .parse()
+                .map_err(|_| format!("eval:{name}: {expr:?} not understood"))?;
+            Eval::HtmlTagBalance(text(0)?.to_ascii_lowercase(), cmp, n)
+        }
+        "html_tag_exists" => Eval::HtmlTagExists(text(0)?.to_ascii_lowercase()),
+        "subject_is_all_caps" => Eval::SubjectAllCaps,
+        "check_from_local_digits" => Eval::FromLocalDigits(num(0)? as usize),
+        "check_for_shifted_date" => Eval::ShiftedDate(num(0)?, num(1)?),
+        "check_for_missing_header" => Eval::MissingHeader(text(0)?),
+        "check_for_missing_to_header" => Eval::MissingTo,
+        "check_https_http_mismatch" => Eval::HttpsHttpMismatch,
+        "check_link_domain_mismatch" => Eval::LinkDomainMismatch,
+        "check_for_mime" => match text(0)?.as_str() {
+            "mime_base64_encoded_text" => Eval::Base64Text,
+            "mime_base64_count" => Eval::Base64Count,
+            "mime_qp_count" => Eval::QpCount,
+            other => return Err(format!("{name}('{other}')")),
+        },
+        "check_header_count_range" => Eval::HeaderCount(text(0)?, num(1)?, num(2)?),
+        "check_for_uppercase" => Eval::Uppercase(num(0)?, num(1)?),
+        "check_body_length" => Eval::BodyLength(num(0)?),
+        "check_illegal_chars" => Eval::IllegalChars(text(0)?, num(1)?, num(2)? as usize),
+        _ => return Err(unknown()),
+    })
+}
+
+/// What evals share about one message, computed once.
+pub struct Facts<'m> {
+    pub msg: &'m Message<'m>,
+    html: Option<HtmlFacts>,
+    /// (href, visible text) of every link, for the link tests only: captures are dear.
+    anchors: Option<Vec<(String, String)>>,
+    /// Transfer encodings of text parts, from the raw MIME headers.
+    parts: Option<Vec<(String, String)>>,
+}
+
+struct HtmlFacts {
+    image_area: f64,
+    images: usize,
+    text_chars: usize,
+    /// Opening and closing tags by lowercase name.
+    tags: HashMap<Vec<u8>, (usize, usize)>,
+}
+
+/// The transfer encodings worth parsing part headers for: most mail has neither.
+static ENCODINGS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
+    regex::bytes::Regex::new(r"(?i)transfer-encoding:\s*(?:base64|quoted-printable)")
+        .expect("encoding pattern is valid")
+});
+static IMG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").expect("img pattern is valid"));
+static DIM: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?i)\b(width|height)\s*=\s*["']?(\d{1,5})"#).expect("dimension pattern is valid")
+});
+static ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?is)<a\b[^>]*?\bhref\s*=\s*["']?([^"'\s>]+)[^>]*>(.*?)</a\s*>"#)
+        .expect("anchor pattern is valid")
+});
+static TAG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"<[^>]*>").expect("tag pattern is valid"));
+static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:https?://)?((?:[a-z0-9-]+\.)+[a-z]{2,})(?:[/:?#]\S*)?\s*$")
+        .expect("domain pattern is valid")
+});
+
+impl<'m> Facts<'m> {
+    pub fn new(msg: &'m Message<'m>) -> Facts<'m> {
+        Facts {
+            msg,
+            html: None,
+            anchors: None,
+            parts: None,
+        }
+    }
+
+    fn html(&mut self) -> &HtmlFacts {
+        let msg = self.msg;
+        self.html.get_or_insert_with(|| {
+            let mut image_area = 0.0;
+            let mut images = 0;
+            for img in IMG.find_iter(&msg.html) {
+                images += 1;
+                let (mut w, mut h) = (0.0, 0.0);
+                for d in DIM.captures_iter(img.as_str()) {
+                    let v: f64 = d[2].parse().unwrap_or(0.0);
+                    if d[1].eq_ignore_ascii_case("width") {
+                        w = v;
+                    } else {
+                        h = v;
+                    }
+                }
+                image_area += w * h;
+            }
+            // One pass over the markup's bytes: tag counts, and the text bytes outside
+            // tags (UTF-8 bytes, not characters: a ratio does not need more).
+            let mut tags: HashMap<Vec<u8>, (usize, usize)> = HashMap::new();
+            let mut text_chars = 0;
+            let mut rest = msg.html.as_bytes();
+            let mut name = [0u8; 16];
+            while let Some(lt) = rest.iter().position(|&b| b == b'<') {
+                text_chars += rest[..lt]
+                    .iter()
+                    .filter(|b| !b.is_ascii_whitespace())
+                    .count();
+                let after = &rest[lt + 1..];
+                let end = after
+                    .iter()
+                    .position(|&b| b == b'>')
+                    .map_or(after.len(), |e| e + 1);
+                let tag = &after[..end];
+                let (closing, tag) = tag.strip_prefix(b"/").map_or((false, tag), |n| (true, n));
+                let n = tag
+                    .iter()
+                    .take(16)
+                    .take_while(|b| b.is_ascii_alphanumeric())
+                    .count();
+                for (d, b) in name.iter_mut().zip(&tag[..n]) {
+                    *d = b.to_ascii_lowercase();
+                }
+                if n > 0 {
+                    let e = match tags.get_mut(&name[..n]) {
+                        Some(e) => e,
+                        None => tags.entry(name[..n].to_vec()).or_default(),
+                    };
+                    if closing {
+                        e.1 += 1;
+                    } else {
+                        e.0 += 1;
+                    }
+                }
+                rest = &after[end..];
+            }
+            text_chars += rest.iter().filter(|b| !b.is_ascii_whitespace()).count();
+            HtmlFacts {
+                image_area,
+                images,
+                text_chars,
+                tags,
+            }
+        })
+    }
+
+    fn anchors(&mut self) -> &[(String, String)] {
+        let html = self.msg.html.as_str();
+        self.anchors.get_or_insert_with(|| anchors(html))
+    }
+
+    fn parts(&mut self) -> &[(String, String)] {
+        let raw = self.msg.raw;
+        self.parts.get_or_insert_with(|| mime_part_headers(raw))
+    }
+}
+
+/// (content type, transfer encoding) of every header block in the message: the top one and
+/// each MIME part's.
+fn mime_part_headers(raw: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(raw);
+    let mut out = Vec::new();
+    let mut in_headers = true;
+    let (mut ctype, mut cte) = (String::new(), String::new());
+    let mut last = "";
+    for line in text.lines() {
+        if in_headers {
+            if line.trim().is_empty() {
+                out.push((std::mem::take(&mut ctype), std::mem::take(&mut cte)));
+                in_headers = false;
+                continue;
+            }
+            if line.starts_with([' ', '\t']) {
+                if last == "content-type" && ctype.len() < 200 {
+                    ctype.push_str(line.trim());
+                }
+                continue;
+            }
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            last = "";
+            if name.eq_ignore_ascii_case("content-type") {
+                ctype = value.trim().to_ascii_lowercase();
+                last = "content-type";
+            } else if name.eq_ignore_ascii_case("content-transfer-encoding") {
+                cte = value.trim().to_ascii_lowercase();
+            }
+        } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
+            in_headers = true;
+        }
+    }
+    out
+}
+
+fn compare(cmp: Cmp, x: f64, y: f64) -> bool {
+    match cmp {
+        Cmp::Eq => x == y,
+        Cmp::Ne => x != y,
+        Cmp::Lt => x < y,
+        Cmp::Le => x <= y,
+        Cmp::Gt => x > y,
+        Cmp::Ge => x >= y,
+    }
+}
+
+/// The registrable part of a host, roughly: its last two labels (three under a two-letter
+/// country code with a short second level, as in example.co.uk).
+fn base_domain(host: &str) -> String {
+    let labels: Vec<&str> = host.split('.').collect();
+    let n = labels.len();
+    let take = if n >= 3 && labels[n - 1].len() == 2 && labels[n - 2].len() <= 3 {
+        3
+    } else {
+        2
+    };
+    labels[n.saturating_sub(take)..].join(".")
+}
+
+impl Eval {
+    pub fn test(&self, facts: &mut Facts) -> bool {
+        let msg = facts.msg;
+        match self {
+            Eval::HtmlOnly => msg.anomalies.contains(&crate::message::Anomaly::HtmlOnly),
+            Eval::HtmlImageRatio(min, max) => {
+                let h = facts.html();
+                h.image_area > 0.0 && {
+                    let ratio = h.text_chars as f64 / h.image_area;
+                    ratio >= *min && ratio < *max
+                }
+            }
+            Eval::HtmlImageOnly(min, max) => {
+                let h = facts.html();
+                h.images > 0 && (h.text_chars as f64) >= *min && (h.text_chars as f64) < *max
+            }
+            Eval::HtmlTagBalance(tag, cmp, n) => {
+                if msg.html.is_empty() {
+                    return false;
+                }
+                let (open, close) = facts
+                    .html()
+                    .tags
+                    .get(tag.as_bytes())
+                    .copied()
+                    .unwrap_or_default();
+                compare(*cmp, open as f64 - close as f64, *n)
+            }
+            Eval::HtmlTagExists(tag) => {
+                !msg.html.is_empty()
+                    && facts
+                        .html()
+                        .tags
+                        .get(tag.as_bytes())
+                        .is_some_and(|(open, _)| *open > 0)
+            }
+            Eval::SubjectAllCaps => {
+                let Some(subject) = msg.header("subject") else {
+                    return false;
+                };
+                let letters: Vec<char> = subject.chars().filter(|c| c.is_alphabetic()).collect();
+                letters.len() >= 10
+                    && subject.split_whitespace().count() >= 2
+                    && letters
+                        .iter()
+                        .all(|c| c.is_uppercase() || !c.is_lowercase())
+            }
+            Eval::FromLocalDigits(n) => msg
+                .header("from")
+                .and_then(Target::address)
+                .is_some_and(|a| a.chars().take_while(char::is_ascii_digit).count() >= *n),
+            Eval::ShiftedDate(min, max) => {
+                let Some(sent) = msg.header("date").and_then(parse_date) else {
+                    return false;
+                };
+                let received = msg
+                    .header_values("received")
+                    .next()
+                    .and_then(|r| r.rsplit(';').next())
+                    .and_then(parse_date);
+                let Some(received) = received else {
+                    return false;
+                };
+                let hours = (sent - received) as f64 / 3600.0;
+                hours >= *min && hours < *max
+            }
+            Eval::MissingHeader(name) => msg.header(name).is_none(),
+            Eval::MissingTo => {
+                msg.header("to").is_none()
+                    && msg.header("cc").is_none()
+                    && msg.header("bcc").is_none()
+            }
+            Eval::HttpsHttpMismatch => facts.anchors().iter().any(|(href, text)| {
+                href.to_ascii_lowercase().starts_with("http:")
+                    && text.trim_start().to_ascii_lowercase().starts_with("https:")
+            }),
+            Eval::LinkDomainMismatch => facts.anchors().iter().any(|(href, text)| {
+                let shown = DOMAIN_IN_TEXT
+                    .captures(text)
+                    .map(|c| c[1].to_ascii_lowercase());
+                match (shown, url_host(href)) {
+                    (Some(shown), Some(target)) if target.contains('.') => {
+                        base_domain(&shown) != base_domain(&target)
+                    }
+                    _ => false,
+                }
+            }),
+            Eval::Base64Text | Eval::Base64Count if !ENCODINGS.is_match(msg.raw) => false,
+            Eval::QpCount if !ENCODINGS.is_match(msg.raw) => false,
+            Eval::Base64Text => facts
+                .parts()
+                .iter()
+                .any(|(ct, cte)| (ct.starts_with("text/") || ct.is_empty()) && cte == "base64"),
+            Eval::Base64Count => facts.parts().iter().any(|(_, cte)| cte == "base64"),
+            Eval::QpCount => facts
+                .parts()
+                .iter()
+                .any(|(_, cte)| cte == "quoted-printable"),
+            Eval::HeaderCount(name, min, max) => {
+                let n = msg.header_values(name).count() as f64;
+                n >= *min && n <= *max
+            }
+            Eval::Uppercase(min, max) => {
+                // ASCII letters only: a byte loop, and capitals are an ASCII habit.
+                let (mut letters, mut upper) = (0usize, 0usize);
+                for b in msg.text.bytes().filter(u8::is_ascii_alphabetic) {
+                    letters += 1;
+                    upper += usize::from(b.is_ascii_uppercase());
+                }
+                letters >= 200 && {
+                    let pct = 100.0 * upper as f64 / letters as f64;
+                    pct >= *min && pct <= *max
+                }
+            }
+            Eval::BodyLength(max) => (msg.text.trim().len() as f64) <= *max,
+            Eval::IllegalChars(..) if header_block(msg.raw).is_ascii() => false,
+            Eval::IllegalChars(name, ratio, count) => {
+                let values: Vec<&[u8]> = if name == "ALL" {
+                    vec![header_block(msg.raw)]
+                } else {
+                    msg.raw_header_values(name)
+                };
+                values.iter().any(|v| {
+                    let high = v.iter().filter(|&&b| b >= 0x80).count();
+                    !v.is_empty() && high >= *count && high as f64 / v.len() as f64 >= *ratio
+                })
+            }
+        }
+    }
+}
+
+/// (href, visible text) of every link.
+fn anchors(html: &str) -> Vec<(String, String)> {
+    ANCHOR
+        .captures_iter(html)
+        .map(|c| {
+            (
+                c.get(1).map_or("", |m| m.as_str()).to_string(),
+                TAG.replace_all(&c[2], "").trim().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn header_block(raw: &[u8]) -> &[u8] {
+    let end = raw
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .unwrap_or(raw.len());
+    &raw[..end]
+}
+
+/// An RFC 5322 date ("Thu, 22 Aug 2002 18:26:25 -0700", tolerant of common mistakes) as
+/// seconds since the epoch.
+pub fn parse_date(s: &str) -> Option<i64> {
+    const MONTHS: [&str; 12] = [
+        "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+    ];
+    let mut day = None;
+    let mut month = None;
+    let mut year = None;
+    let mut time = None;
+    let mut zone = 0i64;
+    for word in s.split(|c: char| c.is_whitespace() || c == ',') {
+        if word.is_empty() {
+            continue;
+        }
+        let lower = word.to_ascii_lowercase();
+        if let Some(m) = MONTHS.iter().position(|m| lower.starts_with(m)) {
+            month.get_or_insert(m as i64 + 1);
+        } else if word.contains(':') && time.is_none() {
+            let mut it = word.split(':').map(|p| p.parse::<i64>().ok());
+            let (h, m, sec) = (it.next()??, it.next()??, it.next().flatten().unwrap_or(0));
+            time = Some(h * 3600 + m * 60 + sec);
+        } else if (word.starts_with('+') || word.starts_with('-')) && word.len() == 5 {
+            let v: i64 = word[1..].parse().ok()?;
+            let secs = (v / 100) * 3600 + (v % 100) * 60;
+            zone = if word.starts_with('-') { -secs } else { secs };
+        } else if let Ok(n) = word.parse::<i64>() {
+            if day.is_none() && n <= 31 && month.is_none() {
+                day = Some(n);
+            } else if year.is_none() {
+                year = Some(if n < 50 {
+                    n + 2000
+                } else if n < 100 {
+                    n + 1900
+                } else {
+                    n
+                });
+            } else if day.is_none() && n <= 31 {
+                day = Some(n);
+            }
+        } else {
+            zone = match lower.as_str() {
+                "edt" => -4 * 3600,
+                "est" | "cdt" => -5 * 3600,
+                "cst" | "mdt" => -6 * 3600,
+                "mst" | "pdt" => -7 * 3600,
+                "pst" => -8 * 3600,
+                _ => zone,
+            };
+        }
+    }
+    let (y, m, d) = (year?, month?, day?);
+    // Days from civil (Howard Hinnant's algorithm).
+    let (y2, m2) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let doy = (153 * m2 + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days * 86_400 + time.unwrap_or(0) - zone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates() {
+        assert_eq!(parse_date("Thu, 01 Jan 1970 00:00:00 +0000"), Some(0));
+        assert_eq!(
+            parse_date("Thu, 22 Aug 2002 18:26:25 -0700"),
+            Some(1_030_065_985)
+        );
+        assert_eq!(parse_date("22 Aug 02 18:26:25 PDT"), Some(1_030_065_985));
+        assert_eq!(parse_date("garbage"), None);
+    }
+
+    #[test]
+    fn unknown_evals_and_arguments_are_errors() {
+        assert!(compile("check_rbl('a', 'b')").is_err());
+        assert!(compile("check_for_mime('mime_faraway_charset')").is_err());
+        assert!(compile("html_image_ratio('x', '1')").is_err());
+        assert!(compile("html_image_ratio('0.000','0.002')").is_ok());
+        assert!(compile("html_tag_balance('head', '!= 0')").is_ok());
+    }
+
+    #[test]
+    fn base_domains() {
+        assert_eq!(base_domain("www.paypal.com"), "paypal.com");
+        assert_eq!(base_domain("login.example.co.uk"), "example.co.uk");
+    }
+}

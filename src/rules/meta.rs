@@ -1,0 +1,291 @@
+//! Meta rule expressions: `(A && !B) || C`, `(A + B + C) > 1`, evaluated over other rules'
+//! hits (1 or 0), as Perl would: a rule that is not defined counts as 0.
+
+/// A parsed expression over rule names.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Num(f64),
+    /// A rule, by its index in the rule set once resolved (`usize::MAX` if not defined).
+    Rule(String, usize),
+    Not(Box<Expr>),
+    Neg(Box<Expr>),
+    Bin(Op, Box<Expr>, Box<Expr>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Or,
+    And,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Num(f64),
+    Name(String),
+    Op(&'static str),
+    Open,
+    Close,
+}
+
+fn lex(s: &str) -> Result<Vec<Tok>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c.is_ascii_digit() || (c == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+                i += 1;
+            }
+            out.push(Tok::Num(
+                s[start..i]
+                    .parse()
+                    .map_err(|_| format!("bad number {:?}", &s[start..i]))?,
+            ));
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let start = i;
+            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                i += 1;
+            }
+            out.push(Tok::Name(s[start..i].to_string()));
+        } else if c == b'(' {
+            out.push(Tok::Open);
+            i += 1;
+        } else if c == b')' {
+            out.push(Tok::Close);
+            i += 1;
+        } else {
+            let two = s.get(i..i + 2).unwrap_or("");
+            let op = ["&&", "||", "==", "!=", "<=", ">="]
+                .into_iter()
+                .find(|o| *o == two)
+                .or_else(|| {
+                    ["!", "<", ">", "+", "-", "*", "/"]
+                        .into_iter()
+                        .find(|o| o.as_bytes()[0] == c)
+                })
+                .ok_or_else(|| format!("unexpected {:?} in meta expression", c as char))?;
+            i += op.len();
+            out.push(Tok::Op(op));
+        }
+    }
+    Ok(out)
+}
+
+/// Parses a meta expression. Precedence as in Perl: `!`/unary minus, `* /`, `+ -`,
+/// comparisons, `&&`, `||`.
+pub fn parse(s: &str) -> Result<Expr, String> {
+    let toks = lex(s)?;
+    let mut p = Parser { toks, at: 0 };
+    let e = p.or()?;
+    if p.at != p.toks.len() {
+        return Err(format!("unexpected {:?} in meta expression", p.toks[p.at]));
+    }
+    Ok(e)
+}
+
+struct Parser {
+    toks: Vec<Tok>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek_op(&self, ops: &[&'static str]) -> Option<&'static str> {
+        match self.toks.get(self.at) {
+            Some(Tok::Op(o)) if ops.contains(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    fn binary(
+        &mut self,
+        ops: &[&'static str],
+        next: fn(&mut Parser) -> Result<Expr, String>,
+    ) -> Result<Expr, String> {
+        let mut left = next(self)?;
+        while let Some(op) = self.peek_op(ops) {
+            self.at += 1;
+            let right = next(self)?;
+            let op = match op {
+                "||" => Op::Or,
+                "&&" => Op::And,
+                "==" => Op::Eq,
+                "!=" => Op::Ne,
+                "<" => Op::Lt,
+                "<=" => Op::Le,
+                ">" => Op::Gt,
+                ">=" => Op::Ge,
+                "+" => Op::Add,
+                "-" => Op::Sub,
+                "*" => Op::Mul,
+                _ => Op::Div,
+            };
+            left = Expr::Bin(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn or(&mut self) -> Result<Expr, String> {
+        self.binary(&["||"], Parser::and)
+    }
+    fn and(&mut self) -> Result<Expr, String> {
+        self.binary(&["&&"], Parser::cmp)
+    }
+    fn cmp(&mut self) -> Result<Expr, String> {
+        self.binary(&["==", "!=", "<", "<=", ">", ">="], Parser::sum)
+    }
+    fn sum(&mut self) -> Result<Expr, String> {
+        self.binary(&["+", "-"], Parser::product)
+    }
+    fn product(&mut self) -> Result<Expr, String> {
+        self.binary(&["*", "/"], Parser::unary)
+    }
+    fn unary(&mut self) -> Result<Expr, String> {
+        match self.toks.get(self.at).cloned() {
+            Some(Tok::Op("!")) => {
+                self.at += 1;
+                Ok(Expr::Not(Box::new(self.unary()?)))
+            }
+            Some(Tok::Op("-")) => {
+                self.at += 1;
+                Ok(Expr::Neg(Box::new(self.unary()?)))
+            }
+            Some(Tok::Num(n)) => {
+                self.at += 1;
+                Ok(Expr::Num(n))
+            }
+            Some(Tok::Name(n)) => {
+                self.at += 1;
+                Ok(Expr::Rule(n, usize::MAX))
+            }
+            Some(Tok::Open) => {
+                self.at += 1;
+                let e = self.or()?;
+                if self.toks.get(self.at) != Some(&Tok::Close) {
+                    return Err("missing ')' in meta expression".into());
+                }
+                self.at += 1;
+                Ok(e)
+            }
+            Some(t) => Err(format!("unexpected {t:?} in meta expression")),
+            None => Err("meta expression ends too early".into()),
+        }
+    }
+}
+
+impl Expr {
+    /// Every rule name the expression reads.
+    pub fn names(&self, out: &mut Vec<String>) {
+        match self {
+            Expr::Num(_) => {}
+            Expr::Rule(n, _) => out.push(n.clone()),
+            Expr::Not(e) | Expr::Neg(e) => e.names(out),
+            Expr::Bin(_, a, b) => {
+                a.names(out);
+                b.names(out);
+            }
+        }
+    }
+
+    /// Resolves names to indices with `lookup` (None: not defined, which reads as 0).
+    pub fn resolve(&mut self, lookup: &impl Fn(&str) -> Option<usize>) {
+        match self {
+            Expr::Num(_) => {}
+            Expr::Rule(n, i) => *i = lookup(n).unwrap_or(usize::MAX),
+            Expr::Not(e) | Expr::Neg(e) => e.resolve(lookup),
+            Expr::Bin(_, a, b) => {
+                a.resolve(lookup);
+                b.resolve(lookup);
+            }
+        }
+    }
+
+    /// The value with `hits[i]` the hit count of rule `i`.
+    pub fn value(&self, hits: &[u32]) -> f64 {
+        let truth = |b: bool| if b { 1.0 } else { 0.0 };
+        match self {
+            Expr::Num(n) => *n,
+            Expr::Rule(_, i) => hits.get(*i).map_or(0.0, |&h| f64::from(h)),
+            Expr::Not(e) => truth(e.value(hits) == 0.0),
+            Expr::Neg(e) => -e.value(hits),
+            Expr::Bin(op, a, b) => {
+                let x = a.value(hits);
+                match op {
+                    Op::Or => {
+                        if x != 0.0 {
+                            x
+                        } else {
+                            b.value(hits)
+                        }
+                    }
+                    Op::And => {
+                        if x == 0.0 {
+                            x
+                        } else {
+                            b.value(hits)
+                        }
+                    }
+                    _ => {
+                        let y = b.value(hits);
+                        match op {
+                            Op::Eq => truth(x == y),
+                            Op::Ne => truth(x != y),
+                            Op::Lt => truth(x < y),
+                            Op::Le => truth(x <= y),
+                            Op::Gt => truth(x > y),
+                            Op::Ge => truth(x >= y),
+                            Op::Add => x + y,
+                            Op::Sub => x - y,
+                            Op::Mul => x * y,
+                            _ if y == 0.0 => 0.0,
+                            _ => x / y,
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluates_like_perl() {
+        let names = ["A", "B", "C"];
+        let lookup = |n: &str| names.iter().position(|x| *x == n);
+        for (expr, hits, want) in [
+            ("(A && !B) || C", [1, 0, 0], 1.0),
+            ("(A && !B) || C", [1, 1, 0], 0.0),
+            ("(A + B + C) > 1", [1, 0, 1], 1.0),
+            ("(A + B + C) > 1", [1, 0, 0], 0.0),
+            ("A && MISSING", [1, 1, 1], 0.0),
+            ("!MISSING", [0, 0, 0], 1.0),
+            ("A * 2 + B >= 3", [1, 1, 0], 1.0),
+            ("-A + 1", [1, 0, 0], 0.0),
+            ("A / MISSING", [1, 0, 0], 0.0),
+        ] {
+            let mut e = parse(expr).unwrap_or_else(|err| panic!("{expr}: {err}"));
+            e.resolve(&lookup);
+            assert_eq!(e.value(&hits), want, "{expr} with {hits:?}");
+        }
+        for bad in ["A &&", "(A", "A ? B", "A B"] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,1184 @@
+//! Handcrafted rules in SpamAssassin's `.cf` language: parsed, compiled once into a
+//! [`RuleSet`], evaluated against a [`Message`]. A hit becomes the feature `rule:NAME`;
+//! its weight is learned like a word's, so a rule's `score` is not used (see README).
+//!
+//! - [`parse`]: the file syntax, `if`/`ifplugin`, `describe`/`score`/`tflags`, ReplaceTags.
+//! - [`perl`]: Perl patterns to the Rust dialect (look-around goes to a bounded
+//!   backtracker behind a prefilter; back-references are skipped).
+//! - [`meta`]: meta expressions.
+//! - [`eval`]: built-in tests (`eval:html_image_ratio(...)` and friends).
+//!
+//! Evaluation: every regex rule of one kind is in a few `RegexSet`s run once over the text
+//! they look at (the body once, each header once, each URL once); plain-string rules go
+//! through one Aho-Corasick automaton; only prefilter hits run the backtracker. Loading
+//! never fails: a rule that cannot be used is skipped with its file, line and reason.
+
+pub mod eval;
+pub mod meta;
+pub mod parse;
+pub mod perl;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use aho_corasick::AhoCorasick;
+use regex::bytes::{RegexSet, RegexSetBuilder};
+
+pub use parse::{Kind, Origin, Problem, Reason};
+
+use crate::message::Message;
+
+/// Patterns per `RegexSet`: one huge set makes the lazy DFA thrash its cache; many small ones
+/// each scan the text again.
+const SET_CHUNK: usize = 8;
+/// Compiled size limit per pattern and set; SpamAssassin's obfuscation classes are large.
+const SIZE_LIMIT: usize = 64 << 20;
+/// Lazy DFA cache per set and thread.
+const DFA_LIMIT: usize = 8 << 20;
+/// Backtracking steps per fancy-regex match before it gives up (no hit).
+const BACKTRACK_LIMIT: usize = 10_000;
+/// URLs of a message looked at by `uri` rules.
+const MAX_URLS: usize = 200;
+
+/// One loaded rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub name: String,
+    pub kind: Kind,
+    pub describe: Option<String>,
+    /// The `.cf` score, kept for reports only: weights are learned.
+    pub score: Option<f64>,
+    pub origin: Origin,
+    /// Whether a hit becomes a feature: not for `__SUB` rules (SpamAssassin's helpers for
+    /// meta rules) nor rules scored 0 (SpamAssassin's way of switching a rule off).
+    pub reported: bool,
+    /// Run by the backtracker (look-around, atomic groups, possessive quantifiers).
+    pub backtracking: bool,
+    /// A built-in test (`eval:`), not a pattern.
+    pub is_eval: bool,
+}
+
+/// What loading found: counts by kind, skips with reasons.
+#[derive(Debug, Default, Clone)]
+pub struct LoadReport {
+    pub files: Vec<PathBuf>,
+    pub loaded: BTreeMap<Kind, usize>,
+    /// Rules that were not loaded, with where and why.
+    pub skipped: Vec<(String, Kind, Origin, Reason)>,
+    /// Lines that are not rules and could not be read (bad syntax outside a rule).
+    pub problems: Vec<Problem>,
+    /// Loaded rules run by the bounded backtracker.
+    pub backtracking: usize,
+    /// Loaded rules run as plain strings through Aho-Corasick.
+    pub literal: usize,
+}
+
+impl LoadReport {
+    pub fn total_loaded(&self) -> usize {
+        self.loaded.values().sum()
+    }
+
+    /// Skips counted by category (for the summary).
+    pub fn skipped_by_reason(&self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for (_, _, _, r) in &self.skipped {
+            *out.entry(r.category()).or_insert(0) += 1;
+        }
+        out
+    }
+
+    /// Whether any rule or line failed for a reason of its own (not a plugin spamnb lacks).
+    pub fn has_errors(&self) -> bool {
+        !self.problems.is_empty()
+            || self
+                .skipped
+                .iter()
+                .any(|(_, _, _, r)| !matches!(r, Reason::NeedsPlugin(_)))
+    }
+}
+
+/// Which header text a header rule reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// All values of the header, joined by newlines; with modifiers.
+    Header {
+        name: String,
+        raw: bool,
+        part: Part,
+    },
+    /// Every header as `Name: value` lines.
+    All,
+    ToCc,
+    EnvelopeFrom,
+    MessageId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Part {
+    Whole,
+    /// `:addr`: the first mail address.
+    Addr,
+    /// `:name`: the first display name.
+    Name,
+    /// `:host`/`:domain`: the domain of the first address.
+    Host,
+}
+
+impl Target {
+    fn parse(spec: &str) -> Result<Target, String> {
+        let mut parts = spec.split(':');
+        let name = parts.next().unwrap_or_default().trim();
+        let (mut raw, mut part) = (false, Part::Whole);
+        for m in parts {
+            match m {
+                "raw" => raw = true,
+                "addr" => part = Part::Addr,
+                "name" => part = Part::Name,
+                "host" | "domain" => part = Part::Host,
+                "first" | "last" | "" => {}
+                m => return Err(format!("header modifier :{m} is not supported")),
+            }
+        }
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            return Err(format!("bad header name {name:?}"));
+        }
+        Ok(match (name, part) {
+            ("ALL", Part::Whole) => Target::All,
+            ("ToCc", Part::Whole) => Target::ToCc,
+            ("EnvelopeFrom", _) => Target::EnvelopeFrom,
+            ("MESSAGEID", _) => Target::MessageId,
+            _ => Target::Header {
+                name: name.to_string(),
+                raw,
+                part,
+            },
+        })
+    }
+
+    /// The first mail address in a header value.
+    pub fn address(value: &str) -> Option<String> {
+        if let Some(start) = value.find('<') {
+            let rest = &value[start + 1..];
+            let end = rest.find('>').unwrap_or(rest.len());
+            return Some(rest[..end].trim().to_string());
+        }
+        value
+            .split([' ', ',', ';'])
+            .find(|w| w.contains('@'))
+            .map(|w| {
+                w.trim_matches(|c| c == '"' || c == '(' || c == ')')
+                    .to_string()
+            })
+    }
+
+    fn text(&self, msg: &Message) -> Option<String> {
+        let join = |vals: Vec<String>| (!vals.is_empty()).then(|| vals.join("\n"));
+        match self {
+            Target::All => join(
+                msg.headers
+                    .iter()
+                    .map(|h| format!("{}: {}", h.name, h.value))
+                    .collect(),
+            ),
+            // Raw, unfolded: re-rendered address lists lose group names such as
+            // "undisclosed-recipients:;".
+            Target::ToCc => join(
+                msg.raw_header_values("to")
+                    .into_iter()
+                    .chain(msg.raw_header_values("cc"))
+                    .map(|v| {
+                        String::from_utf8_lossy(v)
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect(),
+            ),
+            Target::EnvelopeFrom => msg
+                .header("return-path")
+                .or_else(|| msg.header("x-envelope-from"))
+                .map(|v| Target::address(v).unwrap_or_else(|| v.to_string())),
+            Target::MessageId => join(
+                ["message-id", "resent-message-id", "x-message-id"]
+                    .iter()
+                    .flat_map(|h| msg.header_values(h))
+                    .map(str::to_string)
+                    .collect(),
+            ),
+            Target::Header { name, raw, part } => {
+                let values: Vec<String> = if *raw {
+                    msg.raw_header_values(name)
+                        .into_iter()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .collect()
+                } else {
+                    msg.header_values(name).map(str::to_string).collect()
+                };
+                let first = values.first();
+                match part {
+                    Part::Whole => join(values),
+                    Part::Addr => first.map(|v| Target::address(v).unwrap_or_default()),
+                    Part::Host => first.and_then(|v| Target::address(v)).map(|a| {
+                        a.rsplit('@')
+                            .next()
+                            .unwrap_or_default()
+                            .to_ascii_lowercase()
+                    }),
+                    Part::Name => first.map(|v| match v.find('<') {
+                        Some(at) => v[..at].trim().trim_matches('"').to_string(),
+                        None => String::new(),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// One compiled regex rule inside a [`Matcher`].
+#[derive(Debug, Clone)]
+struct Entry {
+    rule: usize,
+    negate: bool,
+    fancy: Option<fancy_regex::Regex>,
+    /// The exact pattern behind a widened prefilter.
+    exact: Option<regex::bytes::Regex>,
+}
+
+/// Every regex rule that reads one text. Three ways in, cheapest first:
+///
+/// - plain strings: one Aho-Corasick automaton finds them all;
+/// - patterns every match of which starts (or ends) with one of a few literals of three
+///   bytes or more: one case-insensitive Aho-Corasick automaton over all those literals
+///   says which patterns can match at all, and only those run, each on its own;
+/// - the rest: `RegexSet`s, a few dozen patterns each.
+///
+/// A `RegexSet` of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
+/// explode and it falls back to the PikeVM, 100× slower); most patterns name a literal,
+/// and most literals never occur in a given message.
+#[derive(Debug, Default)]
+struct Matcher {
+    entries: Vec<Entry>,
+    /// Each set, and the entry of each of its patterns.
+    sets: Vec<(RegexSet, Vec<usize>)>,
+    /// Plain strings, case-sensitive and ASCII-case-insensitive, with their entries.
+    literals: Vec<(AhoCorasick, Vec<usize>)>,
+    /// Literal triggers (lowercase) and, per trigger, the triggered patterns.
+    triggers: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    /// Patterns run alone when triggered: (regex, entry, whether its triggers are
+    /// prefixes, so that it is tried anchored at each trigger rather than on the whole text).
+    triggered: Vec<(MetaRegex, usize, bool)>,
+}
+
+/// A matcher under construction.
+#[derive(Default)]
+struct MatcherBuilder {
+    entries: Vec<Entry>,
+    patterns: Vec<(String, usize)>,
+    literal: [Vec<(String, usize)>; 2],
+    /// (entry, prefix triggers?, triggers, pattern)
+    triggered: Vec<(usize, bool, Vec<Vec<u8>>, String)>,
+}
+
+use regex_automata::meta::Regex as MetaRegex;
+
+/// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
+fn meta_regex(pattern: &str) -> Option<MetaRegex> {
+    MetaRegex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .configure(
+            MetaRegex::config()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(SIZE_LIMIT))
+                .hybrid_cache_capacity(DFA_LIMIT),
+        )
+        .build(pattern)
+        .ok()
+}
+
+/// Matchers with at most this many patterns are one `RegexSet`.
+const SMALL_MATCHER: usize = 64;
+/// Anchored tries of one pattern per text before one unanchored search replaces them.
+const MAX_ANCHORED_RUNS: u8 = 4;
+/// Fewer bytes than this make a trigger that fires on almost every message.
+const MIN_TRIGGER: usize = 3;
+/// More literals than this per pattern are not worth the automaton's size.
+const MAX_TRIGGERS: usize = 64;
+
+/// Literals of which every match of `pattern` contains one (a prefix set, else a suffix
+/// set: the flag says which), lowercased, if there are few and long enough ones.
+fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    // Of the prefix and the suffix sets, the one whose shortest literal is longest: short
+    // literals fire on every message.
+    let mut best: Option<(bool, Vec<Vec<u8>>)> = None;
+    for (prefix, kind) in [(true, ExtractKind::Prefix), (false, ExtractKind::Suffix)] {
+        let mut ex = Extractor::new();
+        ex.kind(kind)
+            .limit_class(8)
+            .limit_repeat(4)
+            .limit_literal_len(32)
+            .limit_total(512);
+        let seq = ex.extract(hir);
+        let Some(lits) = seq.literals() else { continue };
+        let mut out: Vec<Vec<u8>> = lits
+            .iter()
+            .map(|l| l.as_bytes().to_ascii_lowercase())
+            .collect();
+        out.sort();
+        out.dedup();
+        let shortest = |o: &[Vec<u8>]| o.iter().map(Vec::len).min().unwrap_or(0);
+        if !out.is_empty()
+            && out.len() <= MAX_TRIGGERS
+            && shortest(&out) >= MIN_TRIGGER
+            && best
+                .as_ref()
+                .is_none_or(|(_, b)| shortest(&out) > shortest(b))
+        {
+            best = Some((prefix, out));
+        }
+    }
+    best
+}
+
+impl MatcherBuilder {
+    fn push(&mut self, rule: usize, t: perl::Translated, negate: bool) -> Result<bool, String> {
+        let fancy = match &t.fancy {
+            Some(src) => Some(
+                fancy_regex::RegexBuilder::new(src)
+                    .backtrack_limit(BACKTRACK_LIMIT)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let backtracking = fancy.is_some();
+        let entry = self.entries.len();
+        match t.literal {
+            Some((lit, ci)) if fancy.is_none() => self.literal[usize::from(ci)].push((lit, entry)),
+            _ => {
+                // Parsed alone, so that one bad pattern is reported and never breaks the
+                // set it would join. Compiling waits for `build`, which knows how the
+                // pattern will run.
+                let hir = regex_syntax::ParserBuilder::new()
+                    .utf8(false)
+                    .build()
+                    .parse(&t.rust)
+                    .map_err(|e| first_line(&e.to_string()))?;
+                match triggers(&hir) {
+                    Some((prefix, lits)) => self.triggered.push((entry, prefix, lits, t.rust)),
+                    None => self.patterns.push((t.rust, entry)),
+                }
+            }
+        }
+        let exact = match &t.exact {
+            Some(src) => Some(
+                regex::bytes::RegexBuilder::new(src)
+                    .size_limit(SIZE_LIMIT)
+                    .dfa_size_limit(DFA_LIMIT)
+                    .build()
+                    .map_err(|e| first_line(&e.to_string()))?,
+            ),
+            None => None,
+        };
+        self.entries.push(Entry {
+            rule,
+            negate,
+            fancy,
+            exact,
+        });
+        Ok(backtracking)
+    }
+
+    fn build(mut self) -> Matcher {
+        // A few dozen patterns make one healthy lazy DFA that reads the text once, cheaper
+        // than trigger bookkeeping; hundreds make it explode, and triggers win.
+        let chunk_size = if self.patterns.len() + self.triggered.len() <= SMALL_MATCHER {
+            for (entry, _, _, pattern) in std::mem::take(&mut self.triggered) {
+                self.patterns.push((pattern, entry));
+            }
+            SMALL_MATCHER
+        } else {
+            SET_CHUNK
+        };
+        let mut triggered_in = Vec::new();
+        for (entry, prefix, lits, pattern) in std::mem::take(&mut self.triggered) {
+            match meta_regex(&pattern) {
+                Some(re) => triggered_in.push((re, entry, prefix, lits)),
+                None => self.patterns.push((pattern, entry)),
+            }
+        }
+        let mut sets = Vec::new();
+        for chunk in self.patterns.chunks(chunk_size) {
+            let built = RegexSetBuilder::new(chunk.iter().map(|(p, _)| p))
+                .size_limit(SIZE_LIMIT)
+                .dfa_size_limit(DFA_LIMIT)
+                .build();
+            match built {
+                Ok(set) => sets.push((set, chunk.iter().map(|(_, e)| *e).collect())),
+                // Every pattern compiled alone; a set can still exceed a limit. Fall back
+                // to one set per pattern rather than lose rules.
+                Err(_) => {
+                    for (p, e) in chunk {
+                        if let Ok(set) = RegexSetBuilder::new([p])
+                            .size_limit(SIZE_LIMIT)
+                            .dfa_size_limit(DFA_LIMIT)
+                            .build()
+                        {
+                            sets.push((set, vec![*e]));
+                        }
+                    }
+                }
+            }
+        }
+        let mut literals = Vec::new();
+        for (ci, lits) in self.literal.into_iter().enumerate() {
+            if lits.is_empty() {
+                continue;
+            }
+            let ac = AhoCorasick::builder()
+                .ascii_case_insensitive(ci == 1)
+                .build(lits.iter().map(|(l, _)| l));
+            if let Ok(ac) = ac {
+                literals.push((ac, lits.iter().map(|(_, e)| *e).collect()));
+            }
+        }
+        let mut trigger_index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut fired: Vec<Vec<usize>> = Vec::new();
+        let mut triggered = Vec::new();
+        for (i, (re, entry, prefix, lits)) in triggered_in.into_iter().enumerate() {
+            for lit in lits {
+                let t = *trigger_index.entry(lit).or_insert_with(|| {
+                    fired.push(Vec::new());
+                    fired.len() - 1
+                });
+                fired[t].push(i);
+            }
+            triggered.push((re, entry, prefix));
+        }
+        let mut words: Vec<(Vec<u8>, usize)> = trigger_index.into_iter().collect();
+        words.sort_by_key(|(_, t)| *t);
+        let triggers = (!words.is_empty())
+            .then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                    .build(words.iter().map(|(w, _)| w))
+                    .ok()
+            })
+            .flatten()
+            .map(|ac| (ac, fired));
+        Matcher {
+            entries: self.entries,
+            sets,
+            literals,
+            triggers,
+            triggered,
+        }
+    }
+}
+
+impl Matcher {
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether entry `e`, whose prefilter matched `hay`, really matches. `text` caches
+    /// `hay` as UTF-8 for the backtracker, which works on `str`.
+    fn confirm<'h>(
+        &self,
+        e: usize,
+        hay: &'h [u8],
+        text: &mut Option<std::borrow::Cow<'h, str>>,
+    ) -> bool {
+        if let Some(re) = &self.entries[e].exact {
+            return re.is_match(hay);
+        }
+        match &self.entries[e].fancy {
+            None => true,
+            // The prefilter matched; the backtracker decides (a limit hit is no match).
+            Some(re) => re
+                .is_match(
+                    text.get_or_insert_with(|| String::from_utf8_lossy(hay))
+                        .as_ref(),
+                )
+                .unwrap_or(false),
+        }
+    }
+
+    /// Marks in `matched` (one per entry) every pattern that matches `hay`.
+    fn scan(&self, hay: &[u8], matched: &mut [bool]) {
+        let mut text = None;
+        for (set, entries) in &self.sets {
+            for i in set.matches(hay).iter() {
+                let e = entries[i];
+                matched[e] = matched[e] || self.confirm(e, hay, &mut text);
+            }
+        }
+        for (ac, entries) in &self.literals {
+            for m in ac.find_overlapping_iter(hay) {
+                matched[entries[m.pattern().as_usize()]] = true;
+            }
+        }
+        if let Some((ac, fired)) = &self.triggers {
+            // Unanchored patterns run once per text, anchored ones at each trigger position
+            // up to a few times, then once over the whole text: a common trigger word
+            // must not cost a search per occurrence.
+            // Allocated at the first trigger: most texts have none for most matchers.
+            let mut tried: Vec<bool> = Vec::new();
+            let mut anchored_runs: Vec<u8> = Vec::new();
+            for m in ac.find_overlapping_iter(hay) {
+                if tried.is_empty() {
+                    tried = vec![false; self.triggered.len()];
+                    anchored_runs = vec![0u8; self.triggered.len()];
+                }
+                for &i in &fired[m.pattern().as_usize()] {
+                    let (re, e, prefix) = &self.triggered[i];
+                    if matched[*e] || tried[i] {
+                        continue;
+                    }
+                    let hit = if *prefix && anchored_runs[i] < MAX_ANCHORED_RUNS {
+                        anchored_runs[i] += 1;
+                        let input = regex_automata::Input::new(hay)
+                            .range(m.start()..)
+                            .anchored(regex_automata::Anchored::Yes)
+                            .earliest(true);
+                        re.search_half(&input).is_some()
+                    } else {
+                        tried[i] = true;
+                        re.is_match(hay)
+                    };
+                    if hit {
+                        // The confirmation reads the whole text: its answer stands for
+                        // every later trigger of this pattern.
+                        tried[i] = true;
+                        matched[*e] = self.confirm(*e, hay, &mut text);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scans every text in `hays` and adds each rule's hit to `hits`.
+    fn run<'h>(&self, hays: impl IntoIterator<Item = &'h [u8]>, hits: &mut [u32]) {
+        if self.is_empty() {
+            return;
+        }
+        let mut matched = vec![false; self.entries.len()];
+        for hay in hays {
+            self.scan(hay, &mut matched);
+        }
+        for (e, m) in self.entries.iter().zip(matched) {
+            if m != e.negate {
+                hits[e.rule] = 1;
+            }
+        }
+    }
+}
+
+/// Header rules that read one target.
+#[derive(Debug)]
+struct HeaderGroup {
+    target: Target,
+    if_unset: Option<String>,
+    mime: bool,
+    matcher: Matcher,
+    /// No rule of the group hits an empty value, so a missing header needs no scan.
+    skip_if_missing: bool,
+}
+
+/// Compiled rules, immutable and shared (`Arc`) between threads.
+#[derive(Debug, Default)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    index: HashMap<String, usize>,
+    headers: Vec<HeaderGroup>,
+    body: Matcher,
+    rawbody: Matcher,
+    uri: Matcher,
+    full: Matcher,
+    exists: Vec<(usize, String)>,
+    evals: Vec<(usize, eval::Eval)>,
+    /// In dependency order.
+    metas: Vec<(usize, meta::Expr)>,
+}
+
+impl RuleSet {
+    /// Loads `.cf` files and directories of them (their `*.cf`, in name order). Never
+    /// fails: unreadable files and unusable rules are in the report.
+    pub fn load(paths: &[PathBuf]) -> (RuleSet, LoadReport) {
+        let mut parsed = parse::Parsed::default();
+        let mut report = LoadReport::default();
+        for file in expand(paths, &mut report) {
+            match std::fs::read(&file) {
+                Ok(bytes) => parsed.read(&String::from_utf8_lossy(&bytes), &file),
+                Err(e) => report.problems.push(Problem {
+                    origin: Origin {
+                        file: file.clone(),
+                        line: 0,
+                    },
+                    rule: None,
+                    reason: Reason::Syntax(format!("cannot read the rule file: {e}")),
+                }),
+            }
+            report.files.push(file);
+        }
+        let set = RuleSet::compile(parsed, &mut report);
+        (set, report)
+    }
+
+    /// Compiles rules from text (tests, `rules check -`).
+    pub fn from_text(text: &str, name: &Path) -> (RuleSet, LoadReport) {
+        let mut parsed = parse::Parsed::default();
+        parsed.read(text, name);
+        let mut report = LoadReport {
+            files: vec![name.to_path_buf()],
+            ..LoadReport::default()
+        };
+        let set = RuleSet::compile(parsed, &mut report);
+        (set, report)
+    }
+
+    fn compile(parsed: parse::Parsed, report: &mut LoadReport) -> RuleSet {
+        report.problems.extend(parsed.problems.iter().cloned());
+        for (def, why) in &parsed.skipped {
+            // A rule skipped in one branch may be defined in another.
+            if parsed.get(&def.name).is_none() {
+                report
+                    .skipped
+                    .push((def.name.clone(), def.kind, def.origin.clone(), why.clone()));
+            }
+        }
+        let mut set = RuleSet::default();
+        let mut headers: HashMap<(Target, Option<String>, bool), MatcherBuilder> = HashMap::new();
+        let mut header_order = Vec::new();
+        let [mut body, mut rawbody, mut uri, mut full]: [MatcherBuilder; 4] = Default::default();
+        let mut metas = Vec::new();
+        let needed = needed_rules(&parsed);
+        // Rules nothing reads (helpers no meta uses, rules scored 0) are checked but not
+        // run: SpamAssassin ships hundreds of them.
+        for def in &parsed.rules {
+            let id = set.rules.len();
+            let runs = needed.contains(def.name.as_str());
+            let mut scratch = MatcherBuilder::default();
+            let text = if parsed.tags.rules.contains(&def.name) {
+                parsed.tags.apply(&def.text)
+            } else {
+                def.text.clone()
+            };
+            let mut backtracking = false;
+            let result: Result<(), Reason> = (|| {
+                if let Some(call) = text.strip_prefix("eval:") {
+                    let e = eval::compile(call).map_err(|e| {
+                        if e.contains(' ') {
+                            Reason::Syntax(e)
+                        } else {
+                            Reason::UnknownEval(e)
+                        }
+                    })?;
+                    set.evals.push((id, e));
+                    return Ok(());
+                }
+                match def.kind {
+                    Kind::Meta => {
+                        let expr = meta::parse(&text).map_err(Reason::Syntax)?;
+                        metas.push((id, expr));
+                    }
+                    Kind::Header | Kind::Mimeheader => {
+                        if let Some(name) = text.strip_prefix("exists:") {
+                            set.exists.push((id, name.trim().to_string()));
+                            return Ok(());
+                        }
+                        let (spec, op, rest) = split_header_rule(&text).map_err(Reason::Syntax)?;
+                        let (rest, if_unset) = split_if_unset(rest);
+                        let target = Target::parse(spec).map_err(Reason::Syntax)?;
+                        let t = perl::split_delimited(rest)
+                            .and_then(|p| perl::translate(&p))
+                            .map_err(|e| Reason::Regex(e.0))?;
+                        let key = (target, if_unset, def.kind == Kind::Mimeheader);
+                        let builder = if !runs {
+                            &mut scratch
+                        } else {
+                            if !headers.contains_key(&key) {
+                                header_order.push(key.clone());
+                            }
+                            headers.entry(key).or_default()
+                        };
+                        backtracking = builder.push(id, t, op == "!~").map_err(Reason::Regex)?;
+                    }
+                    kind => {
+                        let t = perl::split_delimited(&text)
+                            .map(|mut p| {
+                                // Body text is one paragraph per line: `^` and `$` mean a
+                                // paragraph's start and end, as in SpamAssassin.
+                                if kind == Kind::Body && !p.flags.contains('m') {
+                                    p.flags.push('m');
+                                }
+                                p
+                            })
+                            .and_then(|p| perl::translate(&p))
+                            .map_err(|e| Reason::Regex(e.0))?;
+                        let literal = t.literal.is_some();
+                        let builder = match kind {
+                            _ if !runs => &mut scratch,
+                            Kind::Body => &mut body,
+                            Kind::Rawbody => &mut rawbody,
+                            Kind::Uri => &mut uri,
+                            _ => &mut full,
+                        };
+                        backtracking = builder.push(id, t, false).map_err(Reason::Regex)?;
+                        if literal && !backtracking {
+                            report.literal += 1;
+                        }
+                    }
+                }
+                Ok(())
+            })();
+            match result {
+                Ok(()) => {
+                    let score = parsed.score.get(&def.name).copied();
+                    set.index.insert(def.name.clone(), id);
+                    set.rules.push(Rule {
+                        name: def.name.clone(),
+                        kind: def.kind,
+                        describe: parsed.describe.get(&def.name).cloned(),
+                        score,
+                        origin: def.origin.clone(),
+                        reported: !def.name.starts_with("__") && score != Some(0.0),
+                        backtracking,
+                        is_eval: text.starts_with("eval:"),
+                    });
+                    *report.loaded.entry(def.kind).or_insert(0) += 1;
+                    report.backtracking += usize::from(backtracking);
+                }
+                Err(reason) => {
+                    report
+                        .skipped
+                        .push((def.name.clone(), def.kind, def.origin.clone(), reason))
+                }
+            }
+        }
+        let n_rules = set.rules.len();
+        set.headers = header_order
+            .into_iter()
+            .map(|key| {
+                let builder = headers
+                    .remove(&key)
+                    .expect("every ordered key was inserted");
+                let matcher = builder.build();
+                let mut probe = vec![0u32; n_rules];
+                matcher.run([&b""[..]], &mut probe);
+                HeaderGroup {
+                    skip_if_missing: key.1.is_none() && probe.iter().all(|&h| h == 0),
+                    target: key.0,
+                    if_unset: key.1,
+                    mime: key.2,
+                    matcher,
+                }
+            })
+            .collect();
+        set.body = body.build();
+        set.rawbody = rawbody.build();
+        set.uri = uri.build();
+        set.full = full.build();
+        set.metas = order_metas(metas, &set.index, report, &mut set.rules);
+        set
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    pub fn rule(&self, name: &str) -> Option<&Rule> {
+        self.index.get(name).map(|&i| &self.rules[i])
+    }
+
+    /// Hit count of every rule (by index in [`RuleSet::rules`]), helpers included.
+    pub fn evaluate_all(&self, msg: &Message) -> Vec<u32> {
+        let mut hits = vec![0u32; self.rules.len()];
+        let mut mime_headers: Option<Vec<(String, String)>> = None;
+        for g in &self.headers {
+            let value = if g.mime {
+                let all = mime_headers.get_or_insert_with(|| mime_part_headers(msg.raw_body()));
+                let name = match &g.target {
+                    Target::Header { name, .. } => name.as_str(),
+                    _ => "",
+                };
+                let vals: Vec<&str> = all
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.as_str())
+                    .collect();
+                (!vals.is_empty()).then(|| vals.join("\n"))
+            } else {
+                g.target.text(msg)
+            };
+            if value.is_none() && g.skip_if_missing {
+                continue;
+            }
+            let value = value.or_else(|| g.if_unset.clone()).unwrap_or_default();
+            g.matcher.run([value.as_bytes()], &mut hits);
+        }
+        for (id, name) in &self.exists {
+            if msg.header(name).is_some() {
+                hits[*id] = 1;
+            }
+        }
+        if !self.body.is_empty() {
+            let body = body_text(msg);
+            self.body.run([body.as_bytes()], &mut hits);
+        }
+        if !self.rawbody.is_empty() {
+            self.rawbody
+                .run([msg.html.as_bytes(), msg.text.as_bytes()], &mut hits);
+        }
+        self.uri.run(
+            msg.urls.iter().take(MAX_URLS).map(|u| u.as_bytes()),
+            &mut hits,
+        );
+        if !self.full.is_empty() {
+            self.full.run([msg.raw], &mut hits);
+        }
+        if !self.evals.is_empty() {
+            let mut facts = eval::Facts::new(msg);
+            for (id, e) in &self.evals {
+                if e.test(&mut facts) {
+                    hits[*id] = 1;
+                }
+            }
+        }
+        for (id, expr) in &self.metas {
+            hits[*id] = u32::from(expr.value(&hits) != 0.0);
+        }
+        hits
+    }
+
+    /// Names of the reported rules that hit, in rule order.
+    pub fn evaluate(&self, msg: &Message) -> Vec<&str> {
+        self.evaluate_all(msg)
+            .iter()
+            .zip(&self.rules)
+            .filter(|(h, r)| **h > 0 && r.reported)
+            .map(|(_, r)| r.name.as_str())
+            .collect()
+    }
+}
+
+/// The text `body` rules read, as SpamAssassin renders it: the Subject first, then each
+/// paragraph on one line (line breaks inside a paragraph become spaces).
+pub fn body_text(msg: &Message) -> String {
+    let mut out = String::with_capacity(msg.text.len() + 100);
+    if let Some(s) = msg.header("subject") {
+        out.push_str(s);
+        out.push('\n');
+    }
+    let mut in_para = false;
+    for line in msg.text.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            if in_para {
+                out.push('\n');
+                in_para = false;
+            }
+            continue;
+        }
+        if in_para {
+            out.push(' ');
+        }
+        out.push_str(line);
+        in_para = true;
+    }
+    out
+}
+
+/// Names of the rules whose hits matter: those reported, and what their meta rules read.
+fn needed_rules(parsed: &parse::Parsed) -> std::collections::HashSet<&str> {
+    let reported =
+        |d: &&parse::RuleDef| !d.name.starts_with("__") && parsed.score.get(&d.name) != Some(&0.0);
+    let mut needed: std::collections::HashSet<&str> = parsed
+        .rules
+        .iter()
+        .filter(reported)
+        .map(|d| d.name.as_str())
+        .collect();
+    let mut todo: Vec<&str> = needed.iter().copied().collect();
+    while let Some(name) = todo.pop() {
+        let Some(def) = parsed.get(name).filter(|d| d.kind == Kind::Meta) else {
+            continue;
+        };
+        let mut deps = Vec::new();
+        if let Ok(e) = meta::parse(&def.text) {
+            e.names(&mut deps);
+        }
+        for dep in deps {
+            if let Some(d) = parsed.get(&dep)
+                && needed.insert(d.name.as_str())
+            {
+                todo.push(d.name.as_str());
+            }
+        }
+    }
+    needed
+}
+
+/// `Subject =~ /x/` to ("Subject", "=~", "/x/").
+fn split_header_rule(text: &str) -> Result<(&str, &str, &str), String> {
+    for op in ["=~", "!~"] {
+        if let Some(at) = text.find(op) {
+            return Ok((text[..at].trim(), op, text[at + 2..].trim()));
+        }
+    }
+    Err(format!(
+        "header rule needs Header =~ /pattern/, exists:Header or eval:test(): {text:?}"
+    ))
+}
+
+/// `/x/i [if-unset: foo]` to ("/x/i", Some("foo")).
+fn split_if_unset(text: &str) -> (&str, Option<String>) {
+    match text.rfind("[if-unset:") {
+        Some(at) if text.trim_end().ends_with(']') => {
+            let value = text[at + 10..]
+                .trim_end()
+                .trim_end_matches(']')
+                .trim()
+                .to_string();
+            (text[..at].trim(), Some(value))
+        }
+        _ => (text, None),
+    }
+}
+
+/// Header fields of the MIME parts in a raw body: (name, unfolded value).
+fn mime_part_headers(body: &[u8]) -> Vec<(String, String)> {
+    let text = String::from_utf8_lossy(body);
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut in_headers = false;
+    for line in text.lines() {
+        if in_headers {
+            if line.trim().is_empty() {
+                in_headers = false;
+            } else if line.starts_with([' ', '\t']) {
+                if let Some(last) = out.last_mut() {
+                    last.1.push(' ');
+                    last.1.push_str(line.trim());
+                }
+            } else if let Some((n, v)) = line.split_once(':') {
+                out.push((n.trim().to_string(), v.trim().to_string()));
+            }
+        } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
+            in_headers = true;
+        }
+    }
+    out
+}
+
+fn first_line(s: &str) -> String {
+    s.lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or(s)
+        .trim()
+        .to_string()
+}
+
+/// Files named, and the `*.cf` of directories named, in name order.
+fn expand(paths: &[PathBuf], report: &mut LoadReport) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            match std::fs::read_dir(p) {
+                Ok(rd) => {
+                    let mut files: Vec<PathBuf> = rd
+                        .filter_map(Result::ok)
+                        .map(|e| e.path())
+                        .filter(|f| f.extension().is_some_and(|e| e == "cf") && f.is_file())
+                        .collect();
+                    files.sort();
+                    out.extend(files);
+                }
+                Err(e) => report.problems.push(Problem {
+                    origin: Origin {
+                        file: p.clone(),
+                        line: 0,
+                    },
+                    rule: None,
+                    reason: Reason::Syntax(format!("cannot list the rule directory: {e}")),
+                }),
+            }
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Resolves names and orders metas so that each comes after the metas it reads; a cycle
+/// is skipped (its rules stay, never hitting).
+fn order_metas(
+    metas: Vec<(usize, meta::Expr)>,
+    index: &HashMap<String, usize>,
+    report: &mut LoadReport,
+    rules: &mut [Rule],
+) -> Vec<(usize, meta::Expr)> {
+    let lookup = |n: &str| index.get(n).copied();
+    let mut pending: BTreeMap<usize, meta::Expr> = metas
+        .into_iter()
+        .map(|(id, mut e)| {
+            e.resolve(&lookup);
+            (id, e)
+        })
+        .collect();
+    let deps: HashMap<usize, Vec<usize>> = pending
+        .iter()
+        .map(|(id, e)| {
+            let mut names = Vec::new();
+            e.names(&mut names);
+            (*id, names.iter().filter_map(|n| lookup(n)).collect())
+        })
+        .collect();
+    let mut done: std::collections::HashSet<usize> = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    loop {
+        let ready: Vec<usize> = pending
+            .keys()
+            .copied()
+            .filter(|id| {
+                deps[id]
+                    .iter()
+                    .all(|d| !pending.contains_key(d) || done.contains(d))
+            })
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        for id in ready {
+            let e = pending.remove(&id).expect("ready ids are pending");
+            done.insert(id);
+            out.push((id, e));
+        }
+    }
+    for id in pending.into_keys() {
+        let r = &mut rules[id];
+        r.reported = false;
+        report
+            .skipped
+            .push((r.name.clone(), r.kind, r.origin.clone(), Reason::MetaCycle));
+        if let Some(n) = report.loaded.get_mut(&Kind::Meta) {
+            *n -= 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Where evaluation time goes, per part and per pattern group: for tuning rule sets
+/// (`cargo test --release -- --ignored rules_profile --nocapture`, RULES=dir).
+#[doc(hidden)]
+pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Duration)> {
+    use std::time::Instant;
+    let mut out = Vec::new();
+    let mut hits = vec![0u32; set.rules.len()];
+    let t = Instant::now();
+    for m in msgs {
+        for g in &set.headers {
+            let v = g.target.text(m).unwrap_or_default();
+            g.matcher.run([v.as_bytes()], &mut hits);
+        }
+    }
+    out.push(("headers".to_string(), t.elapsed()));
+    for g in &set.headers {
+        let t = Instant::now();
+        for m in msgs {
+            let v = g.target.text(m).unwrap_or_default();
+            g.matcher.run([v.as_bytes()], &mut hits);
+        }
+        out.push((
+            format!(
+                "header {:?}: {} in sets, {} triggered",
+                g.target,
+                g.matcher.sets.iter().map(|s| s.1.len()).sum::<usize>(),
+                g.matcher.triggered.len()
+            ),
+            t.elapsed(),
+        ));
+    }
+    for (name, matcher) in [
+        ("body", &set.body),
+        ("rawbody", &set.rawbody),
+        ("uri", &set.uri),
+        ("full", &set.full),
+    ] {
+        for (i, (s, _)) in matcher.sets.iter().enumerate() {
+            let t = Instant::now();
+            for m in msgs {
+                match name {
+                    "body" => {
+                        let _ = s.matches(body_text(m).as_bytes());
+                    }
+                    "rawbody" => {
+                        let _ = s.matches(m.html.as_bytes());
+                        let _ = s.matches(m.text.as_bytes());
+                    }
+                    "uri" => m.urls.iter().for_each(|u| {
+                        let _ = s.matches(u.as_bytes());
+                    }),
+                    _ => {
+                        let _ = s.matches(m.raw);
+                    }
+                }
+            }
+            out.push((
+                format!("{name} set {i} ({} patterns)", s.len()),
+                t.elapsed(),
+            ));
+        }
+    }
+    for (name, matcher) in [
+        ("body", &set.body),
+        ("rawbody", &set.rawbody),
+        ("uri", &set.uri),
+        ("full", &set.full),
+    ] {
+        let t = Instant::now();
+        let mut hits = vec![0u32; set.rules.len()];
+        for m in msgs {
+            match name {
+                "body" => matcher.run([body_text(m).as_bytes()], &mut hits),
+                "rawbody" => matcher.run([m.html.as_bytes(), m.text.as_bytes()], &mut hits),
+                "uri" => matcher.run(m.urls.iter().map(|u| u.as_bytes()), &mut hits),
+                _ => matcher.run([m.raw], &mut hits),
+            }
+        }
+        out.push((
+            format!(
+                "{name} all: {} in sets, {} triggered, {} literal",
+                matcher.sets.iter().map(|s| s.1.len()).sum::<usize>(),
+                matcher.triggered.len(),
+                matcher.literals.iter().map(|s| s.1.len()).sum::<usize>()
+            ),
+            t.elapsed(),
+        ));
+    }
+    for (id, e) in &set.evals {
+        let t = Instant::now();
+        for m in msgs {
+            let mut facts = eval::Facts::new(m);
+            e.test(&mut facts);
+        }
+        out.push((format!("eval {}", set.rules[*id].name), t.elapsed()));
+    }
+    let t = Instant::now();
+    for m in msgs {
+        let _ = body_text(m);
+    }
+    out.push(("body_text".to_string(), t.elapsed()));
+    out
+}

@@ -1,0 +1,528 @@
+//! SpamAssassin `.cf` files to rule definitions: the line syntax, `if`/`ifplugin` blocks,
+//! `describe`/`score`/`tflags`, and ReplaceTags. Nothing is compiled here.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// What a rule looks at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Header,
+    Mimeheader,
+    Body,
+    Rawbody,
+    Uri,
+    Full,
+    Meta,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Header => "header",
+            Kind::Mimeheader => "mimeheader",
+            Kind::Body => "body",
+            Kind::Rawbody => "rawbody",
+            Kind::Uri => "uri",
+            Kind::Full => "full",
+            Kind::Meta => "meta",
+        }
+    }
+
+    fn from_directive(d: &str) -> Option<Kind> {
+        Some(match d {
+            "header" => Kind::Header,
+            "mimeheader" => Kind::Mimeheader,
+            "body" => Kind::Body,
+            "rawbody" => Kind::Rawbody,
+            "uri" => Kind::Uri,
+            "full" => Kind::Full,
+            "meta" => Kind::Meta,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a line came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.file.display(), self.line)
+    }
+}
+
+/// One rule as written: its kind and the text after its name.
+#[derive(Debug, Clone)]
+pub struct RuleDef {
+    pub name: String,
+    pub kind: Kind,
+    /// Everything after the name, ReplaceTags not yet applied.
+    pub text: String,
+    pub origin: Origin,
+}
+
+/// A line that could not be used, and why.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub origin: Origin,
+    pub rule: Option<String>,
+    pub reason: Reason,
+}
+
+/// Why a rule or line was not loaded; the categories `spamnb rules check` counts.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Reason {
+    /// Inside `ifplugin X` (or `if plugin(X)`) for a plugin spamnb does not have.
+    NeedsPlugin(String),
+    /// `eval:NAME(...)` names a test spamnb does not have.
+    UnknownEval(String),
+    /// The pattern is not valid or uses a construct neither engine runs.
+    Regex(String),
+    /// The line is not valid rule syntax.
+    Syntax(String),
+    /// A meta rule that depends on itself.
+    MetaCycle,
+}
+
+impl Reason {
+    /// The category, without details: what the summary counts by.
+    pub fn category(&self) -> String {
+        match self {
+            Reason::NeedsPlugin(p) => format!("needs plugin {p}"),
+            Reason::UnknownEval(e) => format!("unknown eval {e}"),
+            Reason::Regex(e) if e.starts_with("back-reference") => "regex: back-reference".into(),
+            Reason::Regex(_) => "regex not supported".into(),
+            Reason::Syntax(_) => "syntax error".into(),
+            Reason::MetaCycle => "meta cycle".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::NeedsPlugin(p) => write!(f, "needs plugin {p}, which spamnb does not have"),
+            Reason::UnknownEval(e) => write!(f, "eval:{e} is not a test spamnb has"),
+            Reason::Regex(e) => write!(f, "regex: {e}"),
+            Reason::Syntax(e) => write!(f, "{e}"),
+            Reason::MetaCycle => write!(f, "meta rule depends on itself"),
+        }
+    }
+}
+
+/// Plugins whose rules spamnb can run (in part: an eval it lacks is skipped on its own).
+pub const PLUGINS: &[&str] = &[
+    "ReplaceTags",
+    "MIMEHeader",
+    "HTMLEval",
+    "HeaderEval",
+    "BodyEval",
+    "MIMEEval",
+    "URIDetail",
+    "Check",
+];
+
+/// The SpamAssassin version spamnb answers `if (version >= …)` with.
+const SA_VERSION: f64 = 4.000000;
+
+/// Everything read from a set of files. A later definition of a name replaces an earlier one,
+/// as in SpamAssassin.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub rules: Vec<RuleDef>,
+    index: HashMap<String, usize>,
+    pub describe: HashMap<String, String>,
+    pub score: HashMap<String, f64>,
+    pub tflags: HashMap<String, String>,
+    pub problems: Vec<Problem>,
+    /// Rules skipped before being defined (by `ifplugin`): name → reason, for the report.
+    pub skipped: Vec<(RuleDef, Reason)>,
+    pub tags: Tags,
+}
+
+/// ReplaceTags state: `<A>` in a rule named by `replace_rules` becomes the tag's text.
+#[derive(Debug, Default)]
+pub struct Tags {
+    pub start: String,
+    pub end: String,
+    pub tags: HashMap<String, String>,
+    pub pre: Vec<String>,
+    pub inter: Vec<String>,
+    pub post: Vec<String>,
+    pub rules: Vec<String>,
+}
+
+impl Tags {
+    /// The pattern text with tags replaced, for a rule named in `replace_rules`.
+    pub fn apply(&self, text: &str) -> String {
+        let (start, end) = if self.start.is_empty() {
+            ("<", ">")
+        } else {
+            (self.start.as_str(), self.end.as_str())
+        };
+        let mut out = String::with_capacity(text.len() * 4);
+        let mut rest = text;
+        let mut prev_was_tag = false;
+        while let Some(at) = rest.find(start) {
+            let after = &rest[at + start.len()..];
+            let Some(close) = after.find(end) else { break };
+            let name = &after[..close];
+            let (inter_tag, plain) = name
+                .strip_prefix("inter ")
+                .map_or((false, name), |n| (true, n));
+            let Some(value) = self.tags.get(plain.trim()) else {
+                out.push_str(&rest[..at + start.len()]);
+                rest = after;
+                prev_was_tag = false;
+                continue;
+            };
+            out.push_str(&rest[..at]);
+            if inter_tag {
+                out.push_str(value);
+                rest = &after[close + end.len()..];
+                continue;
+            }
+            if prev_was_tag && at == 0 {
+                for t in &self.inter {
+                    out.push_str(self.tags.get(t).map_or("", String::as_str));
+                }
+            }
+            for t in &self.pre {
+                out.push_str(self.tags.get(t).map_or("", String::as_str));
+            }
+            out.push_str(value);
+            for t in &self.post {
+                out.push_str(self.tags.get(t).map_or("", String::as_str));
+            }
+            rest = &after[close + end.len()..];
+            prev_was_tag = true;
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+impl Parsed {
+    pub fn get(&self, name: &str) -> Option<&RuleDef> {
+        self.index.get(name).map(|&i| &self.rules[i])
+    }
+
+    fn define(&mut self, def: RuleDef) {
+        if let Some(&i) = self.index.get(&def.name) {
+            self.rules[i] = def;
+        } else {
+            self.index.insert(def.name.clone(), self.rules.len());
+            self.rules.push(def);
+        }
+    }
+
+    /// Reads one file's text.
+    pub fn read(&mut self, text: &str, file: &Path) {
+        // Each open block: whether its body is active, and why not if not.
+        let mut blocks: Vec<Result<(), Reason>> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            let origin = Origin {
+                file: file.to_path_buf(),
+                line: n + 1,
+            };
+            let line = strip_comment(line).trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (directive, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let rest = rest.trim();
+            let inactive = blocks.iter().find_map(|b| b.as_ref().err()).cloned();
+            match directive {
+                "ifplugin" => {
+                    let plugin = rest.rsplit("::").next().unwrap_or(rest).to_string();
+                    blocks.push(if PLUGINS.contains(&plugin.as_str()) {
+                        Ok(())
+                    } else {
+                        Err(Reason::NeedsPlugin(plugin))
+                    });
+                    continue;
+                }
+                "if" => {
+                    blocks.push(eval_if(rest));
+                    continue;
+                }
+                "else" => {
+                    match blocks.last_mut() {
+                        Some(b) => {
+                            *b = if b.is_ok() {
+                                Err(Reason::Syntax("in the else branch".into()))
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        None => {
+                            self.problem(origin, None, Reason::Syntax("else without if".into()))
+                        }
+                    }
+                    continue;
+                }
+                "endif" => {
+                    if blocks.pop().is_none() {
+                        self.problem(origin, None, Reason::Syntax("endif without if".into()));
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(kind) = Kind::from_directive(directive) {
+                let (name, text) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+                let def = RuleDef {
+                    name: name.to_string(),
+                    kind,
+                    text: text.trim().to_string(),
+                    origin: origin.clone(),
+                };
+                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    self.problem(
+                        origin,
+                        None,
+                        Reason::Syntax(format!("{directive}: bad rule name {name:?}")),
+                    );
+                } else if def.text.is_empty() {
+                    self.problem(
+                        origin,
+                        Some(def.name),
+                        Reason::Syntax(format!("{directive} {name}: nothing to test")),
+                    );
+                } else if let Some(why) = inactive {
+                    // A definition in an inactive `else` branch is an alternative, not a loss.
+                    if !matches!(why, Reason::Syntax(_)) {
+                        self.skipped.push((def, why));
+                    }
+                } else {
+                    self.define(def);
+                }
+                continue;
+            }
+            if inactive.is_some() {
+                continue;
+            }
+            let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let value = value.trim();
+            match directive {
+                "describe" => {
+                    self.describe.insert(name.to_string(), value.to_string());
+                }
+                "score" => match value.split_whitespace().next().map(str::parse::<f64>) {
+                    Some(Ok(s)) => {
+                        self.score.insert(name.to_string(), s);
+                    }
+                    _ => self.problem(
+                        origin,
+                        Some(name.into()),
+                        Reason::Syntax(format!("score {name}: not a number: {value:?}")),
+                    ),
+                },
+                "tflags" => {
+                    self.tflags.insert(name.to_string(), value.to_string());
+                }
+                "replace_tag" => {
+                    self.tags.tags.insert(name.to_string(), value.to_string());
+                }
+                "replace_pre" => self.tags.pre.push(name.to_string()),
+                "replace_inter" => self.tags.inter.push(name.to_string()),
+                "replace_post" => self.tags.post.push(name.to_string()),
+                "replace_start" => self.tags.start = name.to_string(),
+                "replace_end" => self.tags.end = name.to_string(),
+                "replace_rules" => self
+                    .tags
+                    .rules
+                    .extend(rest.split_whitespace().map(str::to_string)),
+                // Everything else (priority, lang, report, bayes_*, loadplugin, …) is about
+                // SpamAssassin's own machinery, not rule definitions.
+                _ => {}
+            }
+        }
+        if !blocks.is_empty() {
+            self.problem(
+                Origin {
+                    file: file.to_path_buf(),
+                    line: text.lines().count(),
+                },
+                None,
+                Reason::Syntax(format!(
+                    "{} if/ifplugin block(s) not closed with endif",
+                    blocks.len()
+                )),
+            );
+        }
+    }
+
+    fn problem(&mut self, origin: Origin, rule: Option<String>, reason: Reason) {
+        self.problems.push(Problem {
+            origin,
+            rule,
+            reason,
+        });
+    }
+}
+
+/// A `#` starts a comment unless escaped (`\#`, which SpamAssassin rules use in patterns).
+fn strip_comment(line: &str) -> &str {
+    let bytes = line.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'#' && (i == 0 || bytes[i - 1] != b'\\') {
+            return &line[..i];
+        }
+    }
+    line
+}
+
+/// `if` conditions: `(version >= 3.004000)`, `can(...)`, `plugin(...)`, `!…`, `&&`, `||`.
+fn eval_if(cond: &str) -> Result<(), Reason> {
+    let ok = eval_cond(cond);
+    if ok {
+        Ok(())
+    } else {
+        // Whether it names a plugin we lack decides if skipped rules count as lost.
+        let plugin = cond
+            .split("plugin(")
+            .nth(1)
+            .and_then(|s| s.split(')').next())
+            .map(|p| p.rsplit("::").next().unwrap_or(p).to_string());
+        match plugin {
+            Some(p) if !cond.trim_start_matches('(').trim_start().starts_with('!') => {
+                Err(Reason::NeedsPlugin(p))
+            }
+            _ => Err(Reason::Syntax(format!("condition {cond:?} is false"))),
+        }
+    }
+}
+
+fn eval_cond(cond: &str) -> bool {
+    let cond = cond.trim();
+    if let Some((a, b)) = split_top(cond, "||") {
+        return eval_cond(a) || eval_cond(b);
+    }
+    if let Some((a, b)) = split_top(cond, "&&") {
+        return eval_cond(a) && eval_cond(b);
+    }
+    if let Some(inner) = cond.strip_prefix('!') {
+        return !eval_cond(inner);
+    }
+    if cond.starts_with('(') && cond.ends_with(')') {
+        return eval_cond(&cond[1..cond.len() - 1]);
+    }
+    if let Some(arg) = cond
+        .strip_prefix("plugin(")
+        .and_then(|s| s.strip_suffix(')'))
+    {
+        let name = arg.trim().rsplit("::").next().unwrap_or(arg);
+        return PLUGINS.contains(&name);
+    }
+    if let Some(arg) = cond.strip_prefix("can(").and_then(|s| s.strip_suffix(')')) {
+        // Conf features of SpamAssassin 4 that only change syntax we accept anyway; the
+        // `has_*` probes of plugins ask for evals, which we answer for those we have.
+        let what = arg.trim().rsplit("::").next().unwrap_or(arg);
+        return if let Some(eval) = what.strip_prefix("has_") {
+            super::eval::known(eval) || super::eval::known(&format!("check_{eval}"))
+        } else {
+            !what.contains("capture_rules")
+        };
+    }
+    if let Some(v) = cond.strip_prefix("version") {
+        let v = v.trim();
+        for op in [">=", "<=", "==", "!=", ">", "<"] {
+            if let Some(num) = v.strip_prefix(op) {
+                let Ok(n) = num.trim().parse::<f64>() else {
+                    return false;
+                };
+                return match op {
+                    ">=" => SA_VERSION >= n,
+                    "<=" => SA_VERSION <= n,
+                    "==" => SA_VERSION == n,
+                    "!=" => SA_VERSION != n,
+                    ">" => SA_VERSION > n,
+                    _ => SA_VERSION < n,
+                };
+            }
+        }
+    }
+    if let Some(v) = cond.strip_prefix("perl_version") {
+        return v.contains(">");
+    }
+    false
+}
+
+/// Splits at the first `op` outside parentheses.
+fn split_top<'a>(s: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
+    let mut depth = 0i32;
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            _ if depth == 0 && s[i..].starts_with(op) => {
+                return Some((&s[..i], &s[i + op.len()..]));
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_definitions_and_directives() {
+        let mut p = Parsed::default();
+        p.read(
+            "# comment\n\
+header A Subject =~ /x/ # trailing\n\
+describe A has x\n\
+score A 1.5 2 3 4\n\
+ifplugin Mail::SpamAssassin::Plugin::DNSEval\n\
+header B eval:check_rbl('x', 'y')\n\
+endif\n\
+if (version >= 3.004000)\n\
+body C /y/\n\
+else\n\
+body C /old/\n\
+endif\n\
+if !plugin(Mail::SpamAssassin::Plugin::HTMLEval)\n\
+body D /no/\n\
+endif\n\
+body E /a\\#b/\n\
+header A Subject =~ /redefined/\n\
+body\n\
+",
+            Path::new("t.cf"),
+        );
+        let names: Vec<&str> = p.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "C", "E"]);
+        assert_eq!(p.get("A").unwrap().text, "Subject =~ /redefined/");
+        assert_eq!(p.get("C").unwrap().text, "/y/");
+        assert_eq!(p.get("E").unwrap().text, "/a\\#b/");
+        assert_eq!(p.describe["A"], "has x");
+        assert_eq!(p.score["A"], 1.5);
+        assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
+        assert_eq!(p.skipped[0].1, Reason::NeedsPlugin("DNSEval".into()));
+        assert_eq!(p.problems.len(), 1, "{:?}", p.problems);
+        assert_eq!(p.problems[0].origin.line, 18);
+    }
+
+    #[test]
+    fn replace_tags() {
+        let mut p = Parsed::default();
+        p.read(
+            "replace_tag A (?:a|4)\nreplace_tag B b\nreplace_tag SP [\\s_]\nreplace_inter SP\nbody X /<A><B>c/\nreplace_rules X\n",
+            Path::new("t.cf"),
+        );
+        assert_eq!(p.tags.apply("<A><B>c"), "(?:a|4)[\\s_]bc");
+        assert_eq!(p.tags.apply("<Q>x"), "<Q>x");
+    }
+}

@@ -1,0 +1,527 @@
+//! Rule kinds and built-in tests on messages written for them, each with a message that
+//! must match and one that must not.
+
+use std::path::Path;
+
+use super::*;
+
+const LIMIT: usize = 1 << 20;
+
+fn set(text: &str) -> RuleSet {
+    let (set, report) = RuleSet::from_text(text, Path::new("test.cf"));
+    assert!(
+        report.skipped.is_empty() && report.problems.is_empty(),
+        "{:?} {:?}",
+        report.skipped,
+        report.problems
+    );
+    set
+}
+
+fn hits(set: &RuleSet, raw: &str) -> Vec<String> {
+    let msg = Message::parse(raw.as_bytes(), LIMIT);
+    set.evaluate(&msg).into_iter().map(str::to_string).collect()
+}
+
+/// Asserts `rule` hits `yes` and not `no`.
+fn check(rules: &str, rule: &str, yes: &str, no: &str) {
+    let s = set(rules);
+    assert!(
+        hits(&s, yes).contains(&rule.to_string()),
+        "{rule} should hit:\n{yes}\nhits: {:?}",
+        hits(&s, yes)
+    );
+    assert!(
+        !hits(&s, no).contains(&rule.to_string()),
+        "{rule} should not hit:\n{no}\nhits: {:?}",
+        hits(&s, no)
+    );
+}
+
+fn mail(headers: &str, body: &str) -> String {
+    format!("{headers}\n\n{body}\n")
+}
+
+const HTML_HEAD: &str =
+    "From: a@example.org\nSubject: hi\nMIME-Version: 1.0\nContent-Type: text/html";
+
+#[test]
+fn header_rules() {
+    check(
+        "header SUBJ_FREE Subject =~ /\\bfree\\b/i",
+        "SUBJ_FREE",
+        &mail("Subject: Get it FREE now", "x"),
+        &mail("Subject: freedom", "x"),
+    );
+    check(
+        "header NO_XM X-Mailer !~ /outlook/i",
+        "NO_XM",
+        &mail("Subject: a\nX-Mailer: BulkBlaster", "x"),
+        &mail("Subject: a\nX-Mailer: Microsoft Outlook", "x"),
+    );
+    check(
+        "header NUMS From:addr =~ /^\\d{3,}[^0-9@]/",
+        "NUMS",
+        &mail("From: \"Bob\" <12345abc@example.org>", "x"),
+        &mail("From: \"12345 Bob\" <bob@example.org>", "x"),
+    );
+    check(
+        "header NAME From:name =~ /paypal/i",
+        "NAME",
+        &mail("From: \"PayPal Service\" <x@evil.example>", "x"),
+        &mail("From: \"Bob\" <paypal@example.org>", "x"),
+    );
+    check(
+        "header HAS_LID exists:List-Id",
+        "HAS_LID",
+        &mail("List-Id: <a.b>", "x"),
+        &mail("Subject: a", "x"),
+    );
+    check(
+        "header ALLH ALL =~ /^X-Bulk: yes$/mi",
+        "ALLH",
+        &mail("Subject: a\nX-Bulk: yes", "x"),
+        &mail("Subject: X-Bulk: yes", "x"),
+    );
+    check(
+        "header TOCC ToCc =~ /undisclosed/i",
+        "TOCC",
+        &mail("Cc: undisclosed-recipients:;", "x"),
+        &mail("To: bob@example.org", "x"),
+    );
+    check(
+        "header RAWSUBJ Subject:raw =~ /=\\?utf-8\\?b\\?/i",
+        "RAWSUBJ",
+        &mail("Subject: =?utf-8?b?SGVsbG8=?=", "x"),
+        &mail("Subject: Hello", "x"),
+    );
+    // [if-unset: ...] stands in for a missing header.
+    check(
+        "header NODATE Date =~ /^UNSET$/ [if-unset: UNSET]",
+        "NODATE",
+        &mail("Subject: a", "x"),
+        &mail("Date: Thu, 22 Aug 2002 18:26:25 -0700", "x"),
+    );
+}
+
+#[test]
+fn body_rawbody_uri_full_rules() {
+    check(
+        "body GUAR /one hundred percent guaranteed/i",
+        "GUAR",
+        &mail("Subject: a", "It is One Hundred Percent\nGuaranteed!"),
+        &mail("Subject: a", "one hundred percent sure"),
+    );
+    // The Subject is the body's first line; ^ is a paragraph start.
+    check(
+        "body DEAR /^dear friend/i",
+        "DEAR",
+        &mail("Subject: a", "Hello.\n\nDear Friend,\nhow are you"),
+        &mail("Subject: a", "Hello my dear friend"),
+    );
+    // body sees rendered HTML text, rawbody the markup.
+    let html = mail(
+        HTML_HEAD,
+        "<html><body><p>Cheap <b>pills</b></p><script>x</script></body></html>",
+    );
+    check(
+        "body PILLS /cheap pills/i",
+        "PILLS",
+        &html,
+        &mail("Subject: a", "cheap <b>pills</b>"),
+    );
+    check(
+        "rawbody SCRIPT /<script\\b/i",
+        "SCRIPT",
+        &html,
+        &mail("Subject: a", "no markup"),
+    );
+    check(
+        "uri SHORT m{^https?://(?:bit\\.ly|tinyurl\\.com)/}i",
+        "SHORT",
+        &mail("Subject: a", "see https://bit.ly/abc"),
+        &mail("Subject: a", "see https://example.org/bit.ly/abc"),
+    );
+    check(
+        "full XORIG /^X-Originating-IP: \\[10\\./m",
+        "XORIG",
+        &mail("Subject: a\nX-Originating-IP: [10.0.0.1]", "x"),
+        &mail("Subject: a", "X-Originating-IP: 10.0.0.1"),
+    );
+    // A plain string goes through Aho-Corasick and still respects case flags.
+    check(
+        "body LIT /click here/i",
+        "LIT",
+        &mail("Subject: a", "CLICK HERE"),
+        &mail("Subject: a", "click  here"),
+    );
+    check(
+        "body LITCS /Click Here/",
+        "LITCS",
+        &mail("Subject: a", "Click Here"),
+        &mail("Subject: a", "click here"),
+    );
+    // Look-around runs in the backtracker behind its prefilter.
+    check(
+        "body NOTBAR /foo(?!bar)/",
+        "NOTBAR",
+        &mail("Subject: a", "foobaz"),
+        &mail("Subject: a", "foobar"),
+    );
+}
+
+#[test]
+fn meta_rules_and_helpers() {
+    let rules = "body __A /alpha/\nbody __B /beta/\nbody C /gamma/\n\
+meta BOOL (__A && !__B) || C\nmeta SUM (__A + __B + C) > 1\nmeta MISSING __A && __NOT_DEFINED\n\
+meta NOT_MISSING __A && !__NOT_DEFINED\nmeta M2 BOOL && SUM\n";
+    let s = set(rules);
+    assert_eq!(
+        hits(&s, &mail("Subject: x", "alpha")),
+        ["BOOL", "NOT_MISSING"]
+    );
+    assert_eq!(
+        hits(&s, &mail("Subject: x", "alpha beta")),
+        ["SUM", "NOT_MISSING"]
+    );
+    assert_eq!(
+        hits(&s, &mail("Subject: x", "alpha gamma")),
+        ["C", "BOOL", "SUM", "NOT_MISSING", "M2"]
+    );
+    assert!(hits(&s, &mail("Subject: x", "nothing")).is_empty());
+}
+
+#[test]
+fn score_zero_switches_a_rule_off_and_other_scores_are_ignored() {
+    let s = set("body A /x/\nscore A 0\nbody B /x/\nscore B 99\nmeta C A\n");
+    assert_eq!(hits(&s, &mail("Subject: s", "x")), ["B", "C"]);
+    assert_eq!(s.rule("B").and_then(|r| r.score), Some(99.0));
+}
+
+#[test]
+fn syntax_errors_among_good_rules() {
+    let text = "body GOOD1 /fine/\n\
+body BAD_RE /unclosed(/\n\
+header BAD_HDR Subject /no operator/\n\
+body GOOD2 /also fine/\n\
+body BAD_EVAL eval:check_rbl('zen')\n\
+meta BAD_META (GOOD1 &&\n\
+body BAD_LOOK /a\\Gb/\n\
+meta CYCLE1 CYCLE2\nmeta CYCLE2 CYCLE1\n\
+header GOOD3 Subject =~ /fine/\n\
+endif\n";
+    let (set, report) = RuleSet::from_text(text, Path::new("broken.cf"));
+    let loaded: Vec<&str> = set
+        .rules()
+        .iter()
+        .filter(|r| r.reported)
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(loaded, ["GOOD1", "GOOD2", "GOOD3"]);
+    let mut skipped: Vec<(String, usize)> = report
+        .skipped
+        .iter()
+        .map(|(n, _, o, _)| (n.clone(), o.line))
+        .collect();
+    skipped.sort();
+    assert_eq!(
+        skipped,
+        [
+            ("BAD_EVAL".to_string(), 5),
+            ("BAD_HDR".into(), 3),
+            ("BAD_LOOK".into(), 7),
+            ("BAD_META".into(), 6),
+            ("BAD_RE".into(), 2),
+            ("CYCLE1".into(), 8),
+            ("CYCLE2".into(), 9),
+        ]
+    );
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+    assert_eq!(report.problems[0].origin.line, 11);
+    assert!(report.has_errors());
+    assert_eq!(
+        hits(&set, &mail("Subject: fine", "fine, also fine")),
+        ["GOOD1", "GOOD2", "GOOD3"]
+    );
+}
+
+#[test]
+fn builtin_evals() {
+    // (eval, message that must hit, message that must not)
+    let tall = "<img src=\"http://x.example/a.png\" width=\"600\" height=\"800\">";
+    let cases: Vec<(&str, String, String)> = vec![
+        (
+            "check_for_mime_html_only()",
+            mail(HTML_HEAD, "<html><body>hi</body></html>"),
+            mail("Subject: a", "plain"),
+        ),
+        (
+            "html_image_ratio('0.000', '0.004')",
+            mail(HTML_HEAD, &format!("<html><body>{tall} buy</body></html>")),
+            mail(
+                HTML_HEAD,
+                &format!("<html><body>{tall} {}</body></html>", "words ".repeat(400)),
+            ),
+        ),
+        (
+            "html_image_only('0', '400')",
+            mail(HTML_HEAD, &format!("<html><body>{tall} buy</body></html>")),
+            mail(HTML_HEAD, "<html><body>no images here</body></html>"),
+        ),
+        (
+            "html_tag_balance('head', '!= 0')",
+            mail(
+                HTML_HEAD,
+                "<html><head><title>x</title><head><body>x</body></html>",
+            ),
+            mail(
+                HTML_HEAD,
+                "<html><head><title>x</title></head><body>x</body></html>",
+            ),
+        ),
+        (
+            "html_tag_exists('iframe')",
+            mail(
+                HTML_HEAD,
+                "<html><body><iframe src=x></iframe></body></html>",
+            ),
+            mail(HTML_HEAD, "<html><body>x</body></html>"),
+        ),
+        (
+            "subject_is_all_caps()",
+            mail("Subject: MAKE MONEY FAST TODAY", "x"),
+            mail("Subject: Make MONEY fast", "x"),
+        ),
+        (
+            "check_from_local_digits('5')",
+            mail("From: <1234567x@example.org>", "x"),
+            mail("From: <bob1234567@example.org>", "x"),
+        ),
+        (
+            "check_for_shifted_date('undef', '-48')",
+            mail(
+                "Received: from a by b; Thu, 22 Aug 2002 18:26:25 -0700\nDate: Mon, 1 Jul 2002 10:00:00 -0700",
+                "x",
+            ),
+            mail(
+                "Received: from a by b; Thu, 22 Aug 2002 18:26:25 -0700\nDate: Thu, 22 Aug 2002 18:20:00 -0700",
+                "x",
+            ),
+        ),
+        (
+            "check_for_shifted_date('12', 'undef')",
+            mail(
+                "Received: from a by b; Thu, 22 Aug 2002 18:26:25 -0700\nDate: Sat, 24 Aug 2002 10:00:00 -0700",
+                "x",
+            ),
+            mail(
+                "Received: from a by b; Thu, 22 Aug 2002 18:26:25 -0700\nDate: Thu, 22 Aug 2002 18:20:00 -0700",
+                "x",
+            ),
+        ),
+        (
+            "check_for_missing_header('Message-Id')",
+            mail("Subject: a", "x"),
+            mail("Subject: a\nMessage-ID: <a@b>", "x"),
+        ),
+        (
+            "check_for_missing_to_header()",
+            mail("Subject: a", "x"),
+            mail("To: <a@b.example>", "x"),
+        ),
+        (
+            "check_link_domain_mismatch()",
+            mail(
+                HTML_HEAD,
+                "<a href=\"http://evil.example.net/login\">www.paypal.com</a>",
+            ),
+            mail(
+                HTML_HEAD,
+                "<a href=\"https://www.paypal.com/login\">paypal.com</a> <a href=\"http://x.example\">click</a>",
+            ),
+        ),
+        (
+            "check_https_http_mismatch()",
+            mail(
+                HTML_HEAD,
+                "<a href=\"http://bank.example/\">https://bank.example/</a>",
+            ),
+            mail(
+                HTML_HEAD,
+                "<a href=\"https://bank.example/\">https://bank.example/</a>",
+            ),
+        ),
+        (
+            "check_for_mime('mime_base64_encoded_text')",
+            mail(
+                "Subject: a\nContent-Type: text/plain\nContent-Transfer-Encoding: base64",
+                "aGVsbG8gd29ybGQ=",
+            ),
+            mail("Subject: a\nContent-Type: text/plain", "hello world"),
+        ),
+        (
+            "check_header_count_range('Subject', '2', '9')",
+            mail("Subject: a\nSubject: b", "x"),
+            mail("Subject: a", "x"),
+        ),
+        (
+            "check_for_uppercase('50', '100')",
+            mail("Subject: a", &"BUY NOW CHEAP ".repeat(30)),
+            mail("Subject: a", &"Buy now cheap ".repeat(30)),
+        ),
+        (
+            "check_body_length('10')",
+            mail("Subject: a", "hi"),
+            mail("Subject: a", &"long text ".repeat(10)),
+        ),
+        (
+            "check_illegal_chars('Subject', '0.30', '3')",
+            "Subject: \u{e9}\u{e9}\u{e9}\u{e9}\n\nx\n".to_string(),
+            mail("Subject: plain words", "x"),
+        ),
+    ];
+    for (call, yes, no) in cases {
+        let rules = format!("body T eval:{call}\ndescribe T t\n");
+        check(&rules, "T", &yes, &no);
+    }
+}
+
+#[test]
+fn plugin_blocks_and_replace_tags() {
+    let text = "ifplugin Mail::SpamAssassin::Plugin::DNSEval\nheader RBL eval:check_rbl('x')\nendif\n\
+replace_tag V (?:v|\\\\\\/)\nreplace_tag I [i1!|]\nbody VIAG /<V><I>agra/i\nreplace_rules VIAG\n";
+    let (set, report) = RuleSet::from_text(text, Path::new("t.cf"));
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert!(
+        !report.has_errors(),
+        "a missing plugin is not an error: {:?}",
+        report.skipped
+    );
+    assert_eq!(hits(&set, &mail("Subject: a", "cheap \\/1agra")), ["VIAG"]);
+}
+
+#[test]
+fn unicode_text_does_not_break_ascii_rules() {
+    check(
+        "body W /\\bprix\\b/i",
+        "W",
+        &mail(
+            "Subject: a\nContent-Type: text/plain; charset=utf-8",
+            "Le meilleur prix — très bas",
+        ),
+        &mail(
+            "Subject: a\nContent-Type: text/plain; charset=utf-8",
+            "leprix très bas",
+        ),
+    );
+}
+
+#[test]
+fn our_rules_load_cleanly() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    let (set, report) = RuleSet::load(&[dir]);
+    assert!(
+        !report.has_errors(),
+        "{:?} {:?}",
+        report.skipped,
+        report.problems
+    );
+    let reported: Vec<&Rule> = set.rules().iter().filter(|r| r.reported).collect();
+    assert!(reported.len() >= 80, "only {} rules", reported.len());
+    for r in reported {
+        assert!(
+            r.describe.is_some(),
+            "{} at {} has no describe",
+            r.name,
+            r.origin
+        );
+    }
+}
+
+#[test]
+#[ignore = "a profile, not a test: cargo test --release -- --ignored rules_profile --nocapture"]
+fn rules_profile() {
+    let dir = std::env::var("RULES")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into());
+    let (set, _) = RuleSet::load(&[dir.into()]);
+    let files: Vec<String> = std::fs::read_to_string("/tmp/rb-few")
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let t = std::time::Instant::now();
+    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
+    println!("parse {:?}", t.elapsed());
+    for (what, d) in profile(&set, &msgs) {
+        println!("{d:>12?} {what}");
+    }
+}
+
+#[test]
+#[ignore = "a profile, not a test"]
+fn rules_profile_patterns() {
+    let dir = std::env::var("RULES")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into());
+    let files: Vec<String> = std::fs::read_to_string("/tmp/rb-few")
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
+    let bodies: Vec<String> = msgs.iter().map(body_text).collect();
+    let mut parsed = parse::Parsed::default();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "cf") {
+            parsed.read(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()), &f);
+        }
+    }
+    let mut times = Vec::new();
+    let alls: Vec<String> = msgs
+        .iter()
+        .map(|m| Target::All.text(m).unwrap_or_default())
+        .collect();
+    for def in parsed
+        .rules
+        .iter()
+        .filter(|d| d.kind == Kind::Header && d.text.starts_with("ALL "))
+    {
+        let Ok(p) = perl::split_delimited(split_header_rule(&def.text).unwrap().2) else {
+            continue;
+        };
+        let Ok(t) = perl::translate(&p) else { continue };
+        let Ok(re) = regex::bytes::Regex::new(&t.rust) else {
+            continue;
+        };
+        let start = std::time::Instant::now();
+        for b in &alls {
+            let _ = re.is_match(b.as_bytes());
+        }
+        times.push((start.elapsed(), format!("{} {}", def.name, t.rust)));
+    }
+    for def in parsed
+        .rules
+        .iter()
+        .filter(|d| d.kind == Kind::Body && !d.text.starts_with("eval:"))
+    {
+        let Ok(mut p) = perl::split_delimited(&def.text) else {
+            continue;
+        };
+        p.flags.push('m');
+        let Ok(t) = perl::translate(&p) else { continue };
+        let Ok(re) = regex::bytes::Regex::new(&t.rust) else {
+            continue;
+        };
+        let start = std::time::Instant::now();
+        for b in &bodies {
+            let _ = re.is_match(b.as_bytes());
+        }
+        times.push((start.elapsed(), format!("{} {}", def.name, t.rust)));
+    }
+    times.sort();
+    for (d, n) in times.iter().rev().take(15) {
+        println!("{d:>12?} {n}");
+    }
+}

@@ -1,0 +1,221 @@
+//! Rules through the command line: `rules check`, `rules stats`, rule hits in `check
+//! --explain` and `X-Spam-Status: tests=`, the switches that turn rules off, and the
+//! SpamAssassin compatibility floor.
+
+use std::path::Path;
+
+use crate::util::{have, message, run_with_stdin, spamnb, text, write};
+
+const RULES: &str = "body     ZORG_PHRASE  /\\bzorgblat\\s+offer\\b/i\n\
+describe ZORG_PHRASE  The zorgblat offer\n\
+header   SUBJ_WIN     Subject =~ /\\bwinner\\b/i\n\
+describe SUBJ_WIN     Subject says winner\n";
+
+fn repo_rules() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")
+}
+
+#[test]
+fn rules_check_passes_on_our_rules_and_fails_on_a_broken_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let out = spamnb(&db)
+        .args(["rules", "check"])
+        .arg(repo_rules())
+        .output()
+        .expect("run");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let loaded: usize = stdout
+        .split("loaded ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {stdout}"));
+    assert!(loaded >= 80, "{stdout}");
+
+    let broken = write(
+        dir.path(),
+        "broken.cf",
+        format!("{RULES}body BAD_ONE /unclosed(/\ndescribe BAD_ONE bad\nheader BAD_TWO Subject\n"),
+    );
+    let out = spamnb(&db)
+        .args(["rules", "check"])
+        .arg(&broken)
+        .output()
+        .expect("run");
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("broken.cf:5: BAD_ONE"), "{stdout}");
+    assert!(stdout.contains("broken.cf:7: BAD_TWO"), "{stdout}");
+    assert!(stdout.contains("loaded 2 rules"), "{stdout}");
+}
+
+#[test]
+fn rule_hits_are_named_in_explain_and_in_x_spam_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let rules = write(dir.path(), "my.cf", RULES);
+    let mail = message("You are a WINNER", "Take the zorgblat offer today.");
+    let msg = write(dir.path(), "m.eml", &mail);
+
+    let out = spamnb(&db)
+        .env("SPAMNB_RULES", &rules)
+        .args(["check", "--explain"])
+        .arg(&msg)
+        .output()
+        .expect("run");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("rules: SUBJ_WIN, ZORG_PHRASE"),
+        "{stdout}{}",
+        text(&out.stderr)
+    );
+
+    let out = run_with_stdin(
+        spamnb(&db).env("SPAMNB_RULES", &rules).arg("filter"),
+        mail.as_bytes(),
+    );
+    let tagged = text(&out.stdout);
+    let status = tagged
+        .lines()
+        .skip_while(|l| !l.starts_with("X-Spam-Status:"))
+        .take_while(|l| l.starts_with("X-Spam-Status:") || l.starts_with([' ', '\t']))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        status.contains("SUBJ_WIN") && status.contains("ZORG_PHRASE"),
+        "{tagged}"
+    );
+
+    // Switched off, by the environment and by the flag.
+    for (env, flag) in [(Some("none"), None), (None, Some("--no-rules"))] {
+        let mut cmd = spamnb(&db);
+        cmd.env(
+            "SPAMNB_RULES",
+            env.unwrap_or(rules.to_str().expect("utf-8 path")),
+        );
+        if let Some(f) = flag {
+            cmd.arg(f);
+        }
+        let out = cmd
+            .args(["check", "--explain"])
+            .arg(&msg)
+            .output()
+            .expect("run");
+        assert!(
+            !text(&out.stdout).contains("rules:"),
+            "{env:?} {flag:?}: {}",
+            text(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn rules_stats_counts_hits_and_shows_learned_weights() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let rules = write(dir.path(), "my.cf", RULES);
+    for i in 0..4 {
+        write(
+            dir.path(),
+            &format!("spam/{i}.eml"),
+            message(
+                &format!("winner number {i}"),
+                &format!("The zorgblat offer, round {i}."),
+            ),
+        );
+        write(
+            dir.path(),
+            &format!("ham/{i}.eml"),
+            message(
+                &format!("minutes {i}"),
+                &format!("Notes from meeting {i} about the budget."),
+            ),
+        );
+    }
+    let (spam, ham) = (dir.path().join("spam"), dir.path().join("ham"));
+    for (class, path) in [("--spam", &spam), ("--ham", &ham)] {
+        let out = spamnb(&db)
+            .env("SPAMNB_RULES", &rules)
+            .args(["learn", class])
+            .arg(path)
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    let out = spamnb(&db)
+        .env("SPAMNB_RULES", &rules)
+        .args(["rules", "stats", "--format", "tsv", "--spam"])
+        .arg(&spam)
+        .arg("--ham")
+        .arg(&ham)
+        .output()
+        .expect("run");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("ZORG_PHRASE\t"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let cols: Vec<&str> = row.split('\t').collect();
+    assert_eq!((cols[1], cols[2]), ("4", "0"), "{row}");
+    let weight: f64 = cols[6]
+        .parse()
+        .unwrap_or_else(|_| panic!("weight in {row}"));
+    assert!(
+        weight > 0.0,
+        "a rule seen only in spam leans to spam: {row}"
+    );
+}
+
+#[test]
+fn spamassassin_shipped_rules_load_above_the_floor() {
+    if !have("spamassassin") {
+        return;
+    }
+    let sa = Path::new("/usr/share/spamassassin");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = spamnb(&dir.path().join("db"))
+        .args(["rules", "check", "--summary"])
+        .arg(sa)
+        .output()
+        .expect("run");
+    let stdout = text(&out.stdout);
+    let pct: f64 = stdout
+        .split("regex rules: ")
+        .nth(1)
+        .and_then(|s| s.split('(').nth(1))
+        .and_then(|s| s.split('%').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no figure in {stdout}"));
+    assert!(pct >= 85.0, "{stdout}");
+}
+
+#[test]
+fn our_rules_tell_spam_from_ham_in_the_corpus() {
+    let Some(root) = crate::util::corpus() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut cmd = spamnb(&dir.path().join("db"));
+    cmd.env("SPAMNB_RULES", repo_rules())
+        .args(["rules", "stats", "--format", "tsv", "--spam"]);
+    cmd.args(crate::util::corpus_files(&root, "spam-2", 150))
+        .arg("--ham");
+    cmd.args(crate::util::corpus_files(&root, "easy-ham-2", 150));
+    let out = cmd.output().expect("run");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    // Rules that hit at least 5% of spam and lean 4:1 towards it.
+    let spammy = stdout
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            let (sp, so): (f64, f64) = (c[3].parse().unwrap_or(0.0), c[5].parse().unwrap_or(0.0));
+            sp >= 5.0 && so >= 0.8
+        })
+        .count();
+    assert!(spammy >= 5, "{stdout}");
+}
