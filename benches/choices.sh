@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures each tokenizer and model choice against the defaults on both corpus splits,
 # through ../shared/bench/compare.py: one row per choice and split, 1-AUC% and the errors
-# at the default thresholds. Usage: benches/choices.sh [compare.py]   (after cargo build --release)
+# at the default thresholds. Run from the repository root, whose rules/ are the default rules.
+# Usage: benches/choices.sh [compare.py]   (after cargo build --release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 compare=${1:-../shared/bench/compare.py}
@@ -18,9 +19,10 @@ choice() {
 }
 
 choice defaults ''
+choice 'no rules' 'rules = []\n'
 choice 'no header tokens' '[tokenizer]\nheader_tokens = false\n'
 choice 'no url tokens' '[tokenizer]\nurl_tokens = false\n'
-choice 'no caps tokens' '[tokenizer]\ncaps_tokens = false\n'
+choice 'caps tokens' '[tokenizer]\ncaps_tokens = true\n'
 choice 'html tag tokens' '[tokenizer]\nhtml_tokens = true\n'
 choice 'pair tokens' '[tokenizer]\npair_tokens = true\n'
 choice 'multinomial counts' '[model]\nevent_model = "multinomial"\n'
