@@ -197,6 +197,21 @@ pub struct Verdict {
     pub note: Option<String>,
 }
 
+impl Verdict {
+    /// "Unsure", for a reason other than the score: too little learned, an unusable model,
+    /// an unreadable message.
+    pub fn unsure(rules: Vec<String>, note: String) -> Verdict {
+        Verdict {
+            decision: Decision::Unsure,
+            score: 0.0,
+            probability: 0.5,
+            reasons: Vec::new(),
+            rules,
+            note: Some(note),
+        }
+    }
+}
+
 /// log P(c) + Σ_t n_t · log P(t|c) for ham and spam, in that order.
 pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig) -> [f64; 2] {
     let mut out = [0.0; 2];
@@ -224,31 +239,14 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         })
         .collect();
     if !short.is_empty() {
-        return Verdict {
-            decision: Decision::Unsure,
-            score: 0.0,
-            probability: 0.5,
-            reasons: Vec::new(),
-            rules,
-            note: Some(format!(
-                "not enough learned yet: needs {}",
-                short.join(" and ")
-            )),
-        };
+        let note = format!("not enough learned yet: needs {}", short.join(" and "));
+        return Verdict::unsure(rules, note);
     }
 
     if cfg.event_model == EventModel::Bernoulli && counts.bernoulli_absent(cfg.alpha).is_none() {
-        return Verdict {
-            decision: Decision::Unsure,
-            score: 0.0,
-            probability: 0.5,
-            reasons: Vec::new(),
-            rules,
-            note: Some(
-                "the bernoulli event model is for `spamnb eval` only; choose another event_model"
-                    .into(),
-            ),
-        };
+        let note =
+            "the bernoulli event model is for `spamnb eval` only; choose another event_model";
+        return Verdict::unsure(rules, note.into());
     }
 
     let mut contributions: Vec<(&str, u32, f64)> = Vec::new();

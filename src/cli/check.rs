@@ -54,7 +54,8 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
                 (Err(e), _) => {
                     // One line per input still: scripts pair lines with their inputs.
-                    print(&mut out, &name, &unreadable_verdict(), args)?;
+                    let unreadable_verdict = Verdict::unsure(Vec::new(), "unreadable".into());
+                    print(&mut out, &name, &unreadable_verdict, args)?;
                     unreadable.push(e);
                 }
                 (Ok(_), None) => unreachable!("a readable message always has a verdict"),
@@ -62,25 +63,7 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    for u in &unreadable {
-        eprintln!("spamnb: {u}");
-    }
-    Ok(if unreadable.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
-}
-
-fn unreadable_verdict() -> Verdict {
-    Verdict {
-        decision: crate::model::Decision::Unsure,
-        score: 0.0,
-        probability: 0.5,
-        reasons: Vec::new(),
-        rules: Vec::new(),
-        note: Some("unreadable".into()),
-    }
+    Ok(super::report_unreadable(&unreadable))
 }
 
 fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std::io::Result<()> {

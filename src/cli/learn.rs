@@ -128,9 +128,7 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("saving {}", config.db.display()))?;
     bar.finish_and_clear();
 
-    for u in &tally.unreadable {
-        eprintln!("spamnb: {u}");
-    }
+    let code = super::report_unreadable(&tally.unreadable);
     let class = target.map_or("", |c| c.name());
     let summary = match target {
         Some(_) => format!(
@@ -147,9 +145,5 @@ pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         n => format!(", {n} unreadable (listed above)"),
     };
     eprintln!("{summary}{unreadable}");
-    Ok(if tally.unreadable.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    Ok(code)
 }

@@ -172,6 +172,19 @@ pub(crate) fn ensure_parent(db: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Names each input that could not be read, one a line on stderr; exit 2 if there were
+/// any (as grep and ripgrep do), so scripts notice without parsing the output.
+fn report_unreadable(unreadable: &[crate::mailbox::Unreadable]) -> ExitCode {
+    for u in unreadable {
+        eprintln!("spamnb: {u}");
+    }
+    if unreadable.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
+}
+
 /// A progress bar on stderr when it is a terminal, hidden otherwise.
 fn progress(len: usize, what: &str) -> indicatif::ProgressBar {
     use std::io::IsTerminal;

@@ -289,12 +289,5 @@ fn stats(
         }
     }
     out.flush()?;
-    for u in &unreadable {
-        eprintln!("spamnb: {u}");
-    }
-    Ok(if unreadable.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(2)
-    })
+    Ok(super::report_unreadable(&unreadable))
 }
