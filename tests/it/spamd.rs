@@ -26,17 +26,8 @@ fn spamc_gets_what_spamd_would_give() {
         return;
     };
     let d = Daemon::start(dir.path(), &db, &Sections::default());
-    let (spams, hams) = unseen(20);
-    // Messages the model gets right, so that the test is about the protocol.
-    let is_spam = |m: &Vec<u8>| d.spamc(&["-c"], m).status.code() == Some(1);
-    let spam = spams
-        .iter()
-        .find(|m| is_spam(m))
-        .expect("some unseen spam is caught");
-    let ham = hams
-        .iter()
-        .find(|m| !is_spam(m))
-        .expect("some unseen ham passes");
+    let (spam, ham) = told_apart(&d);
+    let (spam, ham) = (&spam, &ham);
 
     // -c: score/threshold, exit 1 for spam, 0 for ham.
     let out = d.spamc(&["-c"], spam);
@@ -405,16 +396,8 @@ fn contrib_recipes_file_spam() {
         return;
     };
     let d = Daemon::start(dir.path(), &db, &Sections::default());
-    let (spams, hams) = unseen(20);
-    let is_spam = |m: &Vec<u8>| d.spamc(&["-c"], m).status.code() == Some(1);
-    let spam = spams
-        .iter()
-        .find(|m| is_spam(m))
-        .expect("some unseen spam is caught");
-    let ham = hams
-        .iter()
-        .find(|m| !is_spam(m))
-        .expect("some unseen ham passes");
+    let (spam, ham) = told_apart(&d);
+    let (spam, ham) = (&spam, &ham);
     let contrib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
 
     // procmail: contrib/procmailrc with spamc pointed at this daemon, and an inbox at the end.
@@ -497,4 +480,20 @@ fn contrib_recipes_file_spam() {
 fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
+}
+
+/// An unseen spam the daemon catches and an unseen ham it passes: messages the model gets
+/// right, so that a test is about the protocol.
+fn told_apart(d: &Daemon) -> (Vec<u8>, Vec<u8>) {
+    let (spams, hams) = unseen(20);
+    let is_spam = |m: &Vec<u8>| d.spamc(&["-c"], m).status.code() == Some(1);
+    let spam = spams
+        .into_iter()
+        .find(|m| is_spam(m))
+        .expect("some unseen spam is caught");
+    let ham = hams
+        .into_iter()
+        .find(|m| !is_spam(m))
+        .expect("some unseen ham passes");
+    (spam, ham)
 }
