@@ -417,12 +417,42 @@ fn sigmoid(x: f64) -> f64 {
     }
 }
 
-/// Adds one message's features to a count table, or takes them away (`sign` −1). The
-/// store applies these to its counts; evaluation applies them to a table in memory.
+/// A change to one feature's counts: occurrences and messages per class, added (or, when
+/// negative, taken away). The store sums a batch's changes per feature before it applies
+/// them; evaluation applies each message's as it comes. Both through [`TokenCounts::plus`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountDelta {
+    pub occurrences: [i64; 2],
+    pub messages: [i64; 2],
+}
+
+impl CountDelta {
+    /// One message's `n` occurrences of a feature, learned (`sign` 1) or taken away (−1).
+    pub fn of_message(class: Class, n: u32, sign: i64) -> CountDelta {
+        let mut d = CountDelta::default();
+        d.add_message(class, n, sign);
+        d
+    }
+
+    pub fn add_message(&mut self, class: Class, n: u32, sign: i64) {
+        self.occurrences[class.index()] += n as i64 * sign;
+        self.messages[class.index()] += sign;
+    }
+}
+
+impl TokenCounts {
+    /// The counts with `delta` applied, none below zero.
+    pub fn plus(&self, delta: &CountDelta) -> TokenCounts {
+        TokenCounts {
+            occurrences: [0, 1].map(|c| add_signed(self.occurrences[c], delta.occurrences[c])),
+            messages: [0, 1].map(|c| add_signed(self.messages[c], delta.messages[c])),
+        }
+    }
+}
+
+/// Adds one message's features to a count table, or takes them away (`sign` −1).
 pub fn apply(counts: &mut TokenCounts, class: Class, n: u32, sign: i64) {
-    let c = class.index();
-    counts.occurrences[c] = add_signed(counts.occurrences[c], n as i64 * sign);
-    counts.messages[c] = add_signed(counts.messages[c], sign);
+    *counts = counts.plus(&CountDelta::of_message(class, n, sign));
 }
 
 /// Never below zero: a count taken away twice (a message forgotten after the tokenizer

@@ -28,7 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::{Error, LedgerEntry, Lesson, Outcome, SCHEMA_VERSION, Stats, Store};
 use crate::features::{FeatureMap, feature_hash};
 use crate::message::Digest;
-use crate::model::{self, Class, CountSource, TokenCounts, Totals};
+use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
 
 const TOKEN: u8 = b't';
 const LEDGER: u8 = b'l';
@@ -237,7 +237,7 @@ impl Store for SledStore {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut totals = self.totals();
         // Per feature: occurrences and messages per class to add (or, negative, take away).
-        let mut delta: FeatureMap<&str, [i64; 4]> = FeatureMap::default();
+        let mut delta: FeatureMap<&str, CountDelta> = FeatureMap::default();
         let mut ledger: HashMap<Digest, Option<LedgerEntry>> = HashMap::new();
         let mut outcomes = Vec::with_capacity(lessons.len());
         let now = SystemTime::now()
@@ -258,9 +258,10 @@ impl Store for SledStore {
                     .iter()
                     .filter(|(f, _)| f.len() <= MAX_FEATURE_BYTES)
                 {
-                    let d = delta.entry(feature).or_default();
-                    d[c] += n as i64 * sign;
-                    d[2 + c] += sign;
+                    delta
+                        .entry(feature)
+                        .or_default()
+                        .add_message(class, n, sign);
                 }
             }
             if !moves.is_empty() {
@@ -274,7 +275,7 @@ impl Store for SledStore {
             outcomes.push(outcome);
         }
 
-        let mut by_bucket: HashMap<u16, Vec<(&str, [i64; 4])>> = HashMap::new();
+        let mut by_bucket: HashMap<u16, Vec<(&str, CountDelta)>> = HashMap::new();
         for (feature, d) in delta {
             by_bucket
                 .entry(bucket_of(feature_hash(feature)))
@@ -319,10 +320,7 @@ impl Store for SledStore {
                     encode_entry(&mut out, feature, &was);
                     continue;
                 };
-                let now = TokenCounts {
-                    occurrences: [0, 1].map(|c| model::add_signed(was.occurrences[c], d[c])),
-                    messages: [0, 1].map(|c| model::add_signed(was.messages[c], d[2 + c])),
-                };
+                let now = was.plus(&d);
                 for c in 0..2 {
                     totals.occurrences[c] = (totals.occurrences[c] + now.occurrences[c] as u64)
                         .saturating_sub(was.occurrences[c] as u64);
