@@ -94,9 +94,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Filter(a) => Ok(filter::run(&args, a)),
         Command::Learn(a) => learn::run(&load_config(&args)?, a),
         Command::Check(a) => check::run(&load_config(&args)?, a),
-        Command::Stats(a) => db::stats(&load_config(&args)?, a),
-        Command::Export(a) => db::export(&load_config(&args)?, a),
-        Command::Import(a) => db::import(&load_config(&args)?, a),
+        // Commands that read no mail load no rules.
+        Command::Stats(a) => db::stats(&load_settings(&args)?, a),
+        Command::Export(a) => db::export(&load_settings(&args)?, a),
+        Command::Import(a) => db::import(&load_settings(&args)?, a),
         Command::Daemon(a) => daemon::run(&args, a),
         Command::Watch(a) => watch::run(&load_config(&args)?, a),
         Command::Eval(a) => eval::run(&load_config(&args)?, a),
@@ -104,12 +105,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The configuration file, with `--db` laid over it.
-pub fn load_config(args: &Args) -> anyhow::Result<Config> {
+/// The configuration file, with `--db` laid over it; no rules loaded.
+pub fn load_settings(args: &Args) -> anyhow::Result<Config> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(db) = &args.db {
         config.db = db.clone();
     }
+    Ok(config)
+}
+
+/// The configuration, with the rules that `--rules`, `SPAMNB_RULES`, the file or the
+/// default places name loaded and compiled: for the commands that turn mail into features.
+pub fn load_config(args: &Args) -> anyhow::Result<Config> {
+    let mut config = load_settings(args)?;
     let paths = rule_paths(args, &config);
     if !paths.is_empty() {
         let (set, report) = crate::rules::RuleSet::load(&paths);

@@ -48,7 +48,7 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: &super::Args, cmd: &RulesCommand) -> anyhow::Result<ExitCode> {
-    let config = crate::config::Config::load(args.config.as_deref())?;
+    let config = super::load_settings(args)?;
     let paths = match cmd {
         RulesCommand::Check(c) if !c.paths.is_empty() => c.paths.clone(),
         _ => super::rule_paths(args, &config),
