@@ -317,7 +317,7 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
             .limit_class(8)
             .limit_repeat(4)
             .limit_literal_len(32)
-            .limit_total(512);
+            .limit_total(MAX_TRIGGERS);
         let seq = ex.extract(hir);
         let Some(lits) = seq.literals() else { continue };
         let mut out: Vec<Vec<u8>> = lits
@@ -1080,7 +1080,7 @@ fn order_metas(
 mod tests;
 
 /// Where evaluation time goes, per part and per pattern group: for tuning rule sets
-/// (`cargo test --release -- --ignored rules_profile --nocapture`, RULES=dir).
+/// (`PROFILE_MESSAGES=list cargo test --release -- --ignored rules_profile --nocapture`, RULES=dir).
 #[doc(hidden)]
 pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Duration)> {
     use std::time::Instant;

@@ -438,17 +438,21 @@ fn our_rules_load_cleanly() {
     }
 }
 
+/// The list of message files the profiles read: one path a line, in the file that
+/// `PROFILE_MESSAGES` names.
+fn profile_messages() -> String {
+    let list = std::env::var("PROFILE_MESSAGES")
+        .expect("PROFILE_MESSAGES names a file listing one message path a line");
+    std::fs::read_to_string(&list).unwrap_or_else(|e| panic!("{list}: {e}"))
+}
+
 #[test]
-#[ignore = "a profile, not a test: cargo test --release -- --ignored rules_profile --nocapture"]
+#[ignore = "a profile, not a test: PROFILE_MESSAGES=list cargo test --release -- --ignored rules_profile --nocapture"]
 fn rules_profile() {
     let dir = std::env::var("RULES")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into());
     let (set, _) = RuleSet::load(&[dir.into()]);
-    let files: Vec<String> = std::fs::read_to_string("/tmp/rb-few")
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
+    let files: Vec<String> = profile_messages().lines().map(String::from).collect();
     let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     let t = std::time::Instant::now();
     let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
@@ -463,11 +467,7 @@ fn rules_profile() {
 fn rules_profile_patterns() {
     let dir = std::env::var("RULES")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into());
-    let files: Vec<String> = std::fs::read_to_string("/tmp/rb-few")
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
+    let files: Vec<String> = profile_messages().lines().map(String::from).collect();
     let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
     let bodies: Vec<String> = msgs.iter().map(body_text).collect();
