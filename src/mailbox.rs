@@ -98,10 +98,10 @@ fn walk(dir: &Path, recurse: bool, out: &mut Vec<Input>) {
 }
 
 fn expand_file(path: &Path, out: &mut Vec<Input>) {
-    match is_mbox(path) {
+    match mbox_kind(path) {
         Err(e) => out.push(Err(unreadable(path, &e))),
-        Ok(false) => out.push(Ok(MailSource::File(path.to_path_buf()))),
-        Ok(true) => match mbox_messages(path) {
+        Ok(MboxKind::No | MboxKind::One) => out.push(Ok(MailSource::File(path.to_path_buf()))),
+        Ok(MboxKind::Many) => match mbox_messages(path) {
             Err(e) => out.push(Err(unreadable(path, &e))),
             // One message saved with its envelope line, as many archives keep them.
             Ok(messages) if messages.len() == 1 => {
@@ -117,12 +117,29 @@ fn expand_file(path: &Path, out: &mut Vec<Input>) {
     }
 }
 
-/// An mbox starts with a `From ` separator line; a single message never does.
-fn is_mbox(path: &Path) -> io::Result<bool> {
+enum MboxKind {
+    No,
+    /// One message saved with its envelope line.
+    One,
+    Many,
+}
+
+/// An mbox starts with a `From ` separator line; a single message never does. Whether it
+/// holds more than one message is a byte search for another separator, not a split: a
+/// folder of messages saved with envelope lines would otherwise be parsed twice.
+fn mbox_kind(path: &Path) -> io::Result<MboxKind> {
     let mut head = [0u8; 5];
     let mut file = fs::File::open(path)?;
     let n = file.read(&mut head)?;
-    Ok(&head[..n] == b"From ")
+    if &head[..n] != b"From " {
+        return Ok(MboxKind::No);
+    }
+    let mut rest = Vec::new();
+    file.read_to_end(&mut rest)?;
+    Ok(match memchr::memmem::find(&rest, b"\nFrom ") {
+        None => MboxKind::One,
+        Some(_) => MboxKind::Many,
+    })
 }
 
 /// The messages of an mbox, split with mail-parser's reader (mboxrd `>From ` unquoting). A

@@ -38,27 +38,44 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for chunk in inputs.chunks(CHUNK) {
-        let read: Vec<_> = mailbox::read_all(chunk).collect();
-        let readable: Vec<&[u8]> = read
-            .iter()
-            .filter_map(|(_, raw)| raw.as_deref().ok())
-            .collect();
-        let mut scored = route.check(&readable)?.into_iter();
-        let verdicts: Vec<_> = read
-            .iter()
-            .map(|(_, raw)| raw.as_ref().ok().and_then(|_| scored.next()))
-            .collect();
-        for ((name, raw), verdict) in read.into_iter().zip(verdicts) {
-            match (raw, verdict) {
-                (Ok(_), Some(v)) => print(&mut out, &name, &v, args)?,
-                (Err(e), _) => {
+    // A pipeline: while one chunk is scored, the next is read, so that neither core waits
+    // on the file system.
+    let chunks: Vec<&[mailbox::Input]> = inputs.chunks(CHUNK).collect();
+    let mut next = chunks
+        .first()
+        .map(|c| mailbox::read_all(c).collect::<Vec<_>>());
+    for i in 0..chunks.len() {
+        let read = next.take().expect("each chunk is read before it is scored");
+        let score = || -> anyhow::Result<Vec<Verdict>> {
+            let readable: Vec<&[u8]> = read
+                .iter()
+                .filter_map(|(_, raw)| raw.as_deref().ok())
+                .collect();
+            route.check(&readable)
+        };
+        let read_next = || chunks.get(i + 1).map(|c| mailbox::read_all(c).collect());
+        // One message (a hook) needs no thread pool.
+        let (scored, following) = if inputs.len() < 2 {
+            (score(), read_next())
+        } else {
+            rayon::join(score, read_next)
+        };
+        next = following;
+        let mut scored = scored?.into_iter();
+        for (name, raw) in read {
+            match raw {
+                Ok(_) => {
+                    let v = scored
+                        .next()
+                        .expect("a readable message always has a verdict");
+                    print(&mut out, &name, &v, args)?
+                }
+                Err(e) => {
                     // One line per input still: scripts pair lines with their inputs.
                     let unreadable_verdict = Verdict::unsure(Vec::new(), "unreadable".into());
                     print(&mut out, &name, &unreadable_verdict, args)?;
                     unreadable.push(e);
                 }
-                (Ok(_), None) => unreachable!("a readable message always has a verdict"),
             }
         }
     }
