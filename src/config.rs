@@ -170,6 +170,12 @@ impl Config {
                 raw.model.alpha
             )));
         }
+        if !(0.0..=1.0).contains(&raw.model.all_features_share) {
+            return Err(invalid(format!(
+                "model.all_features_share must be between 0 and 1, not {}",
+                raw.model.all_features_share
+            )));
+        }
         if raw.model.ham_threshold > raw.model.spam_threshold {
             return Err(invalid(format!(
                 "model.ham_threshold ({}) must not be above model.spam_threshold ({})",
@@ -242,6 +248,11 @@ mod tests {
         for (text, line, wanted) in [
             ("db = \"x\"\nbogus = 1\n", Some(2), "unknown field"),
             ("[model]\nalpha = 0\n", None, "alpha must be above 0"),
+            (
+                "[model]\nall_features_share = 1.5\n",
+                None,
+                "all_features_share must be between 0 and 1",
+            ),
             (
                 "[model]\nspam_threshold = -10.0\n",
                 None,

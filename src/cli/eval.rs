@@ -100,9 +100,16 @@ pub struct EvalArgs {
     /// Features learned from fewer messages are not evidence [default: from the config]
     #[arg(long)]
     min_feature_messages: Option<u32>,
+    /// How many of a message's strongest features the score leans on; 0 for all alike
+    /// [default: from the config]
+    #[arg(long)]
+    strongest_features: Option<usize>,
+    /// The part of the score that comes from every feature, 0 to 1 [default: from the config]
+    #[arg(long)]
+    all_features_share: Option<f64>,
     /// The textbook model of McCallum & Nigam: α = 1 (unless given), no minimum token
-    /// weight, no length normalization, every learned feature used (overrides the three
-    /// options above)
+    /// weight, no length normalization, every learned feature used alike (overrides the
+    /// five options above)
     #[arg(long)]
     textbook: bool,
     /// Smoothing α [default: from the config]
@@ -266,10 +273,21 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                     model.min_feature_messages = args
                         .min_feature_messages
                         .unwrap_or(model.min_feature_messages);
+                    model.strongest_features =
+                        args.strongest_features.unwrap_or(model.strongest_features);
+                    model.all_features_share =
+                        args.all_features_share.unwrap_or(model.all_features_share);
                     if args.textbook {
                         model.min_token_weight = 0.0;
                         model.normalize_length = false;
                         model.min_feature_messages = 1;
+                        model.strongest_features = 0;
+                    }
+                    if !(0.0..=1.0).contains(&model.all_features_share) {
+                        bail!(
+                            "--all-features-share must be between 0 and 1, not {}",
+                            model.all_features_share
+                        );
                     }
                     model.spam_threshold = args.spam_threshold.unwrap_or(model.spam_threshold);
                     model.ham_threshold = args.ham_threshold.unwrap_or(model.ham_threshold);

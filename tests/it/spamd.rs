@@ -445,7 +445,17 @@ fn contrib_recipes_file_spam() {
         "spam.sieve",
         std::fs::read(contrib.join("spam.sieve")).expect("sieve"),
     );
-    for (mail, folder) in [(&junk[0], "Junk"), (&inbox[0], "INBOX")] {
+    // The recipe reads the tags alone: the same tagged spam with a middling and a very
+    // sure X-Spam-Level takes both of its branches.
+    let with_level = |mail: &str, stars: usize| -> String {
+        let level = mail
+            .lines()
+            .find(|l| l.starts_with("X-Spam-Level:"))
+            .expect("tagged mail has X-Spam-Level");
+        mail.replacen(level, &format!("X-Spam-Level: {}", "*".repeat(stars)), 1)
+    };
+    let (sure, middling) = (with_level(&junk[0], 12), with_level(&junk[0], 5));
+    for (mail, folder) in [(&middling, "Junk"), (&sure, "Trash"), (&inbox[0], "INBOX")] {
         let eml = util::write(dir.path(), "tagged.eml", mail);
         for p in [&sieve, &eml] {
             std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
