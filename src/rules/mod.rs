@@ -575,6 +575,69 @@ impl Matcher {
     }
 }
 
+/// A `tflags multiple` rule: its hits are its matches, not one, as SpamAssassin counts
+/// them, so that meta arithmetic (`(A + B) > 3`) and multinomial counts see them.
+#[derive(Debug)]
+struct Counted {
+    rule: usize,
+    kind: Kind,
+    pattern: CountPattern,
+    max_hits: u32,
+}
+
+#[derive(Debug)]
+enum CountPattern {
+    Automaton(regex::bytes::Regex),
+    Backtracking(fancy_regex::Regex),
+}
+
+impl CountPattern {
+    fn new(t: &perl::Translated) -> Result<CountPattern, String> {
+        if let Some(src) = &t.fancy {
+            return fancy_regex::RegexBuilder::new(src)
+                .backtrack_limit(BACKTRACK_LIMIT)
+                .build()
+                .map(CountPattern::Backtracking)
+                .map_err(|e| e.to_string());
+        }
+        regex::bytes::RegexBuilder::new(t.exact.as_ref().unwrap_or(&t.rust))
+            .size_limit(SIZE_LIMIT)
+            .dfa_size_limit(DFA_LIMIT)
+            .build()
+            .map(CountPattern::Automaton)
+            .map_err(|e| first_line(&e.to_string()))
+    }
+
+    /// Matches in `hay`, no more than `max`.
+    fn count(&self, hay: &[u8], max: u32) -> u32 {
+        let max = max as usize;
+        let n = match self {
+            CountPattern::Automaton(re) => re.find_iter(hay).take(max).count(),
+            CountPattern::Backtracking(re) => re
+                .find_iter(String::from_utf8_lossy(hay).as_ref())
+                .take(max)
+                .take_while(Result::is_ok)
+                .count(),
+        };
+        n as u32
+    }
+}
+
+/// `multiple` in a rule's tflags, and its `maxhits=N` (SpamAssassin's default: no limit,
+/// which here is a thousand).
+fn count_limit(tflags: Option<&String>) -> Option<u32> {
+    let flags: Vec<&str> = tflags?.split_whitespace().collect();
+    if !flags.contains(&"multiple") {
+        return None;
+    }
+    Some(
+        flags
+            .iter()
+            .find_map(|f| f.strip_prefix("maxhits=")?.parse().ok())
+            .unwrap_or(1000),
+    )
+}
+
 /// Header rules that read one target.
 #[derive(Debug)]
 struct HeaderGroup {
@@ -597,6 +660,8 @@ pub struct RuleSet {
     uri: Matcher,
     full: Matcher,
     exists: Vec<(usize, String)>,
+    /// `tflags multiple` rules: counted past their first hit, up to their `maxhits`.
+    counted: Vec<Counted>,
     evals: Vec<(usize, eval::Eval)>,
     /// In dependency order.
     metas: Vec<(usize, meta::Expr)>,
@@ -653,6 +718,7 @@ impl RuleSet {
         let mut header_order = Vec::new();
         let [mut body, mut rawbody, mut uri, mut full]: [MatcherBuilder; 4] = Default::default();
         let mut metas = Vec::new();
+        let mut counted = Vec::new();
         let needed = needed_rules(&parsed);
         // Rules nothing reads (helpers no meta uses, rules scored 0) are checked but not
         // run: SpamAssassin ships hundreds of them.
@@ -718,6 +784,15 @@ impl RuleSet {
                             .and_then(|p| perl::translate(&p))
                             .map_err(|e| Reason::Regex(e.0))?;
                         let literal = t.literal.is_some();
+                        let counter = match count_limit(parsed.tflags.get(&def.name)) {
+                            Some(max_hits) if runs => Some(Counted {
+                                rule: id,
+                                kind,
+                                pattern: CountPattern::new(&t).map_err(Reason::Regex)?,
+                                max_hits,
+                            }),
+                            _ => None,
+                        };
                         let builder = match kind {
                             _ if !runs => &mut scratch,
                             Kind::Body => &mut body,
@@ -726,6 +801,7 @@ impl RuleSet {
                             _ => &mut full,
                         };
                         backtracking = builder.push(id, t, false).map_err(Reason::Regex)?;
+                        counted.extend(counter);
                         if literal && !backtracking {
                             report.literal += 1;
                         }
@@ -780,6 +856,7 @@ impl RuleSet {
         set.rawbody = rawbody.build();
         set.uri = uri.build();
         set.full = full.build();
+        set.counted = counted;
         set.metas = order_metas(metas, &set.index, report, &mut set.rules);
         set
     }
@@ -831,8 +908,8 @@ impl RuleSet {
                 hits[*id] = 1;
             }
         }
-        if !self.body.is_empty() {
-            let body = body_text(msg);
+        let body = (!self.body.is_empty()).then(|| body_text(msg));
+        if let Some(body) = &body {
             self.body.run([body.as_bytes()], &mut hits);
         }
         if !self.rawbody.is_empty() {
@@ -845,6 +922,28 @@ impl RuleSet {
         );
         if !self.full.is_empty() {
             self.full.run([msg.raw], &mut hits);
+        }
+        for c in &self.counted {
+            if hits[c.rule] == 0 {
+                continue;
+            }
+            let texts: Vec<&[u8]> = match c.kind {
+                Kind::Body => body.iter().map(|b| b.as_bytes()).collect(),
+                Kind::Rawbody => vec![msg.html.as_bytes(), msg.text.as_bytes()],
+                Kind::Uri => msg
+                    .urls
+                    .iter()
+                    .take(MAX_URLS)
+                    .map(|u| u.as_bytes())
+                    .collect(),
+                _ => vec![msg.raw],
+            };
+            let mut n = 0;
+            for t in texts {
+                n += c.pattern.count(t, c.max_hits - n);
+            }
+            // The matcher saw a hit the count may miss (a backtracking limit): one at least.
+            hits[c.rule] = n.max(1);
         }
         if !self.evals.is_empty() {
             let mut facts = eval::Facts::new(msg);

@@ -525,3 +525,30 @@ fn rules_profile_patterns() {
         println!("{d:>12?} {n}");
     }
 }
+
+#[test]
+fn tflags_multiple_counts_matches_up_to_maxhits() {
+    let s = set("body __CASH /\\bcash\\b/i\n\
+         tflags __CASH multiple maxhits=3\n\
+         body __FREE /\\bfree\\b/i\n\
+         meta CASH_TWICE __CASH > 1\n\
+         meta CASH_THRICE __CASH >= 3\n\
+         meta FREE_TWICE __FREE > 1\n\
+         rawbody __CLICK /click/i\n\
+         tflags __CLICK multiple\n\
+         meta CLICKS __CLICK >= 2\n");
+    let body = "Subject: hi\n\nCash now. More cash, cash and cash. Free, free!\nclick click\n";
+    let got = hits(&s, body);
+    assert!(got.contains(&"CASH_TWICE".to_string()), "{got:?}");
+    assert!(got.contains(&"CASH_THRICE".to_string()), "{got:?}");
+    assert!(got.contains(&"CLICKS".to_string()), "{got:?}");
+    // Without `multiple` a rule hits once, however often it matches.
+    assert!(!got.contains(&"FREE_TWICE".to_string()), "{got:?}");
+    let once = hits(&s, "Subject: hi\n\nCash now.\nclick\n");
+    assert!(once.is_empty(), "{once:?}");
+    // maxhits caps the count.
+    let msg = Message::parse(body.as_bytes(), LIMIT);
+    let all = s.evaluate_all(&msg);
+    let cash = s.rules().iter().position(|r| r.name == "__CASH").unwrap();
+    assert_eq!(all[cash], 3);
+}
