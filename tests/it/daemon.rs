@@ -32,6 +32,8 @@ pub struct Sections<'a> {
     pub daemon: &'a str,
     pub spamd: &'a str,
     pub model: &'a str,
+    /// The `[milter]` section; none when empty.
+    pub milter: &'a str,
     /// Whole sections of its own (`[watch]` …), appended as they are.
     pub extra: &'a str,
 }
@@ -43,10 +45,15 @@ pub fn config_text(dir: &Path, s: &Sections) -> String {
     } else {
         "read_timeout = 2\n"
     };
+    let milter = if s.milter.is_empty() {
+        String::new()
+    } else {
+        format!("[milter]\n{}\n", s.milter)
+    };
     format!(
         "[daemon]\nruntime_dir = {run:?}\n{read_timeout}session_timeout = 20\ndrain_timeout = 10\n{}\n\
          [spamd]\nlisten = [\"inet:127.0.0.1:0\", \"unix:{spamd}\"]\n{}\n\
-         [http]\nlisten = \"inet:127.0.0.1:0\"\n[model]\n{}\n{}\n",
+         [http]\nlisten = \"inet:127.0.0.1:0\"\n[model]\n{}\n{milter}{}\n",
         s.daemon,
         s.spamd,
         s.model,
@@ -163,6 +170,14 @@ impl Daemon {
             .expect("kill")
             .success();
         assert!(ok, "kill -{name} failed");
+    }
+
+    /// SIGTERM, and waits for the drain to end, unless it has exited already.
+    pub fn stop(&mut self) {
+        if self.child.try_wait().expect("try_wait").is_none() {
+            self.signal("TERM");
+            self.wait_exit(Duration::from_secs(20));
+        }
     }
 
     pub fn wait_exit(&mut self, timeout: Duration) -> ExitStatus {

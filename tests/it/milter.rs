@@ -4,12 +4,13 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use spamnb::milter::client::Client;
 use spamnb::milter::codec::Response;
 
+use super::daemon::{Daemon, Sections};
 use super::util::{corpus, corpus_files, have, spamnb, text};
 
 /// A database trained on corpus mail, and held-out messages it classifies as spam and ham.
@@ -74,94 +75,28 @@ fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
     }
 }
 
-/// `spamnb daemon` serving the milter on a loopback port.
-struct Daemon {
-    child: Child,
-    port: u16,
-    log: PathBuf,
+/// `spamnb daemon` serving the milter on a loopback port (fixed before the start, since
+/// Postfix's configuration names it) and on a unix socket, with `milter` added to its
+/// `[milter]` section.
+fn start_daemon(dir: &Path, db: &Path, port: u16, milter: &str) -> Daemon {
+    let section = format!(
+        "listen = [\"unix:{}\", \"inet:127.0.0.1:{port}\"]\n{milter}",
+        milter_socket(dir, port).display()
+    );
+    let sections = Sections {
+        milter: &section,
+        ..Sections::default()
+    };
+    Daemon::start(dir, db, &sections)
 }
 
-impl Daemon {
-    fn start(dir: &Path, db: &Path, port: u16, milter: &str) -> Daemon {
-        let config = dir.join("spamnb.toml");
-        let run = dir.join("run");
-        std::fs::write(
-            &config,
-            format!(
-                "db = {db:?}\n[daemon]\nruntime_dir = {run:?}\n[spamd]\nlisten = []\n[milter]\nlisten = [\"unix:{}\", \"inet:127.0.0.1:{port}\"]\n{milter}\n",
-                Daemon::socket(dir, port).display()
-            ),
-        )
-        .expect("write config");
-        let log = dir.join(format!("daemon-{port}.log"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_spamnb"))
-            .arg("--config")
-            .arg(&config)
-            .arg("daemon")
-            .env_remove("SPAMNB_DB")
-            .env("SPAMNB_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).expect("log file"))
-            .spawn()
-            .expect("spawn spamnb daemon");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "spamnb daemon exited ({status}):\n{}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                );
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "spamnb daemon did not listen on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Daemon { child, port, log }
-    }
-
-    /// The unix socket the milter also listens on (bound before the TCP port).
-    fn socket(dir: &Path, port: u16) -> PathBuf {
-        dir.join(format!("milter-{port}.sock"))
-    }
-
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// SIGTERM, and wait for it to exit.
-    fn stop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_some() {
-            return;
-        }
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let started = Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() {
-            if started.elapsed() > Duration::from_secs(20) {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!("spamnb daemon ignored SIGTERM:\n{}", self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
+/// The unix socket the milter also listens on.
+fn milter_socket(dir: &Path, port: u16) -> PathBuf {
+    dir.join(format!("milter-{port}.sock"))
 }
 
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+fn milter_addr(port: u16) -> String {
+    format!("127.0.0.1:{port}")
 }
 
 /// A private Postfix instance: its own config and queue directories, loopback only, an
@@ -437,7 +372,7 @@ fn postfix_with_spamnb_milter() {
     });
 
     // Tag mode.
-    let mut daemon = Daemon::start(dir, &t.db, milter_port, "action = \"tag\"");
+    let mut daemon = start_daemon(dir, &t.db, milter_port, "action = \"tag\"");
     let out = postfix.send(&forged, dir);
     assert!(out.status.success(), "swaks ham: {}", text(&out.stdout));
     let out = postfix.send(&spam, dir);
@@ -449,7 +384,7 @@ fn postfix_with_spamnb_milter() {
         header_values(&delivered_ham, "X-Spam-Flag"),
         ["NO"],
         "ham as delivered:\n{delivered_ham}\n{}",
-        daemon.log_text()
+        daemon.log()
     );
     assert!(
         !delivered_ham.contains("forged"),
@@ -485,7 +420,7 @@ fn postfix_with_spamnb_milter() {
     }
 
     // Reject mode: the SMTP client hears 550 5.7.1 and nothing is delivered.
-    let mut daemon = Daemon::start(
+    let mut daemon = start_daemon(
         dir,
         &t.db,
         milter_port,
@@ -511,7 +446,7 @@ fn postfix_with_spamnb_milter() {
     daemon.stop();
 
     // Quarantine mode: the spam is accepted and sits in Postfix's hold queue.
-    let mut daemon = Daemon::start(dir, &t.db, milter_port, "action = \"quarantine\"");
+    let mut daemon = start_daemon(dir, &t.db, milter_port, "action = \"quarantine\"");
     let out = postfix.send(&spam, dir);
     assert!(
         out.status.success(),
@@ -549,7 +484,7 @@ fn miltertest_suite() {
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/milter/suite.lua");
     for mode in ["tag", "quarantine", "reject"] {
         let port = free_port();
-        let mut daemon = Daemon::start(
+        let mut daemon = start_daemon(
             dir,
             &t.db,
             port,
@@ -557,7 +492,7 @@ fn miltertest_suite() {
         );
         // One mode goes over the unix socket, the others over TCP.
         let via = if mode == "tag" {
-            format!("unix:{}", Daemon::socket(dir, port).display())
+            format!("unix:{}", milter_socket(dir, port).display())
         } else {
             format!("inet:{port}@127.0.0.1")
         };
@@ -583,7 +518,7 @@ fn miltertest_suite() {
             out.status,
             text(&out.stdout),
             text(&out.stderr),
-            daemon.log_text()
+            daemon.log()
         );
         assert!(
             text(&out.stdout).contains("suite passed"),
@@ -600,10 +535,11 @@ fn hostile_clients_do_not_stop_the_milter() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
     let port = free_port();
-    let mut daemon = Daemon::start(dir.path(), &db, port, "read_timeout_secs = 2");
+    let mut daemon = start_daemon(dir.path(), &db, port, "read_timeout_secs = 2");
     let message = b"From: a@example.org\nSubject: hello\n\nhi there\n";
     let served = || {
-        let mut good = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+        let mut good =
+            Client::connect(&milter_addr(port), Duration::from_secs(10)).expect("connect");
         let responses = good.message(message).expect("a good client is served");
         assert!(
             responses
@@ -615,7 +551,7 @@ fn hostile_clients_do_not_stop_the_milter() {
     };
     served();
     let send = |bytes: &[u8]| {
-        let mut bad = TcpStream::connect(daemon.addr()).expect("connect");
+        let mut bad = TcpStream::connect(milter_addr(port)).expect("connect");
         bad.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         std::io::Write::write_all(&mut bad, bytes).expect("write");
@@ -649,7 +585,7 @@ fn hostile_clients_do_not_stop_the_milter() {
     );
     served();
     daemon.stop();
-    let log = daemon.log_text();
+    let log = daemon.log();
     assert!(
         log.contains("above the limit"),
         "the 4 GB prefix is logged:\n{log}"
@@ -662,10 +598,11 @@ fn hostile_clients_do_not_stop_the_milter() {
 fn slow_scoring_fails_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let mut daemon = Daemon::start(
+    let port = free_port();
+    let mut daemon = start_daemon(
         dir.path(),
         &db,
-        free_port(),
+        port,
         "scan_timeout_ms = 1\nmax_body_bytes = 4000000",
     );
     // Megabytes of distinct words: far more than a millisecond of tokenizing.
@@ -676,12 +613,12 @@ fn slow_scoring_fails_open() {
             big.push(b'\n');
         }
     }
-    let mut client = Client::connect(&daemon.addr(), Duration::from_secs(30)).expect("connect");
+    let mut client = Client::connect(&milter_addr(port), Duration::from_secs(30)).expect("connect");
     let responses = client.message(&big).expect("answered");
     assert_eq!(responses, [Response::Continue], "passed on untouched");
     client.quit().expect("quit");
     daemon.stop();
-    let log = daemon.log_text();
+    let log = daemon.log();
     assert!(
         log.contains("passing the message on untouched"),
         "the reason is logged:\n{log}"
@@ -695,8 +632,9 @@ fn sigterm_lets_a_message_in_flight_finish() {
     use spamnb::milter::codec::Command as C;
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let mut daemon = Daemon::start(dir.path(), &db, free_port(), "");
-    let mut client = Client::connect(&daemon.addr(), Duration::from_secs(30)).expect("connect");
+    let port = free_port();
+    let mut daemon = start_daemon(dir.path(), &db, port, "");
+    let mut client = Client::connect(&milter_addr(port), Duration::from_secs(30)).expect("connect");
     client
         .send(&C::Mail(vec!["<a@example.org>".into()]))
         .expect("mail");
@@ -742,19 +680,20 @@ fn sigterm_lets_a_message_in_flight_finish() {
 fn session_limit_queues_connections() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let mut daemon = Daemon::start(
+    let port = free_port();
+    let mut daemon = start_daemon(
         dir.path(),
         &db,
-        free_port(),
+        port,
         "max_sessions = 2\nread_timeout_secs = 2",
     );
     let idle: Vec<TcpStream> = (0..2)
-        .map(|_| TcpStream::connect(daemon.addr()).expect("connect"))
+        .map(|_| TcpStream::connect(milter_addr(port)).expect("connect"))
         .collect();
     std::thread::sleep(Duration::from_millis(200));
     let started = Instant::now();
     let mut client =
-        Client::connect(&daemon.addr(), Duration::from_secs(20)).expect("served in the end");
+        Client::connect(&milter_addr(port), Duration::from_secs(20)).expect("served in the end");
     let waited = started.elapsed();
     assert!(
         waited > Duration::from_millis(1500),
@@ -773,9 +712,9 @@ fn sighup_changes_the_action_for_new_connections() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
     let port = free_port();
-    let mut daemon = Daemon::start(dir.path(), &db, port, "action = \"tag\"");
+    let mut daemon = start_daemon(dir.path(), &db, port, "action = \"tag\"");
     let message = b"Subject: anything\n\nsome words\n";
-    let mut before = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+    let mut before = Client::connect(&milter_addr(port), Duration::from_secs(10)).expect("connect");
     assert!(matches!(
         before.message(message).expect("tagged").last(),
         Some(Response::Continue)
@@ -792,9 +731,9 @@ fn sighup_changes_the_action_for_new_connections() {
         .args(["-HUP", &daemon.child.id().to_string()])
         .status();
     wait_for("the reload", Duration::from_secs(10), || {
-        daemon.log_text().contains("reloaded")
+        daemon.log().contains("reloaded")
     });
-    let mut after = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+    let mut after = Client::connect(&milter_addr(port), Duration::from_secs(10)).expect("connect");
     let responses = after.message(message).expect("answered");
     assert!(
         matches!(responses.last(), Some(Response::ReplyCode(r)) if r.starts_with("550 5.7.1 ")),
@@ -815,8 +754,9 @@ fn long_bodies_are_skipped_past_the_limit() {
     use spamnb::milter::codec::Command as C;
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let mut daemon = Daemon::start(dir.path(), &db, free_port(), "max_body_bytes = 1000");
-    let mut client = Client::connect(&daemon.addr(), Duration::from_secs(10)).expect("connect");
+    let port = free_port();
+    let mut daemon = start_daemon(dir.path(), &db, port, "max_body_bytes = 1000");
+    let mut client = Client::connect(&milter_addr(port), Duration::from_secs(10)).expect("connect");
     client
         .send(&C::Mail(vec!["<a@example.org>".into()]))
         .expect("mail");
