@@ -487,6 +487,67 @@ fn contrib_recipes_file_spam() {
     }
 }
 
+/// contrib/maildroprc run by the real maildrop on mail it tags through spamc: spam lands
+/// in the Junk folder, ham in the default Maildir.
+#[test]
+fn contrib_maildroprc_files_spam() {
+    if !util::have("spamc") || !util::have("maildrop") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 100) else {
+        return;
+    };
+    let d = Daemon::start(dir.path(), &db, &Sections::default());
+    let (spam, ham) = told_apart(&d);
+    let home = dir.path().join("home");
+    let maildir = home.join("Maildir");
+    for sub in ["cur", "new", "tmp", ".Junk/cur", ".Junk/new", ".Junk/tmp"] {
+        std::fs::create_dir_all(maildir.join(sub)).expect("maildir");
+    }
+    let contrib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
+    let recipe = std::fs::read_to_string(contrib.join("maildroprc")).expect("maildroprc");
+    assert!(recipe.contains("xfilter \"/usr/bin/spamc\""), "{recipe}");
+    let (host, port) = d.spamd.rsplit_once(':').expect("host:port");
+    // Pointed at this daemon, with the Maildir as the default delivery. maildrop takes
+    // HOME from the password file, so the test's home is set in the filter itself.
+    let rc = format!(
+        "HOME=\"{}\"\nDEFAULT=\"$HOME/Maildir/\"\n{}",
+        home.display(),
+        recipe.replace(
+            "xfilter \"/usr/bin/spamc\"",
+            &format!("xfilter \"/usr/bin/spamc -d {host} -p {port}\"")
+        )
+    );
+    let rc_path = util::write(dir.path(), "mailfilter", rc);
+    use std::os::unix::fs::PermissionsExt;
+    // maildrop refuses a filter file others may write.
+    std::fs::set_permissions(&rc_path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    for m in [&spam, &ham] {
+        let out = util::run_with_stdin(std::process::Command::new("maildrop").arg(&rc_path), m);
+        assert!(
+            out.status.success(),
+            "maildrop: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+    let delivered = |sub: &str| -> Vec<String> {
+        std::fs::read_dir(maildir.join(sub))
+            .expect("maildir new")
+            .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("read"))
+            .collect()
+    };
+    let (junk, inbox) = (delivered(".Junk/new"), delivered("new"));
+    assert_eq!(
+        (junk.len(), inbox.len()),
+        (1, 1),
+        "junk {junk:?}\ninbox {inbox:?}"
+    );
+    assert!(junk[0].contains("\nX-Spam-Flag: YES\n"), "{}", junk[0]);
+    assert!(inbox[0].contains("\nX-Spam-Flag: NO\n"), "{}", inbox[0]);
+}
+
 fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
