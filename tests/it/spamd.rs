@@ -548,6 +548,107 @@ fn contrib_maildroprc_files_spam() {
     assert!(inbox[0].contains("\nX-Spam-Flag: NO\n"), "{}", inbox[0]);
 }
 
+/// contrib/exim.conf's data ACL in the real Exim (`-bh`: an SMTP session on stdin, no
+/// delivery), scoring through this daemon: spam is tagged, ham is not, and with spamnb
+/// down the message is still accepted (`defer_ok`). Exim comes from `SPAMNB_EXIM` (CI
+/// unpacks Debian's exim4-daemon-heavy there: it cannot be installed beside Postfix) or
+/// the PATH.
+#[test]
+fn contrib_exim_acl_scores_through_spamd() {
+    let exim = match std::env::var_os("SPAMNB_EXIM") {
+        Some(path) => std::path::PathBuf::from(path),
+        None if util::have("exim4") => "exim4".into(),
+        None => return,
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 100) else {
+        return;
+    };
+    let mut d = Daemon::start(dir.path(), &db, &Sections::default());
+    let (spam, ham) = told_apart(&d);
+
+    // The recipe's own lines: its spamd_address pointed at this daemon, its data ACL.
+    let recipe = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/exim.conf"),
+    )
+    .expect("exim.conf");
+    let (host, port) = d.spamd.rsplit_once(':').expect("host:port");
+    let address = recipe
+        .lines()
+        .find(|l| l.starts_with("spamd_address"))
+        .expect("spamd_address in the recipe");
+    let acl: String = recipe
+        .split("acl_check_data")
+        .nth(1)
+        .and_then(|rest| rest.split_once('\n'))
+        .map(|(_, rest)| rest)
+        .expect("the data ACL in the recipe")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(acl.contains("spam "), "{acl}");
+    let spool = dir.path().join("spool");
+    std::fs::create_dir_all(&spool).expect("spool");
+    use std::os::unix::fs::PermissionsExt;
+    // Exim scans as its own user.
+    std::fs::set_permissions(&spool, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let config = util::write(
+        dir.path(),
+        "exim.conf",
+        format!(
+            "primary_hostname = mx.test\nspool_directory = {spool}\nlog_file_path = {spool}/%slog\n\
+             {}\nacl_smtp_rcpt = acl_check_rcpt\nacl_smtp_data = acl_check_data\n\
+             begin acl\nacl_check_rcpt:\n  accept\nacl_check_data:\n{acl}  accept\n",
+            address.replace("127.0.0.1 783", &format!("{host} {port}")),
+            spool = spool.display(),
+        ),
+    );
+    let session = |mail: &[u8]| -> String {
+        let mut smtp =
+            b"HELO client.test\r\nMAIL FROM:<a@client.test>\r\nRCPT TO:<b@mx.test>\r\nDATA\r\n"
+                .to_vec();
+        let body = if mail.starts_with(b"From ") {
+            &mail[mail.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1)..]
+        } else {
+            mail
+        };
+        for line in body.split(|&b| b == b'\n') {
+            if line.starts_with(b".") {
+                smtp.push(b'.');
+            }
+            smtp.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+            smtp.extend_from_slice(b"\r\n");
+        }
+        smtp.extend_from_slice(b".\r\nQUIT\r\n");
+        let out = util::run_with_stdin(
+            std::process::Command::new(&exim)
+                .arg("-C")
+                .arg(&config)
+                .args(["-bh", "192.0.2.1"]),
+            &smtp,
+        );
+        format!("{}{}", text(&out.stdout), text(&out.stderr))
+    };
+    let tagged = "check add_header = X-Spam-Flag: YES";
+    let said = session(&spam);
+    assert!(said.contains("250 OK id="), "spam accepted:\n{said}");
+    assert!(said.contains("X-Spam-Score: "), "scored:\n{said}");
+    assert!(said.contains(tagged), "spam tagged:\n{said}");
+    let said = session(&ham);
+    assert!(said.contains("250 OK id="), "ham accepted:\n{said}");
+    assert!(said.contains("X-Spam-Score: "), "scored:\n{said}");
+    assert!(!said.contains(tagged), "ham not tagged:\n{said}");
+    // spamnb down: Exim defers to accepting the mail untagged.
+    d.stop();
+    let said = session(&spam);
+    assert!(
+        said.contains("250 OK id="),
+        "accepted with spamnb down:\n{said}"
+    );
+    assert!(!said.contains(tagged), "{said}");
+}
+
 fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
