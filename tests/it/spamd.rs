@@ -22,11 +22,9 @@ fn spamc_gets_what_spamd_would_give() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let Some(db) = trained_db(dir.path(), 100) else {
+    let Some((d, spam, ham)) = telling_apart(dir.path()) else {
         return;
     };
-    let d = Daemon::start(dir.path(), &db, &Sections::default());
-    let (spam, ham) = told_apart(&d);
     let (spam, ham) = (&spam, &ham);
 
     // -c: score/threshold, exit 1 for spam, 0 for ham.
@@ -392,11 +390,9 @@ fn contrib_recipes_file_spam() {
     let dir = tempfile::tempdir().expect("tempdir");
     // sieve-test refuses root, so it runs as nobody and must read these files.
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let Some(db) = trained_db(dir.path(), 100) else {
+    let Some((d, spam, ham)) = telling_apart(dir.path()) else {
         return;
     };
-    let d = Daemon::start(dir.path(), &db, &Sections::default());
-    let (spam, ham) = told_apart(&d);
     let (spam, ham) = (&spam, &ham);
     let contrib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
 
@@ -495,11 +491,9 @@ fn contrib_maildroprc_files_spam() {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let Some(db) = trained_db(dir.path(), 100) else {
+    let Some((d, spam, ham)) = telling_apart(dir.path()) else {
         return;
     };
-    let d = Daemon::start(dir.path(), &db, &Sections::default());
-    let (spam, ham) = told_apart(&d);
     let home = dir.path().join("home");
     let maildir = home.join("Maildir");
     for sub in ["cur", "new", "tmp", ".Junk/cur", ".Junk/new", ".Junk/tmp"] {
@@ -561,11 +555,9 @@ fn contrib_exim_acl_scores_through_spamd() {
         None => return,
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let Some(db) = trained_db(dir.path(), 100) else {
+    let Some((mut d, spam, ham)) = telling_apart(dir.path()) else {
         return;
     };
-    let mut d = Daemon::start(dir.path(), &db, &Sections::default());
-    let (spam, ham) = told_apart(&d);
 
     // The recipe's own lines: its spamd_address pointed at this daemon, its data ACL.
     let recipe = std::fs::read_to_string(
@@ -652,6 +644,15 @@ fn contrib_exim_acl_scores_through_spamd() {
 fn current_uid() -> u32 {
     // SAFETY: getuid has no preconditions and cannot fail.
     unsafe { libc::getuid() }
+}
+
+/// A daemon in `dir` over a database trained on 100 corpus messages of each class, with
+/// what [`told_apart`] picks; none without the corpus.
+fn telling_apart(dir: &std::path::Path) -> Option<(Daemon, Vec<u8>, Vec<u8>)> {
+    let db = trained_db(dir, 100)?;
+    let d = Daemon::start(dir, &db, &Sections::default());
+    let (spam, ham) = told_apart(&d);
+    Some((d, spam, ham))
 }
 
 /// An unseen spam the daemon catches and an unseen ham it passes: messages the model gets
