@@ -48,22 +48,46 @@ pub type Input = Result<MailSource, Unreadable>;
 /// an mbox's messages in file order. What cannot be listed stays in its place as an error,
 /// so that output lines still pair with inputs.
 pub fn expand(inputs: &[PathBuf]) -> Vec<Input> {
-    let mut out = Vec::new();
+    let mut listed = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
-            out.push(Ok(MailSource::Stdin));
+            listed.push(Listed::Stdin);
             continue;
         }
         match fs::metadata(input) {
-            Err(e) => out.push(Err(unreadable(input, &e))),
-            Ok(meta) if meta.is_dir() => expand_dir(input, &mut out),
-            Ok(_) => expand_file(input, &mut out),
+            Err(e) => listed.push(Listed::Failed(unreadable(input, &e))),
+            Ok(meta) if meta.is_dir() => expand_dir(input, &mut listed),
+            Ok(_) => listed.push(Listed::File(input.clone())),
         }
     }
-    out
+    // Telling an mbox from a message reads the file: on every core, for thousands of them.
+    let expanded: Vec<Vec<Input>> = if listed.len() < 2 {
+        listed.into_iter().map(Listed::expand).collect()
+    } else {
+        use rayon::prelude::*;
+        listed.into_par_iter().map(Listed::expand).collect()
+    };
+    expanded.into_iter().flatten().collect()
 }
 
-fn expand_dir(dir: &Path, out: &mut Vec<Input>) {
+/// An input found by walking the command line, before its files are looked into.
+enum Listed {
+    Stdin,
+    File(PathBuf),
+    Failed(Unreadable),
+}
+
+impl Listed {
+    fn expand(self) -> Vec<Input> {
+        match self {
+            Listed::Stdin => vec![Ok(MailSource::Stdin)],
+            Listed::Failed(e) => vec![Err(e)],
+            Listed::File(path) => expand_file(&path),
+        }
+    }
+}
+
+fn expand_dir(dir: &Path, out: &mut Vec<Listed>) {
     // A Maildir: its messages are in cur/ and new/; tmp/ holds deliveries in progress.
     if dir.join("cur").is_dir() || dir.join("new").is_dir() {
         for sub in ["cur", "new"] {
@@ -77,10 +101,10 @@ fn expand_dir(dir: &Path, out: &mut Vec<Input>) {
     walk(dir, true, out);
 }
 
-fn walk(dir: &Path, recurse: bool, out: &mut Vec<Input>) {
+fn walk(dir: &Path, recurse: bool, out: &mut Vec<Listed>) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) => return out.push(Err(unreadable(dir, &e))),
+        Err(e) => return out.push(Listed::Failed(unreadable(dir, &e))),
     };
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
@@ -89,30 +113,31 @@ fn walk(dir: &Path, recurse: bool, out: &mut Vec<Input>) {
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         match fs::metadata(&path) {
-            Err(e) => out.push(Err(unreadable(&path, &e))),
+            Err(e) => out.push(Listed::Failed(unreadable(&path, &e))),
             Ok(m) if m.is_dir() && recurse && !hidden => expand_dir(&path, out),
-            Ok(m) if m.is_file() && !hidden => expand_file(&path, out),
+            Ok(m) if m.is_file() && !hidden => out.push(Listed::File(path)),
             Ok(_) => {}
         }
     }
 }
 
-fn expand_file(path: &Path, out: &mut Vec<Input>) {
+/// A file's messages: itself, or each message of an mbox.
+fn expand_file(path: &Path) -> Vec<Input> {
     match mbox_kind(path) {
-        Err(e) => out.push(Err(unreadable(path, &e))),
-        Ok(MboxKind::No | MboxKind::One) => out.push(Ok(MailSource::File(path.to_path_buf()))),
+        Err(e) => vec![Err(unreadable(path, &e))],
+        Ok(MboxKind::No | MboxKind::One) => vec![Ok(MailSource::File(path.to_path_buf()))],
         Ok(MboxKind::Many) => match mbox_messages(path) {
-            Err(e) => out.push(Err(unreadable(path, &e))),
+            Err(e) => vec![Err(unreadable(path, &e))],
             // One message saved with its envelope line, as many archives keep them.
-            Ok(messages) if messages.len() == 1 => {
-                out.push(Ok(MailSource::File(path.to_path_buf())))
-            }
-            Ok(messages) => out.extend((0..messages.len()).map(|index| {
-                Ok(MailSource::Mbox {
-                    path: path.to_path_buf(),
-                    index,
+            Ok(messages) if messages.len() == 1 => vec![Ok(MailSource::File(path.to_path_buf()))],
+            Ok(messages) => (0..messages.len())
+                .map(|index| {
+                    Ok(MailSource::Mbox {
+                        path: path.to_path_buf(),
+                        index,
+                    })
                 })
-            })),
+                .collect(),
         },
     }
 }
@@ -294,7 +319,10 @@ mod tests {
             missing.to_string().contains("missing: no such file"),
             "{missing}"
         );
-        let read: Vec<Vec<u8>> = read_all(&inputs[..6]).map(|(_, r)| r.unwrap()).collect();
+        let read: Vec<Vec<u8>> = read_all(&inputs[..6])
+            .into_iter()
+            .map(|(_, r)| r.unwrap())
+            .collect();
         assert!(
             read[3].starts_with(b"Subject: m3"),
             "the envelope line is not part of the message"

@@ -31,10 +31,20 @@ const CHUNK: usize = 256;
 pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(config)?;
-    let inputs = mailbox::expand(&args.paths);
-    if inputs.len() >= PRELOAD_FROM {
-        route.preload()?;
-    }
+    // Many messages are scored from the counts loaded into memory; when the arguments
+    // promise many, loading them overlaps listing the messages.
+    let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
+    let inputs = if many {
+        let (inputs, loaded) = rayon::join(|| mailbox::expand(&args.paths), || route.preload());
+        loaded?;
+        inputs
+    } else {
+        let inputs = mailbox::expand(&args.paths);
+        if inputs.len() >= PRELOAD_FROM {
+            route.preload()?;
+        }
+        inputs
+    };
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -53,7 +63,11 @@ pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             route.check(&readable)
         };
-        let read_next = || chunks.get(i + 1).map(|c| mailbox::read_all(c).collect());
+        let read_next = || {
+            chunks
+                .get(i + 1)
+                .map(|c| mailbox::read_all(c).collect::<Vec<_>>())
+        };
         // One message (a hook) needs no thread pool.
         let (scored, following) = if inputs.len() < 2 {
             (score(), read_next())
