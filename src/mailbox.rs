@@ -319,10 +319,7 @@ mod tests {
             missing.to_string().contains("missing: no such file"),
             "{missing}"
         );
-        let read: Vec<Vec<u8>> = read_all(&inputs[..6])
-            .into_iter()
-            .map(|(_, r)| r.unwrap())
-            .collect();
+        let read: Vec<Vec<u8>> = read_all(&inputs[..6]).map(|(_, r)| r.unwrap()).collect();
         assert!(
             read[3].starts_with(b"Subject: m3"),
             "the envelope line is not part of the message"
