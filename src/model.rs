@@ -208,6 +208,51 @@ pub struct Verdict {
     pub rules: Vec<String>,
     /// Why the verdict is unsure for want of learning, if it is.
     pub note: Option<String>,
+    /// How the score was made from the features, when it was.
+    pub parts: Option<ScoreParts>,
+}
+
+/// The two halves of a score: `score = (1 − all_share) × strongest + all_share × all`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ScoreParts {
+    /// Log-odds over the strongest features, class priors included, length-normalized.
+    pub strongest: f64,
+    pub strongest_count: usize,
+    /// Log-odds over every feature used, class priors included, length-normalized.
+    pub all: f64,
+    pub all_count: usize,
+    pub all_share: f64,
+}
+
+impl ScoreParts {
+    pub fn score(&self) -> f64 {
+        if self.strongest_count == self.all_count {
+            // One sum: exactly it, not a blend of it with itself.
+            return self.all;
+        }
+        (1.0 - self.all_share) * self.strongest + self.all_share * self.all
+    }
+
+    /// The arithmetic of the score, in words.
+    pub fn describe(&self) -> String {
+        if self.strongest_count == self.all_count {
+            return format!(
+                "the score {:.2} comes from all {} features used",
+                self.all, self.all_count
+            );
+        }
+        format!(
+            "the score {:.2} is {:.2} × {:.2} from the {} strongest of {} features used, \
+             plus {:.2} × {:.2} from all of them",
+            self.score(),
+            1.0 - self.all_share,
+            self.strongest,
+            self.strongest_count,
+            self.all_count,
+            self.all_share,
+            self.all
+        )
+    }
 }
 
 impl Verdict {
@@ -221,6 +266,7 @@ impl Verdict {
             reasons: Vec::new(),
             rules,
             note: Some(note),
+            parts: None,
         }
     }
 }
@@ -271,11 +317,12 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         |f, n, w| contributions.push((f, n, w)),
         &mut joint,
     );
-    let score = combine(
+    let parts = combine(
         joint[Class::Spam.index()] - joint[Class::Ham.index()],
         &contributions,
         cfg,
     );
+    let score = parts.score();
     let decision = if score >= cfg.spam_threshold {
         Decision::Spam
     } else if score <= cfg.ham_threshold {
@@ -290,13 +337,14 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         reasons: strongest(contributions, cfg.explain_top),
         rules,
         note: None,
+        parts: Some(parts),
     }
 }
 
-/// The score from the log-odds over every feature used (`log_odds`, priors included) and
-/// each feature's part of it: a blend of the strongest features' sum and the whole sum,
+/// The score's parts from the log-odds over every feature used (`log_odds`, priors
+/// included) and each feature's part of it: the strongest features' sum and the whole sum,
 /// each divided by √(its features) when `normalize_length` is on.
-fn combine(log_odds: f64, contributions: &[(&str, u32, f64)], cfg: &ModelConfig) -> f64 {
+fn combine(log_odds: f64, contributions: &[(&str, u32, f64)], cfg: &ModelConfig) -> ScoreParts {
     let normalized = |sum: f64, n: usize| {
         if cfg.normalize_length {
             sum / (n.max(1) as f64).sqrt()
@@ -304,17 +352,25 @@ fn combine(log_odds: f64, contributions: &[(&str, u32, f64)], cfg: &ModelConfig)
             sum
         }
     };
-    let all = normalized(log_odds, contributions.len());
+    let n = contributions.len();
+    let all = normalized(log_odds, n);
     let k = cfg.strongest_features;
-    if k == 0 || contributions.len() <= k {
-        return all;
+    let mut parts = ScoreParts {
+        strongest: all,
+        strongest_count: n,
+        all,
+        all_count: n,
+        all_share: cfg.all_features_share,
+    };
+    if k == 0 || n <= k {
+        return parts;
     }
     let prior = log_odds - contributions.iter().map(|c| c.2).sum::<f64>();
     let mut weights: Vec<f64> = contributions.iter().map(|c| c.2).collect();
     weights.select_nth_unstable_by(k - 1, |a, b| b.abs().total_cmp(&a.abs()));
-    let strongest = normalized(prior + weights[..k].iter().sum::<f64>(), k);
-    let share = cfg.all_features_share;
-    (1.0 - share) * strongest + share * all
+    parts.strongest = normalized(prior + weights[..k].iter().sum::<f64>(), k);
+    parts.strongest_count = k;
+    parts
 }
 
 /// The core sum. `each` sees every known feature with its count and log-odds contribution.
@@ -523,6 +579,9 @@ mod tests {
         let strongest = (0.5 + 5.0 + 2.0) / 2f64.sqrt();
         let all = log_odds / 3f64.sqrt();
         let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let combine = |log_odds, used: &[(&str, u32, f64)], cfg: &ModelConfig| {
+            combine(log_odds, used, cfg).score()
+        };
         assert!(close(combine(log_odds, &used, &cfg(2, 0.0)), strongest));
         assert!(close(combine(log_odds, &used, &cfg(2, 1.0)), all));
         assert!(close(

@@ -121,6 +121,7 @@ mod tests {
             reasons: vec![],
             rules: rules.iter().map(|r| r.to_string()).collect(),
             note: None,
+            parts: None,
         }
     }
 

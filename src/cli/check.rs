@@ -119,6 +119,7 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
             }
             if args.explain {
                 obj["reasons"] = serde_json::to_value(&v.reasons).expect("reasons serialize");
+                obj["parts"] = serde_json::to_value(v.parts).expect("parts serialize");
             }
             writeln!(out, "{obj}")?;
         }
@@ -135,6 +136,9 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
             }
             writeln!(out)?;
             if args.explain {
+                if let Some(parts) = &v.parts {
+                    writeln!(out, "  {}", parts.describe())?;
+                }
                 if !v.rules.is_empty() {
                     writeln!(out, "  rules: {}", v.rules.join(", "))?;
                 }

@@ -434,6 +434,7 @@ mod tests {
             reasons: vec![],
             rules: vec![],
             note: None,
+            parts: None,
         }
     }
 

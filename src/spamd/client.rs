@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::session::OUTCOME_HEADER;
-use crate::model::{Class, Decision, Reason, Verdict};
+use crate::model::{Class, Decision, Reason, ScoreParts, Verdict};
 use crate::store::Outcome;
 
 #[derive(Debug, thiserror::Error)]
@@ -271,6 +271,8 @@ struct WireVerdict {
     reasons: Vec<WireReason>,
     rules: Vec<String>,
     note: Option<String>,
+    #[serde(default)]
+    parts: Option<ScoreParts>,
 }
 
 #[derive(Deserialize)]
@@ -309,6 +311,7 @@ impl From<WireVerdict> for Verdict {
                 .collect(),
             rules: w.rules,
             note: w.note,
+            parts: w.parts,
         }
     }
 }
@@ -330,6 +333,13 @@ mod tests {
             }],
             rules: vec!["R1".into()],
             note: Some("n".into()),
+            parts: Some(ScoreParts {
+                strongest: 0.1 + 0.7,
+                strongest_count: 15,
+                all: -1.0 / 7.0,
+                all_count: 40,
+                all_share: 0.3,
+            }),
         };
         let back: Verdict = serde_json::from_slice::<WireVerdict>(&serde_json::to_vec(&v).unwrap())
             .unwrap()

@@ -155,6 +155,9 @@ pub fn report(verdict: &Verdict, model: &ModelConfig) -> String {
         "\nContent analysis details:   ({:.1} points, {:.1} required)\n\n",
         verdict.score, model.spam_threshold
     ));
+    if let Some(parts) = &verdict.parts {
+        out.push_str(&format!("{}.\n\n", parts.describe()));
+    }
     out.push_str(" pts rule name              description\n");
     out.push_str(
         "---- ---------------------- --------------------------------------------------\n",
@@ -391,6 +394,7 @@ mod tests {
             }],
             rules: vec!["SUBJ_ALL_CAPS".into(), "HTML_ONLY".into()],
             note: None,
+            parts: None,
         }
     }
 

@@ -209,6 +209,44 @@ fn explain_and_json_name_the_evidence() {
     );
 }
 
+/// A message with more features than the strongest few: the explanation gives both halves
+/// of the score, and they add up to it.
+#[test]
+fn explain_shows_how_the_score_is_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    learn(&db, "spam", &[&spam]);
+    learn(&db, "ham", &[&ham]);
+    let body = SPAM_WORDS
+        .iter()
+        .chain(HAM_WORDS)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let probe = write(tmp.path(), "p.eml", message("cash prize", &body));
+    let out = spamnb(&db)
+        .args(["check", "--explain"])
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(shown.contains(" strongest of "), "{shown}");
+    let out = spamnb(&db)
+        .args(["check", "--format", "json", "--explain"])
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let parts = &v["parts"];
+    let (k, n) = (&parts["strongest_count"], &parts["all_count"]);
+    assert!(k.as_u64() < n.as_u64(), "{v}");
+    let f = |key: &str| parts[key].as_f64().expect("a number");
+    let blend = (1.0 - f("all_share")) * f("strongest") + f("all_share") * f("all");
+    let score = v["score"].as_f64().unwrap();
+    assert!((blend - score).abs() < 1e-9, "{blend} against {score}");
+}
+
 #[test]
 fn too_little_learned_is_unsure() {
     let tmp = tempfile::tempdir().unwrap();
