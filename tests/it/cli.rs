@@ -172,36 +172,35 @@ fn learn_check_relearn_forget() {
     assert_eq!(stats(&db), before);
 }
 
-#[test]
-fn explain_and_json_name_the_evidence() {
+/// `check --explain` of a message with subject "cash prize" and `body`, as text and as
+/// JSON, against a database trained on 60 made-up messages of each class.
+fn explained(body: &str) -> (String, serde_json::Value) {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
     learn(&db, "spam", &[&spam]);
     learn(&db, "ham", &[&ham]);
-    let probe = write(
-        tmp.path(),
-        "p.eml",
-        message("cash prize", "winner casino bonus"),
-    );
-    let out = spamnb(&db)
-        .args(["check", "--explain"])
-        .arg(&probe)
-        .output()
-        .unwrap();
-    let shown = text(&out.stdout);
+    let probe = write(tmp.path(), "p.eml", message("cash prize", body));
+    let check = |format: &str| {
+        let out = spamnb(&db)
+            .args(["check", "--explain", "--format", format])
+            .arg(&probe)
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    };
+    let json = serde_json::from_str(&check("json")).expect("one JSON object per line");
+    (check("text"), json)
+}
+
+#[test]
+fn explain_and_json_name_the_evidence() {
+    let (shown, v) = explained("winner casino bonus");
     assert!(shown.contains(": spam (score"), "{shown}");
     assert!(
         shown.contains("winner") && shown.contains("subj:cash"),
         "{shown}"
     );
-    let out = spamnb(&db)
-        .args(["check", "--format", "json", "--explain"])
-        .arg(&probe)
-        .output()
-        .unwrap();
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("one JSON object per line");
     assert_eq!(v["verdict"], "spam");
     assert!(
         v["reasons"].as_array().is_some_and(|r| !r.is_empty()),
@@ -213,31 +212,14 @@ fn explain_and_json_name_the_evidence() {
 /// of the score, and they add up to it.
 #[test]
 fn explain_shows_how_the_score_is_made() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
-    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
-    learn(&db, "spam", &[&spam]);
-    learn(&db, "ham", &[&ham]);
     let body = SPAM_WORDS
         .iter()
         .chain(HAM_WORDS)
         .copied()
         .collect::<Vec<_>>()
         .join(" ");
-    let probe = write(tmp.path(), "p.eml", message("cash prize", &body));
-    let out = spamnb(&db)
-        .args(["check", "--explain"])
-        .arg(&probe)
-        .output()
-        .unwrap();
-    let shown = text(&out.stdout);
+    let (shown, v) = explained(&body);
     assert!(shown.contains(" strongest of "), "{shown}");
-    let out = spamnb(&db)
-        .args(["check", "--format", "json", "--explain"])
-        .arg(&probe)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let parts = &v["parts"];
     let (k, n) = (&parts["strongest_count"], &parts["all_count"]);
     assert!(k.as_u64() < n.as_u64(), "{v}");
