@@ -241,13 +241,8 @@ pub fn read_all(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u8
 
 /// Drops an mbox `From ` envelope line: it belongs to the mailbox, not to the message.
 fn strip_envelope_line(mut raw: Vec<u8>) -> Vec<u8> {
-    if raw.starts_with(b"From ") {
-        let end = raw
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(raw.len(), |i| i + 1);
-        raw.drain(..end);
-    }
+    let envelope = raw.len() - crate::message::without_envelope_line(&raw).len();
+    raw.drain(..envelope);
     raw
 }
 

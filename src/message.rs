@@ -153,8 +153,19 @@ fn trim_line_end(v: &[u8]) -> &[u8] {
     v.strip_suffix(b"\r").unwrap_or(v)
 }
 
+/// `raw` without an mbox `From ` envelope line: it belongs to the mailbox, not to the
+/// message.
+pub fn without_envelope_line(raw: &[u8]) -> &[u8] {
+    if !raw.starts_with(b"From ") {
+        return raw;
+    }
+    raw.iter()
+        .position(|&b| b == b'\n')
+        .map_or(&raw[raw.len()..], |i| &raw[i + 1..])
+}
+
 /// Where the body starts: after the first empty line (CRLF or LF).
-fn body_offset(raw: &[u8]) -> Option<usize> {
+pub fn body_offset(raw: &[u8]) -> Option<usize> {
     let mut at = 0;
     for line in raw.split_inclusive(|&b| b == b'\n') {
         at += line.len();

@@ -37,7 +37,7 @@ impl Client {
             eom_latency: Duration::ZERO,
         };
         client.send(&Command::Negotiate {
-            version: 6,
+            version: codec::VERSION,
             actions: POSTFIX_ACTIONS,
             steps: POSTFIX_STEPS,
         })?;
@@ -71,11 +71,6 @@ impl Client {
             self.out.clear();
         }
         Ok(())
-    }
-
-    /// Raw bytes, for hostile-client tests.
-    pub fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.stream.write_all(bytes)
     }
 
     /// The next response; an error when the milter closes the connection.
@@ -156,6 +151,12 @@ impl Client {
                 break;
             }
         }
+        self.end_of_message()
+    }
+
+    /// Sends end of message and returns its responses: the header changes first, the
+    /// final answer (continue, accept, tempfail or a reply code) last.
+    pub fn end_of_message(&mut self) -> std::io::Result<Vec<Response>> {
         let eom_sent = std::time::Instant::now();
         self.send(&Command::EndOfMessage(Vec::new()))?;
         let mut out = Vec::new();
@@ -180,21 +181,8 @@ impl Client {
 
 /// The header block and the body of a stored message (an mbox `From ` line dropped).
 fn split(raw: &[u8]) -> (&[u8], &[u8]) {
-    let raw = if raw.starts_with(b"From ") {
-        raw.iter()
-            .position(|&b| b == b'\n')
-            .map_or(&raw[..0], |i| &raw[i + 1..])
-    } else {
-        raw
-    };
-    let mut at = 0;
-    for line in raw.split_inclusive(|&b| b == b'\n') {
-        if line == b"\n" || line == b"\r\n" {
-            return (&raw[..at], &raw[at + line.len()..]);
-        }
-        at += line.len();
-    }
-    (raw, &raw[raw.len()..])
+    let raw = crate::message::without_envelope_line(raw);
+    raw.split_at(crate::message::body_offset(raw).unwrap_or(raw.len()))
 }
 
 /// Header fields as (name, value after the colon), folded lines kept with `\n`.

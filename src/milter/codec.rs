@@ -189,6 +189,17 @@ pub enum ProtocolError {
 /// when `buf` does not yet hold a whole frame. A frame above `max_frame` is refused as
 /// soon as its length is read, so a hostile length prefix never makes anyone buffer it.
 pub fn decode(buf: &[u8], max_frame: usize) -> Result<Option<(Command, usize)>, ProtocolError> {
+    Ok(match frame(buf, max_frame)? {
+        Some((code, data, used)) => Some((parse(code, data)?, used)),
+        None => None,
+    })
+}
+
+/// A frame's code byte, its data and the bytes it takes in the buffer.
+type Frame<'b> = (u8, &'b [u8], usize);
+
+/// The frame at the front of `buf`, either way, or `None` when more bytes are needed.
+fn frame(buf: &[u8], max_frame: usize) -> Result<Option<Frame<'_>>, ProtocolError> {
     let Some(prefix) = buf.first_chunk::<4>() else {
         return Ok(None);
     };
@@ -202,27 +213,30 @@ pub fn decode(buf: &[u8], max_frame: usize) -> Result<Option<(Command, usize)>, 
     if len == 0 {
         return Err(ProtocolError::EmptyFrame);
     }
-    let Some(frame) = buf.get(4..4 + len) else {
-        return Ok(None);
+    Ok(buf
+        .get(4..4 + len)
+        .map(|frame| (frame[0], &frame[1..], 4 + len)))
+}
+
+/// Version, actions and steps: the twelve bytes of a negotiation, either way.
+fn negotiation(data: &[u8]) -> Option<(u32, u32, u32)> {
+    let word = |i: usize| {
+        data.get(i * 4..i * 4 + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     };
-    Ok(Some((parse(frame[0], &frame[1..])?, 4 + len)))
+    Some((word(0)?, word(1)?, word(2)?))
 }
 
 fn parse(code: u8, data: &[u8]) -> Result<Command, ProtocolError> {
     let malformed = |why| ProtocolError::Malformed { code, why };
     Ok(match code {
         SMFIC_OPTNEG => {
-            let word = |i: usize| {
-                data.get(i * 4..i * 4 + 4)
-                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-            };
-            match (word(0), word(1), word(2)) {
-                (Some(version), Some(actions), Some(steps)) => Command::Negotiate {
-                    version,
-                    actions,
-                    steps,
-                },
-                _ => return Err(malformed("negotiation needs 12 bytes")),
+            let (version, actions, steps) =
+                negotiation(data).ok_or(malformed("negotiation needs 12 bytes"))?;
+            Command::Negotiate {
+                version,
+                actions,
+                steps,
             }
         }
         SMFIC_MACRO => {
@@ -427,36 +441,20 @@ pub fn decode_response(
     buf: &[u8],
     max_frame: usize,
 ) -> Result<Option<(Response, usize)>, ProtocolError> {
-    let Some(prefix) = buf.first_chunk::<4>() else {
+    let Some((code, data, used)) = frame(buf, max_frame)? else {
         return Ok(None);
     };
-    let len = u32::from_be_bytes(*prefix) as usize;
-    if len > max_frame {
-        return Err(ProtocolError::FrameTooLarge {
-            len,
-            max: max_frame,
-        });
-    }
-    let Some(frame) = buf.get(4..4 + len) else {
-        return Ok(None);
-    };
-    let (&code, data) = frame.split_first().ok_or(ProtocolError::EmptyFrame)?;
     let malformed = |why| ProtocolError::Malformed { code, why };
     let strings = c_strings(data);
     let string = |i: usize| strings.get(i).map(|s| text(s)).unwrap_or_default();
     let response = match code {
         SMFIC_OPTNEG => {
-            let w: Vec<u32> = data
-                .chunks_exact(4)
-                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            match w[..] {
-                [version, actions, steps, ..] => Response::Negotiate {
-                    version,
-                    actions,
-                    steps,
-                },
-                _ => return Err(malformed("negotiation needs 12 bytes")),
+            let (version, actions, steps) =
+                negotiation(data).ok_or(malformed("negotiation needs 12 bytes"))?;
+            Response::Negotiate {
+                version,
+                actions,
+                steps,
             }
         }
         SMFIR_CONTINUE => Response::Continue,
@@ -482,7 +480,7 @@ pub fn decode_response(
         SMFIR_QUARANTINE => Response::Quarantine(string(0)),
         _ => return Err(ProtocolError::UnknownCommand { code }),
     };
-    Ok(Some((response, 4 + len)))
+    Ok(Some((response, used)))
 }
 
 #[cfg(test)]

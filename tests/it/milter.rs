@@ -234,14 +234,7 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 
     /// swaks sends `message` (a stored file, mbox line dropped) to user@test.example.
     fn send(&self, message: &[u8], dir: &Path) -> std::process::Output {
-        let body = if message.starts_with(b"From ") {
-            message
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(&message[..0], |i| &message[i + 1..])
-        } else {
-            message
-        };
+        let body = spamnb::message::without_envelope_line(message);
         let file = dir.join("swaks-message.eml");
         std::fs::write(&file, body).expect("write message");
         Command::new("swaks")
@@ -365,11 +358,7 @@ fn postfix_with_spamnb_milter() {
     let spam = std::fs::read(&t.spam).expect("spam");
     let ham = std::fs::read(&t.ham).expect("ham");
     let mut forged = b"X-Spam-Flag: YES\nX-Spam-Status: Yes, score=99.0 forged\n".to_vec();
-    forged.extend_from_slice(if ham.starts_with(b"From ") {
-        &ham[ham.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1)..]
-    } else {
-        &ham
-    });
+    forged.extend_from_slice(spamnb::message::without_envelope_line(&ham));
 
     // Tag mode.
     let mut daemon = start_daemon(dir, &t.db, milter_port, "action = \"tag\"");
@@ -656,11 +645,7 @@ fn sigterm_lets_a_message_in_flight_finish() {
         .send(&C::Body(b"still here\r\n".to_vec()))
         .expect("body");
     assert_eq!(client.read().expect("body answered"), Response::Continue);
-    client.send(&C::EndOfMessage(Vec::new())).expect("eom");
-    let mut answered = Vec::new();
-    while !matches!(answered.last(), Some(Response::Continue)) {
-        answered.push(client.read().expect("end of message answered"));
-    }
+    let answered = client.end_of_message().expect("end of message answered");
     assert!(
         answered
             .iter()
@@ -767,11 +752,7 @@ fn long_bodies_are_skipped_past_the_limit() {
         Response::Skip,
         "1150 bytes, past a 1000-byte limit"
     );
-    client.send(&C::EndOfMessage(Vec::new())).expect("eom");
-    let mut answered = Vec::new();
-    while !matches!(answered.last(), Some(Response::Continue)) {
-        answered.push(client.read().expect("end of message answered"));
-    }
+    let answered = client.end_of_message().expect("end of message answered");
     assert!(
         answered
             .iter()

@@ -600,11 +600,7 @@ fn contrib_exim_acl_scores_through_spamd() {
         let mut smtp =
             b"HELO client.test\r\nMAIL FROM:<a@client.test>\r\nRCPT TO:<b@mx.test>\r\nDATA\r\n"
                 .to_vec();
-        let body = if mail.starts_with(b"From ") {
-            &mail[mail.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1)..]
-        } else {
-            mail
-        };
+        let body = spamnb::message::without_envelope_line(mail);
         for line in body.split(|&b| b == b'\n') {
             if line.starts_with(b".") {
                 smtp.push(b'.');
