@@ -22,7 +22,7 @@ enum LogFormatArg {
 }
 
 pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
-    let config = super::load_config(args)?;
+    let config = super::load_config(&args.settings)?;
     let format = match daemon.log_format {
         Some(LogFormatArg::Text) => LogFormat::Text,
         Some(LogFormatArg::Json) => LogFormat::Json,
@@ -30,14 +30,9 @@ pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     };
     crate::daemon::init_logging(format, args.verbose);
     super::ensure_parent(&config.db)?;
-    let (path, db) = (args.config.clone(), args.db.clone());
-    let load = move || {
-        let mut config = crate::config::Config::load(path.as_deref()).map_err(|e| e.to_string())?;
-        if let Some(db) = &db {
-            config.db = db.clone();
-        }
-        Ok(config)
-    };
+    // A reload is a load: configuration, database and rules, as at start-up.
+    let settings = args.settings.clone();
+    let load = move || super::load_config(&settings).map_err(|e| format!("{e:#}"));
     crate::daemon::run(config, Box::new(load))?;
     Ok(ExitCode::SUCCESS)
 }

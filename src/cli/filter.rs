@@ -51,7 +51,7 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
 }
 
 fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
-    let config = super::load_config(args)?;
+    let config = super::load_config(&args.settings)?;
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(&config)?;
     let verdict = route

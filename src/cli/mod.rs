@@ -28,6 +28,19 @@ use crate::store::SledStore;
     about = "Spam filtering with naive Bayes over words and handcrafted rules"
 )]
 pub struct Args {
+    #[command(flatten)]
+    pub settings: Settings,
+    /// Log more (-v info, -vv debug); SPAMNB_LOG takes a full filter
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the configuration, the database and the rules come from: everything needed to
+/// load the configuration, again on SIGHUP.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
     /// Configuration file [default: ~/.config/spamnb/spamnb.toml, then /etc/spamnb/spamnb.toml]
     #[arg(long, global = true, env = "SPAMNB_CONFIG")]
     pub config: Option<PathBuf>,
@@ -41,11 +54,6 @@ pub struct Args {
     /// Score with words alone: load no rules
     #[arg(long, global = true)]
     pub no_rules: bool,
-    /// Log more (-v info, -vv debug); SPAMNB_LOG takes a full filter
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    pub verbose: u8,
-    #[command(subcommand)]
-    pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,21 +100,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match &args.command {
         // The filter loads its configuration itself: its errors must not lose the mail.
         Command::Filter(a) => Ok(filter::run(&args, a)),
-        Command::Learn(a) => learn::run(&load_config(&args)?, a),
-        Command::Check(a) => check::run(&load_config(&args)?, a),
+        Command::Learn(a) => learn::run(&load_config(&args.settings)?, a),
+        Command::Check(a) => check::run(&load_config(&args.settings)?, a),
         // Commands that read no mail load no rules.
-        Command::Stats(a) => db::stats(&load_settings(&args)?, a),
-        Command::Export(a) => db::export(&load_settings(&args)?, a),
-        Command::Import(a) => db::import(&load_settings(&args)?, a),
+        Command::Stats(a) => db::stats(&load_settings(&args.settings)?, a),
+        Command::Export(a) => db::export(&load_settings(&args.settings)?, a),
+        Command::Import(a) => db::import(&load_settings(&args.settings)?, a),
         Command::Daemon(a) => daemon::run(&args, a),
-        Command::Watch(a) => watch::run(&load_config(&args)?, a),
-        Command::Eval(a) => eval::run(&load_config(&args)?, a),
+        Command::Watch(a) => watch::run(&load_config(&args.settings)?, a),
+        Command::Eval(a) => eval::run(&load_config(&args.settings)?, a),
         Command::Rules(a) => rules::run(&args, a),
     }
 }
 
 /// The configuration file, with `--db` laid over it; no rules loaded.
-pub fn load_settings(args: &Args) -> anyhow::Result<Config> {
+pub fn load_settings(args: &Settings) -> anyhow::Result<Config> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(db) = &args.db {
         config.db = db.clone();
@@ -116,7 +124,7 @@ pub fn load_settings(args: &Args) -> anyhow::Result<Config> {
 
 /// The configuration, with the rules that `--rules`, `SPAMNB_RULES`, the file or the
 /// default places name loaded and compiled: for the commands that turn mail into features.
-pub fn load_config(args: &Args) -> anyhow::Result<Config> {
+pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
     let mut config = load_settings(args)?;
     let paths = rule_paths(args, &config);
     if !paths.is_empty() {
@@ -136,7 +144,7 @@ pub fn load_config(args: &Args) -> anyhow::Result<Config> {
 
 /// The rule files and directories to load: `--no-rules`, `--rules`/`SPAMNB_RULES`, the
 /// configuration's `rules`, the default places, in that order.
-pub fn rule_paths(args: &Args, config: &Config) -> Vec<PathBuf> {
+pub fn rule_paths(args: &Settings, config: &Config) -> Vec<PathBuf> {
     if args.no_rules {
         return Vec::new();
     }

@@ -48,10 +48,10 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: &super::Args, cmd: &RulesCommand) -> anyhow::Result<ExitCode> {
-    let config = super::load_settings(args)?;
+    let config = super::load_settings(&args.settings)?;
     let paths = match cmd {
         RulesCommand::Check(c) if !c.paths.is_empty() => c.paths.clone(),
-        _ => super::rule_paths(args, &config),
+        _ => super::rule_paths(&args.settings, &config),
     };
     if paths.is_empty() {
         anyhow::bail!(
@@ -61,13 +61,7 @@ pub fn run(args: &super::Args, cmd: &RulesCommand) -> anyhow::Result<ExitCode> {
     let (set, report) = RuleSet::load(&paths);
     match cmd {
         RulesCommand::Check(c) => check(&set, &report, c),
-        RulesCommand::Stats(s) => {
-            let mut config = config;
-            if let Some(db) = &args.db {
-                config.db = db.clone();
-            }
-            stats(&set, &config, s)
-        }
+        RulesCommand::Stats(s) => stats(&set, &config, s),
     }
 }
 

@@ -34,6 +34,8 @@ pub struct Sections<'a> {
     pub model: &'a str,
     /// The `[milter]` section; none when empty.
     pub milter: &'a str,
+    /// Rule files (`SPAMNB_RULES`); none when empty.
+    pub rules: &'a str,
     /// Whole sections of its own (`[watch]` …), appended as they are.
     pub extra: &'a str,
 }
@@ -83,8 +85,16 @@ impl Daemon {
             .arg("--db")
             .arg(db)
             .arg("daemon")
-            // Words alone, as util::spamnb: from the checkout the daemon would load rules/.
-            .env("SPAMNB_RULES", "none")
+            // Words alone unless asked, as util::spamnb: from the checkout the daemon would
+            // load rules/.
+            .env(
+                "SPAMNB_RULES",
+                if sections.rules.is_empty() {
+                    "none"
+                } else {
+                    sections.rules
+                },
+            )
             .env_remove("SPAMNB_LOG")
             .env_remove("NOTIFY_SOCKET")
             .envs(notify.map(|p| ("NOTIFY_SOCKET", p)))
@@ -278,6 +288,42 @@ pub fn unseen(n: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
             .collect()
     };
     (read("spam-2"), read("easy-ham-2"))
+}
+
+/// A reload loads the rules again, as start-up does: it once rebuilt the configuration
+/// without them, and the daemon went on scoring on words alone.
+#[test]
+fn sighup_keeps_the_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = util::write(
+        dir.path(),
+        "test.cf",
+        "body ZEBRACORN /zebracorn/i\ndescribe ZEBRACORN a test word\n",
+    );
+    let rules = rules.to_str().expect("utf-8 path");
+    let d = Daemon::start(
+        dir.path(),
+        &dir.path().join("db"),
+        &Sections {
+            rules,
+            ..Sections::default()
+        },
+    );
+    let probe = util::write(dir.path(), "p.eml", util::message("hi", "a zebracorn here"));
+    let rules_hit = || {
+        let out = d
+            .cli()
+            .args(["check", "--explain"])
+            .arg(&probe)
+            .output()
+            .expect("check");
+        assert!(out.status.success(), "{}", util::text(&out.stderr));
+        util::text(&out.stdout).contains("rules: ZEBRACORN")
+    };
+    assert!(rules_hit(), "the rule hits before the reload");
+    d.signal("HUP");
+    d.wait_log("reloaded the configuration", Duration::from_secs(10));
+    assert!(rules_hit(), "and after it");
 }
 
 #[test]
