@@ -110,9 +110,14 @@ impl<'a> Message<'a> {
         self.header_values(name).next()
     }
 
+    /// The raw header block: everything before the body, undecoded.
+    pub fn raw_head(&self) -> &'a [u8] {
+        &self.raw[..body_offset(self.raw).unwrap_or(self.raw.len())]
+    }
+
     /// The raw (undecoded, still folded) values of every top-level header called `name`.
     pub fn raw_header_values(&self, name: &str) -> Vec<&'a [u8]> {
-        let head = &self.raw[..body_offset(self.raw).unwrap_or(self.raw.len())];
+        let head = self.raw_head();
         let mut out = Vec::new();
         let mut current: Option<(usize, usize)> = None;
         let mut at = 0;

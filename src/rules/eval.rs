@@ -462,10 +462,10 @@ impl Eval {
                 }
             }
             Eval::BodyLength(max) => (msg.text.trim().len() as f64) <= *max,
-            Eval::IllegalChars(..) if header_block(msg.raw).is_ascii() => false,
+            Eval::IllegalChars(..) if msg.raw_head().is_ascii() => false,
             Eval::IllegalChars(name, ratio, count) => {
                 let values: Vec<&[u8]> = if name == "ALL" {
-                    vec![header_block(msg.raw)]
+                    vec![msg.raw_head()]
                 } else {
                     msg.raw_header_values(name)
                 };
@@ -489,14 +489,6 @@ fn anchors(html: &str) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-fn header_block(raw: &[u8]) -> &[u8] {
-    let end = raw
-        .windows(2)
-        .position(|w| w == b"\n\n")
-        .unwrap_or(raw.len());
-    &raw[..end]
 }
 
 /// An RFC 5322 date ("Thu, 22 Aug 2002 18:26:25 -0700", tolerant of common mistakes) as

@@ -379,6 +379,13 @@ fn builtin_evals() {
             "Subject: \u{e9}\u{e9}\u{e9}\u{e9}\n\nx\n".to_string(),
             mail("Subject: plain words", "x"),
         ),
+        // ALL is the header block alone, with CRLF line ends too: the body's bytes are
+        // not the headers'.
+        (
+            "check_illegal_chars('ALL', '0.10', '3')",
+            "Subject: \u{e9}\u{e9}\u{e9}\u{e9}\r\n\r\nx\r\n".to_string(),
+            "Subject: plain words\r\n\r\n\u{e9}\u{e9}\u{e9}\u{e9}\r\n".to_string(),
+        ),
     ];
     for (call, yes, no) in cases {
         let rules = format!("body T eval:{call}\ndescribe T t\n");
