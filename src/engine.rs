@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::features::Extractor;
-use crate::message::digest;
+use crate::message::{Digest, digest};
 use crate::model::{Class, ModelConfig, Verdict, classify};
 use crate::store::{Error, Lesson, Outcome, Store};
 
@@ -22,8 +22,19 @@ impl Engine {
 
     /// What learning (`target` a class) or forgetting (`None`) `raw` means for the store.
     pub fn lesson(&self, raw: &[u8], target: Option<Class>, user: Option<&str>) -> Lesson {
+        self.lesson_with_digest(raw, digest(raw), target, user)
+    }
+
+    /// [`Engine::lesson`] for a caller that has taken the message's digest already.
+    pub fn lesson_with_digest(
+        &self,
+        raw: &[u8],
+        digest: Digest,
+        target: Option<Class>,
+        user: Option<&str>,
+    ) -> Lesson {
         Lesson {
-            digest: digest(raw),
+            digest,
             target,
             features: self.extractor.features(raw),
             user: user.map(str::to_string),

@@ -112,44 +112,55 @@ impl<'a> Message<'a> {
 
     /// The raw header block: everything before the body, undecoded.
     pub fn raw_head(&self) -> &'a [u8] {
-        &self.raw[..body_offset(self.raw).unwrap_or(self.raw.len())]
+        raw_head(self.raw)
     }
 
     /// The raw (undecoded, still folded) values of every top-level header called `name`.
     pub fn raw_header_values(&self, name: &str) -> Vec<&'a [u8]> {
-        let head = self.raw_head();
-        let mut out = Vec::new();
-        let mut current: Option<(usize, usize)> = None;
-        let mut at = 0;
-        for line in head.split_inclusive(|&b| b == b'\n') {
-            let start = at;
-            at += line.len();
-            if line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
-                if let Some((_, end)) = &mut current {
-                    *end = at;
-                }
-                continue;
-            }
-            if let Some((s, e)) = current.take() {
-                out.push(trim_line_end(&self.raw[s..e]));
-            }
-            let colon = line.iter().position(|&b| b == b':');
-            if let Some(colon) =
-                colon.filter(|&c| line[..c].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
-            {
-                current = Some((start + colon + 1, at));
-            }
-        }
-        if let Some((s, e)) = current {
-            out.push(trim_line_end(&self.raw[s..e]));
-        }
-        out
+        raw_header_values(self.raw_head(), name)
     }
 
     /// The raw body: everything after the header block, undecoded.
     pub fn raw_body(&self) -> &'a [u8] {
         body_offset(self.raw).map_or(&[][..], |at| &self.raw[at..])
     }
+}
+
+/// The header block of raw mail: everything before the body, undecoded. For the paths that
+/// need a header or two without parsing the message.
+pub fn raw_head(raw: &[u8]) -> &[u8] {
+    &raw[..body_offset(raw).unwrap_or(raw.len())]
+}
+
+/// The raw (undecoded, still folded) values of every header called `name` in the header
+/// block `head`.
+pub fn raw_header_values<'h>(head: &'h [u8], name: &str) -> Vec<&'h [u8]> {
+    let mut out = Vec::new();
+    let mut current: Option<(usize, usize)> = None;
+    let mut at = 0;
+    for line in head.split_inclusive(|&b| b == b'\n') {
+        let start = at;
+        at += line.len();
+        if line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
+            if let Some((_, end)) = &mut current {
+                *end = at;
+            }
+            continue;
+        }
+        if let Some((s, e)) = current.take() {
+            out.push(trim_line_end(&head[s..e]));
+        }
+        let colon = line.iter().position(|&b| b == b':');
+        if let Some(colon) =
+            colon.filter(|&c| line[..c].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
+        {
+            current = Some((start + colon + 1, at));
+        }
+    }
+    if let Some((s, e)) = current {
+        out.push(trim_line_end(&head[s..e]));
+    }
+    out
 }
 
 fn trim_line_end(v: &[u8]) -> &[u8] {

@@ -274,7 +274,14 @@ impl Verdict {
 /// log P(c) + Σ_t n_t · log P(t|c) for ham and spam, in that order.
 pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig) -> [f64; 2] {
     let mut out = [0.0; 2];
-    score_features(features, counts, cfg, |_, _, _| {}, &mut out);
+    score_features(
+        features,
+        counts,
+        &counts.totals(),
+        cfg,
+        |_, _, _| {},
+        &mut out,
+    );
     out
 }
 
@@ -313,6 +320,7 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
     score_features(
         features,
         counts,
+        &totals,
         cfg,
         |f, n, w| contributions.push((f, n, w)),
         &mut joint,
@@ -377,14 +385,14 @@ fn combine(log_odds: f64, contributions: &[(&str, u32, f64)], cfg: &ModelConfig)
 fn score_features<'f>(
     features: &'f Features,
     counts: &dyn CountSource,
+    totals: &Totals,
     cfg: &ModelConfig,
     mut each: impl FnMut(&'f str, u32, f64),
     joint: &mut [f64; 2],
 ) {
     if cfg.event_model == EventModel::Bernoulli {
-        return score_bernoulli(features, counts, cfg, each, joint);
+        return score_bernoulli(features, counts, totals, cfg, each, joint);
     }
-    let totals = counts.totals();
     let binary = cfg.event_model == EventModel::BinaryMultinomial;
     let class_total = if binary {
         totals.presences
@@ -427,11 +435,11 @@ fn score_features<'f>(
 fn score_bernoulli<'f>(
     features: &'f Features,
     counts: &dyn CountSource,
+    totals: &Totals,
     cfg: &ModelConfig,
     mut each: impl FnMut(&'f str, u32, f64),
     joint: &mut [f64; 2],
 ) {
-    let totals = counts.totals();
     let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
     let alpha = cfg.alpha;
     let v = totals.vocabulary as f64;

@@ -159,8 +159,9 @@ async fn act(
             let verdict = score(ctx, raw, settings, session).await;
             // The model of the engine in force: a reload between the two is harmless
             // (thresholds for the headers' text only).
-            let model = ctx.engine.current().model.clone();
-            let (responses, disposition) = session.finish(verdict.as_ref().map(|v| (v, &model)));
+            let engine = ctx.engine.current();
+            let (responses, disposition) =
+                session.finish(verdict.as_ref().map(|v| (v, &engine.model)));
             if disposition == Disposition::PassedUnscored {
                 ctx.metrics.fail_open(Protocol::Milter);
             }

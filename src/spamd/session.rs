@@ -102,10 +102,11 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
             Vec::new()
         }),
         Method::Process => Some(rewrite(raw, &spam_headers(verdict, model))),
-        Method::Headers => {
-            let full = rewrite(raw, &spam_headers(verdict, model));
-            Some(header_block(&full).to_vec())
-        }
+        // The header block alone, rewritten: the body is neither copied nor sent.
+        Method::Headers => Some(rewrite(
+            crate::message::raw_head(raw),
+            &spam_headers(verdict, model),
+        )),
         Method::Verdict => Some(serde_json::to_vec(verdict).expect("a verdict serializes")),
         Method::Ping
         | Method::Skip
@@ -125,19 +126,6 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
         headers: Vec::new(),
         body,
     }
-}
-
-/// A message's header block through the empty line that ends it.
-fn header_block(raw: &[u8]) -> &[u8] {
-    for (i, w) in raw.windows(2).enumerate() {
-        if w == b"\n\n" {
-            return &raw[..i + 2];
-        }
-        if i + 4 <= raw.len() && &raw[i..i + 4] == b"\r\n\r\n" {
-            return &raw[..i + 4];
-        }
-    }
-    raw
 }
 
 /// The text of REPORT: the verdict and what moved it, laid out like SpamAssassin's
@@ -347,22 +335,11 @@ fn user(head: &Head) -> &str {
 /// The Message-ID, for the log: read from the raw header block (no full parse for a log
 /// line), unfolded, with control characters escaped.
 fn message_id(raw: &[u8]) -> Option<String> {
-    let head = header_block(&raw[..raw.len().min(64 * 1024)]);
-    let mut lines = head.split(|&b| b == b'\n');
-    while let Some(line) = lines.next() {
-        if line.len() >= 11 && line[..11].eq_ignore_ascii_case(b"message-id:") {
-            let value = String::from_utf8_lossy(&line[11..]);
-            let mut value = value.trim().to_string();
-            if value.is_empty() {
-                // Folded onto the next line.
-                value = lines
-                    .next()
-                    .map(|l| String::from_utf8_lossy(l).trim().to_string())?;
-            }
-            return Some(escape_control(&value).chars().take(200).collect());
-        }
-    }
-    None
+    let head = crate::message::raw_head(&raw[..raw.len().min(64 * 1024)]);
+    let value = *crate::message::raw_header_values(head, "message-id").first()?;
+    let value = String::from_utf8_lossy(value);
+    let value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(escape_control(&value).chars().take(200).collect())
 }
 
 #[cfg(test)]

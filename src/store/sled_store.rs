@@ -275,12 +275,15 @@ impl Store for SledStore {
             outcomes.push(outcome);
         }
 
-        let mut by_bucket: HashMap<u16, Vec<(&str, CountDelta)>> = HashMap::new();
+        // Each feature with its hash, which places it and keys the table in memory.
+        type Hashed<'f> = (&'f str, (u64, CountDelta));
+        let mut by_bucket: HashMap<u16, Vec<Hashed>> = HashMap::new();
         for (feature, d) in delta {
+            let hash = feature_hash(feature);
             by_bucket
-                .entry(bucket_of(feature_hash(feature)))
+                .entry(bucket_of(hash))
                 .or_default()
-                .push((feature, d));
+                .push((feature, (hash, d)));
         }
         let mut batch = sled::Batch::default();
         let mut changed: Vec<(u64, TokenCounts)> = Vec::new();
@@ -316,7 +319,7 @@ impl Store for SledStore {
                         (f, counts, d)
                     }
                 };
-                let Some(d) = d else {
+                let Some((hash, d)) = d else {
                     encode_entry(&mut out, feature, &was);
                     continue;
                 };
@@ -335,7 +338,7 @@ impl Store for SledStore {
                 if !now.is_zero() {
                     encode_entry(&mut out, feature, &now);
                 }
-                changed.push((feature_hash(feature), now));
+                changed.push((hash, now));
             }
             if out.is_empty() {
                 batch.remove(&key[..]);

@@ -636,8 +636,9 @@ impl Watcher {
             let lessons: Vec<_> = plans
                 .par_iter()
                 .map(|&(i, target)| {
-                    let (raw, _) = read[i].as_ref().expect("planned messages were read");
-                    engine.lesson(raw, Some(target), Some(&self.users[chunk[i].user].user))
+                    let (raw, digest) = read[i].as_ref().expect("planned messages were read");
+                    let user = &self.users[chunk[i].user].user;
+                    engine.lesson_with_digest(raw, *digest, Some(target), Some(user))
                 })
                 .collect();
             // The lessons and the record of the files they came from go in one atomic
