@@ -30,13 +30,6 @@ impl Class {
             Class::Spam => "spam",
         }
     }
-
-    pub fn other(self) -> Class {
-        match self {
-            Class::Ham => Class::Spam,
-            Class::Spam => Class::Ham,
-        }
-    }
 }
 
 /// What has been learned about one feature, per class (indexed by [`Class::index`]).

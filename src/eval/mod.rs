@@ -102,10 +102,6 @@ pub struct Corpus {
 }
 
 impl Corpus {
-    pub fn count(&self, class: Class) -> usize {
-        self.items.iter().filter(|i| i.class == class).count()
-    }
-
     fn table_of<'a>(&self, indices: impl Iterator<Item = &'a usize>) -> Table {
         let mut t = Table::new();
         for &i in indices {

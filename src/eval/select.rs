@@ -21,16 +21,6 @@ pub enum Selector {
     Frequency,
 }
 
-impl Selector {
-    pub fn name(self) -> &'static str {
-        match self {
-            Selector::Mi => "mi",
-            Selector::Chi2 => "chi2",
-            Selector::Frequency => "frequency",
-        }
-    }
-}
-
 /// The `k` best features of `table` by `selector`; ties go to the name, so the choice is
 /// the same on every run.
 pub fn select(table: &Table, selector: Selector, model: EventModel, k: usize) -> HashSet<&str> {

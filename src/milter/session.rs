@@ -38,17 +38,6 @@ pub enum Disposition {
     PassedUnscored,
 }
 
-impl Disposition {
-    pub fn name(self) -> &'static str {
-        match self {
-            Disposition::Tagged => "tagged",
-            Disposition::Quarantined => "quarantined",
-            Disposition::Rejected => "rejected",
-            Disposition::PassedUnscored => "passed unscored",
-        }
-    }
-}
-
 /// What option negotiation settled on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Negotiated {
@@ -94,10 +83,6 @@ impl Session {
             macros: HashMap::new(),
             transaction: Transaction::default(),
         }
-    }
-
-    pub fn negotiated(&self) -> Option<Negotiated> {
-        self.negotiated
     }
 
     /// The queue ID (macro `i`), the SMTP client and the sender, for log lines.
@@ -418,9 +403,7 @@ mod tests {
     use super::*;
     use crate::model::Verdict;
 
-    /// What Postfix 3.x offers.
-    const POSTFIX_ACTIONS: u32 = 0x1ff;
-    const POSTFIX_STEPS: u32 = 0x1f_ffff;
+    use crate::milter::client::{POSTFIX_ACTIONS, POSTFIX_STEPS};
 
     fn session(settings: MilterSettings) -> Session {
         Session::new(Arc::new(settings))
@@ -471,14 +454,6 @@ mod tests {
         else {
             panic!("{r:?}")
         };
-        assert_eq!(
-            Some(Negotiated {
-                version,
-                actions,
-                steps
-            }),
-            s.negotiated()
-        );
         Negotiated {
             version,
             actions,

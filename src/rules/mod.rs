@@ -52,8 +52,6 @@ pub struct Rule {
     /// Whether a hit becomes a feature: not for `__SUB` rules (SpamAssassin's helpers for
     /// meta rules) nor rules scored 0 (SpamAssassin's way of switching a rule off).
     pub reported: bool,
-    /// Run by the backtracker (look-around, atomic groups, possessive quantifiers).
-    pub backtracking: bool,
     /// A built-in test (`eval:`), not a pattern.
     pub is_eval: bool,
 }
@@ -820,7 +818,6 @@ impl RuleSet {
                         score,
                         origin: def.origin.clone(),
                         reported: !def.name.starts_with("__") && score != Some(0.0),
-                        backtracking,
                         is_eval: text.starts_with("eval:"),
                     });
                     *report.loaded.entry(def.kind).or_insert(0) += 1;

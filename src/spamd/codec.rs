@@ -86,7 +86,6 @@ impl Method {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Targets {
     pub local: bool,
-    pub remote: bool,
 }
 
 impl Targets {
@@ -94,7 +93,6 @@ impl Targets {
         let v = value.to_ascii_lowercase();
         Targets {
             local: v.contains("local"),
-            remote: v.contains("remote"),
         }
     }
 }
@@ -179,11 +177,6 @@ impl Decoder {
             buf: Vec::with_capacity(512),
             head: None,
         }
-    }
-
-    /// The head, once it has been decoded (for logging a request that failed later).
-    pub fn head(&self) -> Option<&Head> {
-        self.head.as_ref()
     }
 
     /// Adds `bytes` and decodes as far as they go.
@@ -381,7 +374,6 @@ fn head_of(method: Method, version: u32, lines: &[&[u8]]) -> Result<Head, Protoc
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
     Ok = 0,
-    Usage = 64,
     DataErr = 65,
     Unavailable = 69,
     Software = 70,
@@ -395,7 +387,6 @@ impl Code {
     pub fn name(self) -> &'static str {
         match self {
             Code::Ok => "EX_OK",
-            Code::Usage => "EX_USAGE",
             Code::DataErr => "EX_DATAERR",
             Code::Unavailable => "EX_UNAVAILABLE",
             Code::Software => "EX_SOFTWARE",

@@ -218,14 +218,6 @@ impl Watcher {
         self.counters.clone()
     }
 
-    /// The folders being watched, per user.
-    pub fn folders(&self) -> Vec<(String, Vec<Folder>)> {
-        self.users
-            .iter()
-            .map(|u| (u.user.clone(), u.folders.clone()))
-            .collect()
-    }
-
     /// Acts as if the kernel had reported an event-queue overflow: every event still
     /// queued is dropped and the next batch is a full rescan. For tests of that path.
     #[doc(hidden)]
