@@ -162,7 +162,7 @@ impl Default for ModelConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Spam,
@@ -181,14 +181,15 @@ impl Decision {
 }
 
 /// One feature's part in a verdict: positive weights push towards spam.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reason {
     pub feature: String,
     pub count: u32,
     pub weight: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Serialized for the control socket, through which the CLI reads the daemon's verdicts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub decision: Decision,
     /// Log-odds of spam against ham; higher is spammier.
@@ -202,6 +203,7 @@ pub struct Verdict {
     /// Why the verdict is unsure for want of learning, if it is.
     pub note: Option<String>,
     /// How the score was made from the features, when it was.
+    #[serde(default)]
     pub parts: Option<ScoreParts>,
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::session::OUTCOME_HEADER;
-use crate::model::{Class, Decision, Reason, ScoreParts, Verdict};
+use crate::model::{Class, Verdict};
 use crate::store::Outcome;
 
 #[derive(Debug, thiserror::Error)]
@@ -85,9 +85,7 @@ impl Client {
         if r.code != 0 {
             return Err(self.refused(&r));
         }
-        let wire: WireVerdict =
-            serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))?;
-        Ok(wire.into())
+        serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))
     }
 
     /// Learns `raw` as `target`, or forgets it (`None`).
@@ -262,63 +260,10 @@ struct WireStats {
     vocabulary: u64,
 }
 
-/// The verdict as the daemon serialized it (`model::Verdict` is Serialize only).
-#[derive(Deserialize)]
-struct WireVerdict {
-    decision: WireDecision,
-    score: f64,
-    probability: f64,
-    reasons: Vec<WireReason>,
-    rules: Vec<String>,
-    note: Option<String>,
-    #[serde(default)]
-    parts: Option<ScoreParts>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum WireDecision {
-    Spam,
-    Ham,
-    Unsure,
-}
-
-#[derive(Deserialize)]
-struct WireReason {
-    feature: String,
-    count: u32,
-    weight: f64,
-}
-
-impl From<WireVerdict> for Verdict {
-    fn from(w: WireVerdict) -> Verdict {
-        Verdict {
-            decision: match w.decision {
-                WireDecision::Spam => Decision::Spam,
-                WireDecision::Ham => Decision::Ham,
-                WireDecision::Unsure => Decision::Unsure,
-            },
-            score: w.score,
-            probability: w.probability,
-            reasons: w
-                .reasons
-                .into_iter()
-                .map(|r| Reason {
-                    feature: r.feature,
-                    count: r.count,
-                    weight: r.weight,
-                })
-                .collect(),
-            rules: w.rules,
-            note: w.note,
-            parts: w.parts,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Decision, Reason, ScoreParts};
 
     #[test]
     fn verdicts_survive_the_wire_to_the_bit() {
@@ -341,9 +286,7 @@ mod tests {
                 all_share: 0.3,
             }),
         };
-        let back: Verdict = serde_json::from_slice::<WireVerdict>(&serde_json::to_vec(&v).unwrap())
-            .unwrap()
-            .into();
+        let back: Verdict = serde_json::from_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
         assert_eq!(back, v);
     }
 
