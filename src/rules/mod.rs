@@ -573,8 +573,9 @@ impl Matcher {
     }
 }
 
-/// A `tflags multiple` rule: its hits are its matches, not one, as SpamAssassin counts
-/// them, so that meta arithmetic (`(A + B) > 3`) and multinomial counts see them.
+/// A `tflags multiple` rule that a meta rule reads: its hits are its matches, not one, as
+/// SpamAssassin counts them, for meta arithmetic (`(A + B) > 3`). A feature counts once
+/// whatever its hits, so a rule no meta reads is not counted.
 #[derive(Debug)]
 struct Counted {
     rule: usize,
@@ -853,6 +854,11 @@ impl RuleSet {
         set.rawbody = rawbody.build();
         set.uri = uri.build();
         set.full = full.build();
+        let mut read_by_metas = Vec::new();
+        for (_, expr) in &metas {
+            expr.names(&mut read_by_metas);
+        }
+        counted.retain(|c: &Counted| read_by_metas.contains(&set.rules[c.rule].name));
         set.counted = counted;
         set.metas = order_metas(metas, &set.index, report, &mut set.rules);
         set
