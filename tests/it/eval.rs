@@ -206,6 +206,12 @@ fn cross_validation_is_deterministic_under_a_seed() {
         assert_eq!((spam, ham), (6, 6), "{f}");
     }
     assert_eq!(a["rows"][0]["micro"]["messages"], 60);
+    // --target-fp asked for advice: "the same" must not be two missing ones.
+    let chosen = &a["rows"][0]["advice"]["chosen"];
+    assert!(
+        chosen["spam_threshold"].is_number(),
+        "advice was given: {chosen}"
+    );
 }
 
 #[test]

@@ -504,12 +504,14 @@ fn the_daemon_runs_the_watcher_from_its_configuration() {
     let db = dir.path().join("db");
     let daemon = crate::daemon::Daemon::start(dir.path(), &db, &sections);
     let spam_learned = || {
-        let out = crate::util::spamnb(&db)
-            .env("SPAMNB_CONFIG", &daemon.config)
+        let out = daemon
+            .cli()
             .args(["stats", "--format", "json"])
             .output()
             .unwrap();
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        // A stats that fails must fail the test, not read as "nothing learned".
+        assert!(out.status.success(), "{}", crate::util::text(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats JSON");
         v["messages"]["spam"].as_u64() == Some(1)
     };
     std::thread::sleep(Duration::from_millis(300));
