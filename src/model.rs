@@ -326,21 +326,25 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         cfg,
     );
     let score = parts.score();
-    let decision = if score >= cfg.spam_threshold {
-        Decision::Spam
-    } else if score <= cfg.ham_threshold {
-        Decision::Ham
-    } else {
-        Decision::Unsure
-    };
     Verdict {
-        decision,
+        decision: decide(score, cfg.spam_threshold, cfg.ham_threshold),
         score,
         probability: sigmoid(score),
         reasons: strongest(contributions, cfg.explain_top),
         rules,
         note: None,
         parts: Some(parts),
+    }
+}
+
+/// Spam at or above the spam threshold, ham at or below the ham threshold, unsure between.
+pub fn decide(score: f64, spam_threshold: f64, ham_threshold: f64) -> Decision {
+    if score >= spam_threshold {
+        Decision::Spam
+    } else if score <= ham_threshold {
+        Decision::Ham
+    } else {
+        Decision::Unsure
     }
 }
 

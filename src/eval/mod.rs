@@ -257,10 +257,10 @@ impl Thresholds {
         let (mut spam, mut ham) = ([0u64; 2], [0u64; 2]);
         for &(s, c) in scores {
             n[c.index()] += 1;
-            if s >= self.spam_threshold {
-                spam[c.index()] += 1;
-            } else if s <= self.ham_threshold {
-                ham[c.index()] += 1;
+            match model::decide(s, self.spam_threshold, self.ham_threshold) {
+                Decision::Spam => spam[c.index()] += 1,
+                Decision::Ham => ham[c.index()] += 1,
+                Decision::Unsure => {}
             }
         }
         let pct = |a: u64, b: u64| {

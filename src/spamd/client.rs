@@ -115,14 +115,9 @@ impl Client {
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(OUTCOME_HEADER))
             .map(|(_, v)| v.as_str());
-        Ok(match outcome {
-            Some("learned") => Outcome::Learned,
-            Some("relearned") => Outcome::Relearned,
-            Some("known") => Outcome::AlreadyKnown,
-            Some("forgotten") => Outcome::Forgotten,
-            Some("not-learned") => Outcome::NotLearned,
-            other => return Err(self.garbled(format!("TELL outcome {other:?}"))),
-        })
+        outcome
+            .and_then(Outcome::from_name)
+            .ok_or_else(|| self.garbled(format!("TELL outcome {outcome:?}")))
     }
 
     /// The database's figures, as `Store::stats` gives them.

@@ -212,7 +212,7 @@ async fn tell(request: Request, peer: Peer, ctx: &Context, config: &Config) -> R
             tracing::info!(
                 user = user(&head),
                 class = target.map_or("forget", Class::name),
-                outcome = outcome_name(outcome),
+                outcome = outcome.name(),
                 "spamd: told"
             );
             told(&head, Some(outcome))
@@ -244,7 +244,7 @@ fn told(head: &Head, outcome: Option<Outcome>) -> Reply {
         _ => {}
     }
     if let Some(o) = outcome {
-        headers.push((OUTCOME_HEADER, outcome_name(o).to_string()));
+        headers.push((OUTCOME_HEADER, o.name().to_string()));
     }
     Reply::Result {
         version: head.version,
@@ -311,16 +311,6 @@ async fn database(method: Method, ctx: &Context) -> Reply {
             Code::Software,
             format!("Service Unavailable: internal error: {e}"),
         ),
-    }
-}
-
-pub fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Learned => "learned",
-        Outcome::Relearned => "relearned",
-        Outcome::AlreadyKnown => "known",
-        Outcome::Forgotten => "forgotten",
-        Outcome::NotLearned => "not-learned",
     }
 }
 

@@ -74,6 +74,31 @@ pub enum Outcome {
     NotLearned,
 }
 
+impl Outcome {
+    const NAMES: [(Outcome, &'static str); 5] = [
+        (Outcome::Learned, "learned"),
+        (Outcome::Relearned, "relearned"),
+        (Outcome::AlreadyKnown, "known"),
+        (Outcome::Forgotten, "forgotten"),
+        (Outcome::NotLearned, "not-learned"),
+    ];
+
+    /// The outcome's name in logs and on the control socket.
+    pub fn name(self) -> &'static str {
+        Outcome::NAMES
+            .iter()
+            .find(|(o, _)| *o == self)
+            .map_or("", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<Outcome> {
+        Outcome::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(o, _)| *o)
+    }
+}
+
 /// What the ledger remembers of a learned message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LedgerEntry {
