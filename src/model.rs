@@ -60,6 +60,24 @@ pub struct Totals {
     pub vocabulary: u64,
 }
 
+impl Totals {
+    /// Accounts for one feature's counts going from `was` to `now` (at zero, it leaves the
+    /// vocabulary). Sums never go below zero, as the counts do not.
+    pub fn account(&mut self, was: &TokenCounts, now: &TokenCounts) {
+        for c in 0..2 {
+            self.occurrences[c] = (self.occurrences[c] + now.occurrences[c] as u64)
+                .saturating_sub(was.occurrences[c] as u64);
+            self.presences[c] =
+                (self.presences[c] + now.messages[c] as u64).saturating_sub(was.messages[c] as u64);
+        }
+        match (was.is_zero(), now.is_zero()) {
+            (true, false) => self.vocabulary += 1,
+            (false, true) => self.vocabulary = self.vocabulary.saturating_sub(1),
+            _ => {}
+        }
+    }
+}
+
 /// Where learned counts are read from: the store, or an in-memory table in evaluation.
 pub trait CountSource {
     fn totals(&self) -> Totals;

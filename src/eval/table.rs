@@ -38,23 +38,12 @@ impl Table {
                 Some(counts) => counts,
                 None => self.tokens.entry(feature.to_string()).or_default(),
             };
-            let (old_occ, old_msg) = (counts.occurrences[c], counts.messages[c]);
+            let was = *counts;
             model::apply(counts, class, n, sign);
-            self.totals.occurrences[c] = (self.totals.occurrences[c] as i64
-                + counts.occurrences[c] as i64
-                - old_occ as i64) as u64;
-            self.totals.presences[c] = (self.totals.presences[c] as i64 + counts.messages[c] as i64
-                - old_msg as i64) as u64;
-            match (existed, counts.is_zero()) {
-                (false, false) => self.totals.vocabulary += 1,
-                (true, true) => {
-                    self.tokens.remove(feature);
-                    self.totals.vocabulary = self.totals.vocabulary.saturating_sub(1);
-                }
-                (false, true) => {
-                    self.tokens.remove(feature);
-                }
-                (true, false) => {}
+            let now = *counts;
+            self.totals.account(&was, &now);
+            if now.is_zero() {
+                self.tokens.remove(feature);
             }
         }
     }

@@ -94,11 +94,7 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                 if counts.is_zero() {
                     continue;
                 }
-                for c in 0..2 {
-                    totals.occurrences[c] += counts.occurrences[c] as u64;
-                    totals.presences[c] += counts.messages[c] as u64;
-                }
-                totals.vocabulary += 1;
+                totals.account(&TokenCounts::default(), &counts);
                 tokens.push((
                     unescape(feature).ok_or_else(|| bad("bad escape in feature"))?,
                     counts,

@@ -324,17 +324,7 @@ impl Store for SledStore {
                     continue;
                 };
                 let now = was.plus(&d);
-                for c in 0..2 {
-                    totals.occurrences[c] = (totals.occurrences[c] + now.occurrences[c] as u64)
-                        .saturating_sub(was.occurrences[c] as u64);
-                    totals.presences[c] = (totals.presences[c] + now.messages[c] as u64)
-                        .saturating_sub(was.messages[c] as u64);
-                }
-                match (was.is_zero(), now.is_zero()) {
-                    (true, false) => totals.vocabulary += 1,
-                    (false, true) => totals.vocabulary = totals.vocabulary.saturating_sub(1),
-                    _ => {}
-                }
+                totals.account(&was, &now);
                 if !now.is_zero() {
                     encode_entry(&mut out, feature, &now);
                 }
