@@ -329,24 +329,14 @@ fn hostile_clients_do_not_hurt_good_ones() {
 #[test]
 fn logs_escape_control_characters_from_mail() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let Some(db) = trained_db(dir.path(), 60) else {
-        return;
-    };
+    // Any verdict does: an untrained database answers "unsure", and logs the same way.
     for format in ["text", "json"] {
         let sub = dir.path().join(format);
         std::fs::create_dir_all(&sub).expect("mkdir");
-        let copy = dir.path().join(format!("db-{format}"));
-        // Each daemon holds its database: give each a copy.
-        let out = std::process::Command::new("cp")
-            .arg("-r")
-            .arg(&db)
-            .arg(&copy)
-            .status()
-            .expect("cp");
-        assert!(out.success());
+        let db = sub.join("db");
         let d = Daemon::start(
             &sub,
-            &copy,
+            &db,
             &Sections {
                 daemon: &format!("log_format = \"{format}\""),
                 ..Default::default()
