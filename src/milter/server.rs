@@ -16,7 +16,6 @@ use super::session::{Disposition, Session, Step};
 use crate::daemon::listen::{Listener, Stream};
 use crate::daemon::metrics::Protocol;
 use crate::daemon::{CheckError, Context};
-use crate::message::escape_control;
 use crate::model::Verdict;
 
 /// Serves milter connections from `listener` until `shutdown` (the daemon's contract, see
@@ -85,7 +84,7 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(session = %escape_control(&session.describe()), "milter protocol error, closing the connection: {e}");
+                    tracing::warn!(session = %session.describe(), "milter protocol error, closing the connection: {e}");
                     return;
                 }
             };
@@ -101,7 +100,7 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(session = %escape_control(&session.describe()), "milter protocol error, closing the connection: {e}");
+                    tracing::warn!(session = %session.describe(), "milter protocol error, closing the connection: {e}");
                     return;
                 }
             }
@@ -109,7 +108,7 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
         buf.drain(..used);
         if !out.is_empty() {
             if let Err(e) = write(&mut stream, &out, read_timeout).await {
-                tracing::warn!(session = %escape_control(&session.describe()), "cannot answer the MTA, closing the connection: {e}");
+                tracing::warn!(session = %session.describe(), "cannot answer the MTA, closing the connection: {e}");
                 return;
             }
             out.clear();
@@ -124,18 +123,18 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
         match read {
             Ok(Ok(0)) => {
                 if session.in_message() {
-                    tracing::info!(session = %escape_control(&session.describe()), "the MTA closed the connection in the middle of a message");
+                    tracing::info!(session = %session.describe(), "the MTA closed the connection in the middle of a message");
                 }
                 return;
             }
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                tracing::info!(session = %escape_control(&session.describe()), "milter connection lost: {e}");
+                tracing::info!(session = %session.describe(), "milter connection lost: {e}");
                 return;
             }
             Err(_) => {
                 tracing::info!(
-                    session = %escape_control(&session.describe()),
+                    session = %session.describe(),
                     "the MTA sent nothing for {}s (milter.read_timeout_secs), closing the connection",
                     settings.read_timeout_secs
                 );
@@ -179,7 +178,7 @@ async fn score(
 ) -> Option<Verdict> {
     let limit = Duration::from_millis(settings.scan_timeout_ms);
     let size = raw.len();
-    let who = escape_control(&session.describe()).into_owned();
+    let who = session.describe();
     // Context::check scores on the blocking pool (CPU work and sled reads must not stall
     // other sessions' I/O) within a scoring slot, and records the latency.
     let started = std::time::Instant::now();

@@ -86,6 +86,8 @@ impl Session {
     }
 
     /// The queue ID (macro `i`), the SMTP client and the sender, for log lines.
+    /// For log lines: control characters the MTA or the sender put in are escaped, so
+    /// they cannot forge lines.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if let Some(id) = self.macros.get("i") {
@@ -97,7 +99,7 @@ impl Session {
         if let Some(s) = &self.transaction.sender {
             parts.push(format!("from={s}"));
         }
-        parts.join(" ")
+        crate::message::escape_control(&parts.join(" ")).into_owned()
     }
 
     pub fn handle(&mut self, command: Command) -> Result<Step, ProtocolError> {
