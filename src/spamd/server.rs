@@ -122,7 +122,7 @@ async fn connection(
         }
     };
     drop(buf);
-    let reply = session::serve(request, peer, &ctx, protocol).await;
+    let reply = session::serve(request, peer, &ctx, &config, protocol).await;
     if let Err(e) = write(&mut stream, &reply, read_timeout).await {
         tracing::debug!(?peer, "spamd: could not send the reply: {e}");
     }

@@ -18,10 +18,16 @@ use crate::store::Outcome;
 /// The extension header through which TELL says exactly what happened, for `spamnb learn`.
 pub const OUTCOME_HEADER: &str = "X-Spamnb-Outcome";
 
-/// Answers one request. Never fails: a failure becomes the error reply spamd would give,
-/// on which spamc passes the message on unchanged (the daemon fails open).
-pub async fn serve(request: Request, peer: Peer, ctx: &Context, protocol: Protocol) -> Reply {
-    let config = ctx.config();
+/// Answers one request under the configuration its connection started with. Never fails:
+/// a failure becomes the error reply spamd would give, on which spamc passes the message
+/// on unchanged (the daemon fails open).
+pub async fn serve(
+    request: Request,
+    peer: Peer,
+    ctx: &Context,
+    config: &Config,
+    protocol: Protocol,
+) -> Reply {
     let head = &request.head;
     match head.method {
         Method::Ping => Reply::Pong,
@@ -32,7 +38,7 @@ pub async fn serve(request: Request, peer: Peer, ctx: &Context, protocol: Protoc
             );
             Reply::Nothing
         }
-        Method::Tell => tell(request, peer, ctx, &config).await,
+        Method::Tell => tell(request, peer, ctx, config).await,
         Method::Flush => flush(ctx).await,
         // The model holds words of users' mail: it is told only to local clients.
         Method::Stats | Method::Export if peer != Peer::Local => Reply::error(
@@ -40,7 +46,7 @@ pub async fn serve(request: Request, peer: Peer, ctx: &Context, protocol: Protoc
             "Service Unavailable: STATS and EXPORT are served on the local sockets only",
         ),
         Method::Stats | Method::Export => database(head.method, ctx).await,
-        _ => check(request, ctx, &config, protocol).await,
+        _ => check(request, ctx, config, protocol).await,
     }
 }
 
