@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Format;
-use crate::config::Config;
+use super::Settings;
+use super::route::Route;
 use crate::mailbox;
 use crate::model::Verdict;
 
@@ -28,23 +29,27 @@ pub struct CheckArgs {
 const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;
 
-pub fn run(config: &Config, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    // The database here, or through the daemon that holds it.
-    let route = super::route::Route::open(config)?;
-    // Many messages are scored from the counts loaded into memory; when the arguments
-    // promise many, loading them overlaps listing the messages.
-    let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
-    let inputs = if many {
-        let (inputs, loaded) = rayon::join(|| mailbox::expand(&args.paths), || route.preload());
-        loaded?;
-        inputs
-    } else {
-        let inputs = mailbox::expand(&args.paths);
-        if inputs.len() >= PRELOAD_FROM {
-            route.preload()?;
-        }
-        inputs
-    };
+pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let (config, (mut route, inputs)) = super::config_meanwhile(settings, &args.paths, |config| {
+        // The database here, or through the daemon that holds it.
+        let route = Route::open(config)?;
+        // Many messages are scored from the counts loaded into memory; when the arguments
+        // promise many, loading them overlaps listing the messages.
+        let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
+        let inputs = if many {
+            let (inputs, loaded) = rayon::join(|| mailbox::expand(&args.paths), || route.preload());
+            loaded?;
+            inputs
+        } else {
+            let inputs = mailbox::expand(&args.paths);
+            if inputs.len() >= PRELOAD_FROM {
+                route.preload()?;
+            }
+            inputs
+        };
+        Ok((route, inputs))
+    })?;
+    route.set_rules(config.extractor.rules.clone());
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
+use super::Settings;
 use super::route::{Prepared, Route};
-use crate::config::Config;
 use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
 use crate::store::Outcome;
@@ -86,15 +86,18 @@ fn prepare(
     (route.prepare(raws, target, user), unreadable)
 }
 
-pub fn run(config: &Config, args: &LearnArgs) -> anyhow::Result<ExitCode> {
+pub fn run(settings: &Settings, args: &LearnArgs) -> anyhow::Result<ExitCode> {
     let target = match (args.spam, args.ham) {
         (true, _) => Some(Class::Spam),
         (_, true) => Some(Class::Ham),
         _ => None,
     };
-    // The database here, or through the daemon that holds it.
-    let route = Route::open(config)?;
-    let inputs = mailbox::expand(&args.paths);
+    let (config, (mut route, inputs)) = super::config_meanwhile(settings, &args.paths, |config| {
+        // The database here, or through the daemon that holds it.
+        let route = Route::open(config)?;
+        Ok((route, mailbox::expand(&args.paths)))
+    })?;
+    route.set_rules(config.extractor.rules.clone());
     let mut tally = Tally::default();
     let bar = super::progress(inputs.len(), "learning");
     // A pipeline: while one batch is written to the store (one thread: writes are

@@ -100,8 +100,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match &args.command {
         // The filter loads its configuration itself: its errors must not lose the mail.
         Command::Filter(a) => Ok(filter::run(&args, a)),
-        Command::Learn(a) => learn::run(&load_config(&args.settings)?, a),
-        Command::Check(a) => check::run(&load_config(&args.settings)?, a),
+        Command::Learn(a) => learn::run(&args.settings, a),
+        Command::Check(a) => check::run(&args.settings, a),
         // Commands that read no mail load no rules.
         Command::Stats(a) => db::stats(&load_settings(&args.settings)?, a),
         Command::Export(a) => db::export(&load_settings(&args.settings)?, a),
@@ -126,20 +126,48 @@ pub fn load_settings(args: &Settings) -> anyhow::Result<Config> {
 /// default places name loaded and compiled: for the commands that turn mail into features.
 pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
     let mut config = load_settings(args)?;
-    let paths = rule_paths(args, &config);
-    if !paths.is_empty() {
-        let (set, report) = crate::rules::RuleSet::load(&paths);
-        if !report.skipped.is_empty() || !report.problems.is_empty() {
-            tracing::warn!(
-                loaded = report.total_loaded(),
-                skipped = report.skipped.len(),
-                problems = report.problems.len(),
-                "some rules were not loaded; `spamnb rules check` lists them"
-            );
-        }
-        config.extractor.rules = (!set.is_empty()).then(|| Arc::new(set));
-    }
+    config.extractor.rules = load_rules(args, &config);
     Ok(config)
+}
+
+/// The rules the configuration names, compiled; `None` when it names none. A rule that
+/// cannot be used is skipped with a warning, never an error.
+pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
+    let paths = rule_paths(args, config);
+    if paths.is_empty() {
+        return None;
+    }
+    let (set, report) = crate::rules::RuleSet::load(&paths);
+    if !report.skipped.is_empty() || !report.problems.is_empty() {
+        tracing::warn!(
+            loaded = report.total_loaded(),
+            skipped = report.skipped.len(),
+            problems = report.problems.len(),
+            "some rules were not loaded; `spamnb rules check` lists them"
+        );
+    }
+    (!set.is_empty()).then(|| Arc::new(set))
+}
+
+/// The configuration with its rules, and what `meanwhile` made of the configuration while
+/// the rules compiled on another core: compiling takes about as long as opening the
+/// database and listing the messages, and a `check` of a few thousand messages would
+/// otherwise spend a tenth of its time waiting for one or the other. For one message (a
+/// hook, perhaps under a memory limit that a thread pool would break) one after the other.
+pub fn config_meanwhile<T: Send>(
+    args: &Settings,
+    paths: &[PathBuf],
+    meanwhile: impl FnOnce(&Config) -> anyhow::Result<T> + Send,
+) -> anyhow::Result<(Config, T)> {
+    let mut config = load_settings(args)?;
+    let one_message = matches!(paths, [p] if p.as_os_str() == "-" || p.is_file());
+    let (rules, made) = if one_message {
+        (load_rules(args, &config), meanwhile(&config))
+    } else {
+        rayon::join(|| load_rules(args, &config), || meanwhile(&config))
+    };
+    config.extractor.rules = rules;
+    Ok((config, made?))
 }
 
 /// The rule files and directories to load: `--no-rules`, `--rules`/`SPAMNB_RULES`, the

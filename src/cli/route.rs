@@ -69,6 +69,14 @@ impl Route {
         }
     }
 
+    /// Scores and learns with `rules` from now on: they compile while the database opens.
+    /// The daemon uses its own.
+    pub fn set_rules(&mut self, rules: Option<Arc<crate::rules::RuleSet>>) {
+        if let Route::Local { engine, .. } = self {
+            engine.extractor.rules = rules;
+        }
+    }
+
     /// Loads the counts into memory when many messages are to be scored here.
     pub fn preload(&self) -> anyhow::Result<()> {
         match self {
