@@ -56,7 +56,8 @@ pub struct Config {
 
 /// Where rules are looked for when neither `--rules`/`SPAMNB_RULES` nor the `rules` key
 /// says: the first of /etc/spamnb/rules, /usr/share/spamnb/rules, and `rules/` in the
-/// current directory (a checkout of spamnb) that holds `.cf` files.
+/// current directory (a checkout of spamnb) that holds `.cf` files. None there: spamnb's
+/// own rules, built in (see `cli::rule_source`).
 pub fn default_rules() -> Vec<PathBuf> {
     let has_cf = |d: &Path| {
         std::fs::read_dir(d).is_ok_and(|mut rd| {

@@ -48,7 +48,8 @@ pub struct Settings {
     #[arg(long, global = true, env = "SPAMNB_DB")]
     pub db: Option<PathBuf>,
     /// Rule files or directories, separated by ':'; "none" for no rules
-    /// [default: the configuration's `rules`, else /etc/spamnb/rules, /usr/share/spamnb/rules, ./rules]
+    /// [default: the configuration's `rules`, else /etc/spamnb/rules, /usr/share/spamnb/rules,
+    /// ./rules, else the built-in copy of spamnb's own]
     #[arg(long, global = true, env = "SPAMNB_RULES")]
     pub rules: Option<String>,
     /// Score with words alone: load no rules
@@ -133,11 +134,7 @@ pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
 /// The rules the configuration names, compiled; `None` when it names none. A rule that
 /// cannot be used is skipped with a warning, never an error.
 pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
-    let paths = rule_paths(args, config);
-    if paths.is_empty() {
-        return None;
-    }
-    let (set, report) = crate::rules::RuleSet::load(&paths);
+    let (set, report) = rule_source(args, config).load()?;
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(
             loaded = report.total_loaded(),
@@ -170,23 +167,50 @@ pub fn config_meanwhile<T: Send>(
     Ok((config, made?))
 }
 
-/// The rule files and directories to load: `--no-rules`, `--rules`/`SPAMNB_RULES`, the
-/// configuration's `rules`, the default places, in that order.
-pub fn rule_paths(args: &Settings, config: &Config) -> Vec<PathBuf> {
-    if args.no_rules {
-        return Vec::new();
+/// Which rules to load.
+pub enum RuleSource {
+    /// `--no-rules`, or `none`.
+    Nothing,
+    Files(Vec<PathBuf>),
+    /// No rules named and none installed: spamnb's own, built in.
+    BuiltIn,
+}
+
+impl RuleSource {
+    pub fn load(&self) -> Option<(crate::rules::RuleSet, crate::rules::LoadReport)> {
+        match self {
+            RuleSource::Nothing => None,
+            RuleSource::Files(paths) => Some(crate::rules::RuleSet::load(paths)),
+            RuleSource::BuiltIn => Some(crate::rules::RuleSet::built_in()),
+        }
     }
-    match args.rules.as_deref().map(str::trim) {
-        Some("" | "none") => Vec::new(),
+}
+
+/// The rules to load: `--no-rules`, `--rules`/`SPAMNB_RULES`, the configuration's
+/// `rules`, the default places, the built-in ones, in that order.
+pub fn rule_source(args: &Settings, config: &Config) -> RuleSource {
+    if args.no_rules {
+        return RuleSource::Nothing;
+    }
+    let paths: Vec<PathBuf> = match args.rules.as_deref().map(str::trim) {
+        Some("" | "none") => return RuleSource::Nothing,
         Some(list) => list
             .split(':')
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
             .collect(),
-        None => config
-            .rules
-            .clone()
-            .unwrap_or_else(crate::config::default_rules),
+        None => match &config.rules {
+            Some(paths) => paths.clone(),
+            None => crate::config::default_rules(),
+        },
+    };
+    match (
+        paths.is_empty(),
+        args.rules.is_none() && config.rules.is_none(),
+    ) {
+        (true, true) => RuleSource::BuiltIn,
+        (true, false) => RuleSource::Nothing,
+        (false, _) => RuleSource::Files(paths),
     }
 }
 

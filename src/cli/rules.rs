@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use rayon::prelude::*;
 
-use super::Format;
+use super::{Format, RuleSource};
 use crate::features::{Features, RULE_PREFIX};
 use crate::mailbox;
 use crate::message::Message;
@@ -49,16 +49,13 @@ pub struct StatsArgs {
 
 pub fn run(args: &super::Args, cmd: &RulesCommand) -> anyhow::Result<ExitCode> {
     let config = super::load_settings(&args.settings)?;
-    let paths = match cmd {
-        RulesCommand::Check(c) if !c.paths.is_empty() => c.paths.clone(),
-        _ => super::rule_paths(&args.settings, &config),
+    let source = match cmd {
+        RulesCommand::Check(c) if !c.paths.is_empty() => RuleSource::Files(c.paths.clone()),
+        _ => super::rule_source(&args.settings, &config),
     };
-    if paths.is_empty() {
-        anyhow::bail!(
-            "no rule files: name them, or set `rules` in the configuration or SPAMNB_RULES"
-        );
-    }
-    let (set, report) = RuleSet::load(&paths);
+    let Some((set, report)) = source.load() else {
+        anyhow::bail!("no rules: rules are switched off (`--no-rules` or `none`)");
+    };
     match cmd {
         RulesCommand::Check(c) => check(&set, &report, c),
         RulesCommand::Stats(s) => stats(&set, &config, s),

@@ -40,6 +40,22 @@ const BACKTRACK_LIMIT: usize = 10_000;
 /// URLs of a message looked at by `uri` rules.
 const MAX_URLS: usize = 200;
 
+/// Where built-in rules say they come from, in reports and `--explain`.
+pub const BUILT_IN_DIR: &str = "(built in)";
+
+/// The files of `rules/`, compiled into the binary (a test checks none is missing).
+const BUILT_IN: &[(&str, &str)] = &[
+    ("10_headers.cf", include_str!("../../rules/10_headers.cf")),
+    (
+        "20_body_phrases.cf",
+        include_str!("../../rules/20_body_phrases.cf"),
+    ),
+    ("30_html.cf", include_str!("../../rules/30_html.cf")),
+    ("40_uri.cf", include_str!("../../rules/40_uri.cf")),
+    ("50_scams.cf", include_str!("../../rules/50_scams.cf")),
+    ("60_meta.cf", include_str!("../../rules/60_meta.cf")),
+];
+
 /// One loaded rule.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -684,6 +700,20 @@ impl RuleSet {
                     reason: Reason::Syntax(format!("cannot read the rule file: {e}")),
                 }),
             }
+            report.files.push(file);
+        }
+        let set = RuleSet::compile(parsed, &mut report);
+        (set, report)
+    }
+
+    /// spamnb's own rules (the repository's `rules/`), built into the binary: what runs
+    /// when no rule directory is installed, so that `cargo install` gives the same filter.
+    pub fn built_in() -> (RuleSet, LoadReport) {
+        let mut parsed = parse::Parsed::default();
+        let mut report = LoadReport::default();
+        for (name, text) in BUILT_IN {
+            let file = Path::new(BUILT_IN_DIR).join(name);
+            parsed.read(text, &file);
             report.files.push(file);
         }
         let set = RuleSet::compile(parsed, &mut report);

@@ -559,3 +559,27 @@ fn tflags_multiple_counts_matches_up_to_maxhits() {
     let cash = s.rules().iter().position(|r| r.name == "__CASH").unwrap();
     assert_eq!(all[cash], 3);
 }
+
+#[test]
+fn the_built_in_rules_are_the_repository_rules() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/rules");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".cf"))
+        .collect();
+    files.sort();
+    let listed: Vec<&str> = BUILT_IN.iter().map(|(n, _)| *n).collect();
+    assert_eq!(files, listed, "a file of rules/ is missing from BUILT_IN");
+    let (built_in, report) = RuleSet::built_in();
+    let (from_files, _) = RuleSet::load(&[dir.into()]);
+    assert!(report.skipped.is_empty() && report.problems.is_empty());
+    let names = |s: &RuleSet| s.rules().iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&built_in), names(&from_files));
+    assert!(
+        built_in.rules()[0]
+            .origin
+            .to_string()
+            .starts_with(BUILT_IN_DIR)
+    );
+}

@@ -51,6 +51,53 @@ fn rules_check_passes_on_our_rules_and_fails_on_a_broken_file() {
     assert!(stdout.contains("loaded 2 rules"), "{stdout}");
 }
 
+/// Outside a checkout, with no rules installed or named, spamnb runs its own, built in.
+#[test]
+fn the_built_in_rules_run_where_none_are_installed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mail = message(
+        "ONE HUNDRED PERCENT GUARANTEED",
+        "Urgent reply needed. No prescription needed!",
+    );
+    let msg = write(dir.path(), "m.eml", &mail);
+    let run = |extra: &[&str]| {
+        let out = spamnb(&db)
+            .env_remove("SPAMNB_RULES")
+            .current_dir(dir.path())
+            .args(extra)
+            .args(["check", "--explain"])
+            .arg(&msg)
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let stdout = run(&[]);
+    assert!(
+        stdout.contains("rules: ") && stdout.contains("SUBJ_ALL_CAPS"),
+        "{stdout}"
+    );
+    let stdout = run(&["--no-rules"]);
+    assert!(!stdout.contains("rules: "), "{stdout}");
+
+    let installed = ["/etc/spamnb/rules", "/usr/share/spamnb/rules"]
+        .iter()
+        .any(|d| Path::new(d).exists());
+    if !installed {
+        let summary = |rules: Option<&Path>| {
+            let mut cmd = spamnb(&db);
+            cmd.env_remove("SPAMNB_RULES").current_dir(dir.path());
+            cmd.args(["rules", "check", "--summary"]).args(rules);
+            let out = cmd.output().expect("run");
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            text(&out.stdout)
+        };
+        // The built-in copy is the repository's `rules/`, rule for rule.
+        assert_eq!(summary(None), summary(Some(&repo_rules())));
+    }
+}
+
 #[test]
 fn rule_hits_are_named_in_explain_and_in_x_spam_status() {
     let dir = tempfile::tempdir().expect("tempdir");
