@@ -81,6 +81,15 @@ fn start_daemon(dir: &Path, db: &Path, port: u16, milter: &str) -> Daemon {
     Daemon::start(dir, db, &sections)
 }
 
+/// `start_daemon` on an empty database in a temp dir of its own, on a free port. The
+/// caller keeps the dir alive as long as the daemon.
+fn untrained_daemon(milter: &str) -> (tempfile::TempDir, u16, Daemon) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let daemon = start_daemon(dir.path(), &dir.path().join("db"), port, milter);
+    (dir, port, daemon)
+}
+
 /// The unix socket the milter also listens on.
 fn milter_socket(dir: &Path, port: u16) -> PathBuf {
     dir.join(format!("milter-{port}.sock"))
@@ -512,10 +521,7 @@ fn miltertest_suite() {
 /// dropped without taking the daemon down, and a well-behaved client is served throughout.
 #[test]
 fn hostile_clients_do_not_stop_the_milter() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    let port = free_port();
-    let mut daemon = start_daemon(dir.path(), &db, port, "read_timeout_secs = 2");
+    let (_dir, port, mut daemon) = untrained_daemon("read_timeout_secs = 2");
     let message = b"From: a@example.org\nSubject: hello\n\nhi there\n";
     let served = || {
         let mut good =
@@ -584,15 +590,8 @@ fn hostile_clients_do_not_stop_the_milter() {
 /// headers, "continue"), and the next message on the connection is served as usual.
 #[test]
 fn slow_scoring_fails_open() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    let port = free_port();
-    let mut daemon = start_daemon(
-        dir.path(),
-        &db,
-        port,
-        "scan_timeout_ms = 1\nmax_body_bytes = 4000000",
-    );
+    let (_dir, port, mut daemon) =
+        untrained_daemon("scan_timeout_ms = 1\nmax_body_bytes = 4000000");
     // Megabytes of distinct words: far more than a millisecond of tokenizing.
     let mut big = b"From: a@example.org\nSubject: long\n\n".to_vec();
     for i in 0..300_000 {
@@ -618,10 +617,7 @@ fn slow_scoring_fails_open() {
 #[test]
 fn sigterm_lets_a_message_in_flight_finish() {
     use spamnb::milter::codec::Command as C;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    let port = free_port();
-    let mut daemon = start_daemon(dir.path(), &db, port, "");
+    let (_dir, port, mut daemon) = untrained_daemon("");
     let mut client = Client::connect(&milter_addr(port), Duration::from_secs(30)).expect("connect");
     client
         .send(&C::Mail(vec!["<a@example.org>".into()]))
@@ -657,15 +653,7 @@ fn sigterm_lets_a_message_in_flight_finish() {
 /// session ends, here by the read timeout of two idle ones; it is then served.
 #[test]
 fn session_limit_queues_connections() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    let port = free_port();
-    let mut daemon = start_daemon(
-        dir.path(),
-        &db,
-        port,
-        "max_sessions = 2\nread_timeout_secs = 2",
-    );
+    let (_dir, port, mut daemon) = untrained_daemon("max_sessions = 2\nread_timeout_secs = 2");
     let idle: Vec<TcpStream> = (0..2)
         .map(|_| TcpStream::connect(milter_addr(port)).expect("connect"))
         .collect();
@@ -688,10 +676,7 @@ fn session_limit_queues_connections() {
 /// before keeps the settings it started with.
 #[test]
 fn sighup_changes_the_action_for_new_connections() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    let port = free_port();
-    let mut daemon = start_daemon(dir.path(), &db, port, "action = \"tag\"");
+    let (dir, port, mut daemon) = untrained_daemon("action = \"tag\"");
     let message = b"Subject: anything\n\nsome words\n";
     let mut before = Client::connect(&milter_addr(port), Duration::from_secs(10)).expect("connect");
     assert!(matches!(
@@ -727,10 +712,7 @@ fn sighup_changes_the_action_for_new_connections() {
 #[test]
 fn long_bodies_are_skipped_past_the_limit() {
     use spamnb::milter::codec::Command as C;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    let port = free_port();
-    let mut daemon = start_daemon(dir.path(), &db, port, "max_body_bytes = 1000");
+    let (_dir, port, mut daemon) = untrained_daemon("max_body_bytes = 1000");
     let mut client = Client::connect(&milter_addr(port), Duration::from_secs(10)).expect("connect");
     client
         .send(&C::Mail(vec!["<a@example.org>".into()]))
