@@ -411,6 +411,13 @@ mod tests {
         Session::new(Arc::new(settings))
     }
 
+    /// A session past the negotiation with what Postfix offers, where most tests start.
+    fn postfix_session(settings: MilterSettings) -> Session {
+        let mut s = session(settings);
+        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        s
+    }
+
     fn verdict(decision: Decision, score: f64) -> Verdict {
         Verdict {
             decision,
@@ -428,6 +435,18 @@ mod tests {
             .into_iter()
             .map(|c| s.handle(c).unwrap_or_else(|e| panic!("{e}")))
             .collect()
+    }
+
+    fn end_of_message(s: &mut Session) -> Step {
+        s.handle(Command::EndOfMessage(Vec::new())).expect("eom")
+    }
+
+    /// Answers the message as a clear ham with the default model settings.
+    fn finish_as_ham(s: &mut Session) -> (Vec<Response>, Disposition) {
+        s.finish(Some((
+            &verdict(Decision::Ham, -8.0),
+            &ModelConfig::default(),
+        )))
     }
 
     fn header(name: &str, value: &str) -> Command {
@@ -546,7 +565,7 @@ mod tests {
                 .all(|s| *s == Step::Reply(vec![Response::Continue])),
             "{steps:?}"
         );
-        let step = s.handle(Command::EndOfMessage(Vec::new())).expect("eom");
+        let step = end_of_message(&mut s);
         assert_eq!(
             step,
             Step::Scan(b"Return-Path: <a@example.org>\r\nSubject: hello\r\n\r\nbody\r\n".to_vec())
@@ -557,10 +576,7 @@ mod tests {
             s.describe()
         );
 
-        let (responses, d) = s.finish(Some((
-            &verdict(Decision::Ham, -8.0),
-            &ModelConfig::default(),
-        )));
+        let (responses, d) = finish_as_ham(&mut s);
         assert_eq!(d, Disposition::Tagged);
         assert_eq!(
             &responses[..3],
@@ -591,10 +607,7 @@ mod tests {
         );
         assert_eq!(responses.last(), Some(&Response::Continue));
         // The next message starts clean.
-        assert_eq!(
-            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
-            Step::Scan(b"\r\n".to_vec())
-        );
+        assert_eq!(end_of_message(&mut s), Step::Scan(b"\r\n".to_vec()));
     }
 
     #[test]
@@ -617,13 +630,12 @@ mod tests {
             (SpamAction::Tag, Some(25.0), &spam, Disposition::Tagged),
         ];
         for (action, reject_score, v, want) in cases {
-            let mut s = session(MilterSettings {
+            let mut s = postfix_session(MilterSettings {
                 action,
                 reject_score,
                 reject_text: "No spam".into(),
                 ..Default::default()
             });
-            negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
             let (responses, d) = s.finish(Some((v, &model)));
             assert_eq!(d, want, "{action:?} {reject_score:?} {:?}", v.decision);
             match want {
@@ -654,8 +666,7 @@ mod tests {
             }
         }
         // Scoring failed: the message passes untouched.
-        let mut s = session(MilterSettings::default());
-        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        let mut s = postfix_session(MilterSettings::default());
         assert_eq!(
             s.finish(None),
             (vec![Response::Continue], Disposition::PassedUnscored)
@@ -664,8 +675,7 @@ mod tests {
 
     #[test]
     fn no_reply_steps_and_leading_space() {
-        let mut s = session(MilterSettings::default());
-        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        let mut s = postfix_session(MilterSettings::default());
         let steps = run(
             &mut s,
             vec![
@@ -692,13 +702,10 @@ mod tests {
             "body chunks are answered (for skip)"
         );
         assert_eq!(
-            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            end_of_message(&mut s),
             Step::Scan(b"Return-Path: <a@b>\r\nSubject: spaced\r\n\r\nx\r\n".to_vec())
         );
-        let (responses, _) = s.finish(Some((
-            &verdict(Decision::Ham, -8.0),
-            &ModelConfig::default(),
-        )));
+        let (responses, _) = finish_as_ham(&mut s);
         assert_eq!(
             responses[0],
             Response::AddHeader {
@@ -710,11 +717,10 @@ mod tests {
 
     #[test]
     fn body_is_cut_at_the_limit_and_skipped() {
-        let mut s = session(MilterSettings {
+        let mut s = postfix_session(MilterSettings {
             max_body_bytes: 10,
             ..Default::default()
         });
-        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
         assert_eq!(
             s.handle(Command::Body(b"12345".to_vec())).expect("body"),
             Step::Reply(vec![Response::Continue])
@@ -731,15 +737,14 @@ mod tests {
         );
         assert_eq!(s.body_seen(), 19);
         assert_eq!(
-            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            end_of_message(&mut s),
             Step::Scan(b"\r\n123456789a".to_vec())
         );
     }
 
     #[test]
     fn abort_resets_and_quit_closes() {
-        let mut s = session(MilterSettings::default());
-        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        let mut s = postfix_session(MilterSettings::default());
         let steps = run(
             &mut s,
             vec![
@@ -777,13 +782,10 @@ mod tests {
             ],
         );
         assert_eq!(
-            s.handle(Command::EndOfMessage(Vec::new())).expect("eom"),
+            end_of_message(&mut s),
             Step::Scan(b"Return-Path: <c@d>\r\nSubject: second\r\n\r\n".to_vec())
         );
-        let (responses, _) = s.finish(Some((
-            &verdict(Decision::Ham, -8.0),
-            &ModelConfig::default(),
-        )));
+        let (responses, _) = finish_as_ham(&mut s);
         assert!(
             !responses
                 .iter()
@@ -808,8 +810,7 @@ mod tests {
 
     #[test]
     fn return_path_is_added_only_when_missing() {
-        let mut s = session(MilterSettings::default());
-        negotiate(&mut s, POSTFIX_ACTIONS, POSTFIX_STEPS);
+        let mut s = postfix_session(MilterSettings::default());
         for (sender, fields, want) in [
             ("<>", vec![], &b"Return-Path: <>\r\n\r\n"[..]),
             (
@@ -826,7 +827,7 @@ mod tests {
             let mut commands = vec![Command::Mail(vec![sender.into()])];
             commands.extend(fields);
             run(&mut s, commands);
-            let step = s.handle(Command::EndOfMessage(Vec::new())).expect("eom");
+            let step = end_of_message(&mut s);
             assert_eq!(step, Step::Scan(want.to_vec()), "{sender}");
             s.finish(None);
         }
