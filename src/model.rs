@@ -416,15 +416,10 @@ fn score_features<'f>(
     } else {
         totals.occurrences
     };
-    let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
     let alpha = cfg.alpha;
     let v = totals.vocabulary as f64;
-    let mut denominators = [0.0; 2];
-    for c in 0..2 {
-        // An empty class has no prior; a tiny one keeps the arithmetic finite.
-        joint[c] = (totals.messages[c].max(1) as f64 / all_messages).ln();
-        denominators[c] = (class_total[c] as f64 + alpha * v).ln();
-    }
+    *joint = log_prior(totals);
+    let denominators = class_total.map(|n| (n as f64 + alpha * v).ln());
     for (feature, n) in features.iter() {
         let Some(tc) = counts.token(feature) else {
             continue;
@@ -445,6 +440,15 @@ fn score_features<'f>(
     }
 }
 
+/// ln P(c) per class, the same in every event model. An empty class has no prior; a tiny
+/// one keeps the arithmetic finite.
+fn log_prior(totals: &Totals) -> [f64; 2] {
+    let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
+    totals
+        .messages
+        .map(|m| (m.max(1) as f64 / all_messages).ln())
+}
+
 /// Multi-variate Bernoulli: P(t|c) = (m_tc + α) / (M_c + 2α) that a message of class c
 /// holds t. score(c) = log P(c) + Σ_{t∈V} ln(1 − P(t|c)) + Σ_{t present} [ln P(t|c) −
 /// ln(1 − P(t|c))]: the first sum comes precomputed from the source, so only the words
@@ -457,16 +461,15 @@ fn score_bernoulli<'f>(
     mut each: impl FnMut(&'f str, u32, f64),
     joint: &mut [f64; 2],
 ) {
-    let all_messages = (totals.messages[0] + totals.messages[1]).max(1) as f64;
     let alpha = cfg.alpha;
     let v = totals.vocabulary as f64;
     // Without the precomputed sum the absent words are left out: classify() refuses
     // before that happens, log_joint() callers get the present-word part alone.
     let absent = counts.bernoulli_absent(alpha).unwrap_or([0.0; 2]);
+    let prior = log_prior(totals);
     for c in 0..2 {
         let denominator = (totals.messages[c] as f64 + 2.0 * alpha).ln();
-        joint[c] =
-            (totals.messages[c].max(1) as f64 / all_messages).ln() + absent[c] - v * denominator;
+        joint[c] = prior[c] + absent[c] - v * denominator;
     }
     for (feature, _) in features.iter() {
         let Some(tc) = counts.token(feature) else {
