@@ -31,6 +31,38 @@ pub struct ImportArgs {
     file: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Remove tokens seen in fewer learned messages than this (spam and ham together)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    min_messages: u32,
+    /// Say how many tokens would go, and change nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn prune(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode> {
+    // The database here, or through the daemon that holds it.
+    let route = super::route::Route::open(config)?;
+    let p = route.prune(args.min_messages, args.dry_run)?;
+    let verb = if args.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    println!(
+        "{verb} {} of {} tokens (seen in fewer than {} messages; rule hits stay), {} left",
+        p.removed,
+        p.removed + p.kept,
+        args.min_messages,
+        p.kept
+    );
+    if !args.dry_run && p.removed > 0 {
+        route.flush().context("saving the pruned database")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
     let s = super::route::Route::open(config)?.stats()?;

@@ -71,6 +71,8 @@ pub enum Command {
     Export(db::ExportArgs),
     /// Load a plain-text export into a new database
     Import(db::ImportArgs),
+    /// Remove the counts of rare tokens, so that the database stops growing
+    Prune(db::PruneArgs),
     /// Run the daemon: milter, spamd protocol, control socket, metrics
     Daemon(daemon::DaemonArgs),
     /// Learn from the folders users move mail into and out of (Junk), without the daemon
@@ -107,6 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => db::stats(&load_settings(&args.settings)?, a),
         Command::Export(a) => db::export(&load_settings(&args.settings)?, a),
         Command::Import(a) => db::import(&load_settings(&args.settings)?, a),
+        Command::Prune(a) => db::prune(&load_settings(&args.settings)?, a),
         Command::Daemon(a) => daemon::run(&args, a),
         Command::Watch(a) => watch::run(&load_config(&args.settings)?, a),
         Command::Eval(a) => eval::run(&load_config(&args.settings)?, a),

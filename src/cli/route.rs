@@ -142,6 +142,14 @@ impl Route {
         }
     }
 
+    /// Removes rare tokens' counts, as [`crate::store::Store::prune`] says.
+    pub fn prune(&self, min_messages: u32, dry_run: bool) -> anyhow::Result<crate::store::Pruned> {
+        match self {
+            Route::Local { store, .. } => Ok(store.prune(min_messages, dry_run)?),
+            Route::Daemon(client) => Ok(client.prune(min_messages, dry_run)?),
+        }
+    }
+
     /// Writes the whole model as `spamnb export` does.
     pub fn export(&self, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
         match self {

@@ -153,6 +153,20 @@ impl Client {
         })
     }
 
+    /// Removes rare tokens' counts in the daemon's database (see `Store::prune`).
+    pub fn prune(
+        &self,
+        min_messages: u32,
+        dry_run: bool,
+    ) -> Result<crate::store::Pruned, ClientError> {
+        let ask = serde_json::json!({ "min_messages": min_messages, "dry_run": dry_run });
+        let r = self.request("PRUNE", &[], Some(ask.to_string().as_bytes()))?;
+        if r.code != 0 {
+            return Err(self.refused(&r));
+        }
+        serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))
+    }
+
     /// Makes everything learned so far durable.
     pub fn flush(&self) -> Result<(), ClientError> {
         let r = self.request("FLUSH", &[], None)?;

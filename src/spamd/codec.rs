@@ -33,6 +33,8 @@ pub enum Method {
     Stats,
     /// spamnb's extension for its own CLI: the whole model as `spamnb export` writes it.
     Export,
+    /// spamnb's extension for its own CLI: `spamnb prune`, its settings as JSON in the body.
+    Prune,
 }
 
 impl Method {
@@ -51,6 +53,7 @@ impl Method {
             "FLUSH" => Method::Flush,
             "STATS" => Method::Stats,
             "EXPORT" => Method::Export,
+            "PRUNE" => Method::Prune,
             _ => return None,
         })
     }
@@ -70,6 +73,7 @@ impl Method {
             Method::Flush => "FLUSH",
             Method::Stats => "STATS",
             Method::Export => "EXPORT",
+            Method::Prune => "PRUNE",
         }
     }
 

@@ -5,7 +5,8 @@
 //! request means: score, tag, learn), [`server`] (accept, limits, timeouts, one task per
 //! connection). The control socket for the CLI is the same protocol on a unix socket, with
 //! learning always allowed and spamnb's own extensions for its CLI: `VERDICT` (the full
-//! verdict as JSON), `FLUSH`, `STATS` and `EXPORT` (the last two on local sockets only).
+//! verdict as JSON), `FLUSH`, `STATS`, `EXPORT` and `PRUNE` (the last three on local
+//! sockets only).
 
 pub mod client;
 pub mod codec;

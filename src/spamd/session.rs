@@ -41,11 +41,12 @@ pub async fn serve(
         Method::Tell => tell(request, peer, ctx, config).await,
         Method::Flush => flush(ctx).await,
         // The model holds words of users' mail: it is told only to local clients.
-        Method::Stats | Method::Export if peer != Peer::Local => Reply::error(
+        Method::Stats | Method::Export | Method::Prune if peer != Peer::Local => Reply::error(
             Code::NoPerm,
-            "Service Unavailable: STATS and EXPORT are served on the local sockets only",
+            "Service Unavailable: STATS, EXPORT and PRUNE are served on the local sockets only",
         ),
         Method::Stats | Method::Export => database(head.method, ctx).await,
+        Method::Prune => prune(&request.body, ctx).await,
         _ => check(request, ctx, config, protocol).await,
     }
 }
@@ -119,7 +120,8 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
         | Method::Tell
         | Method::Flush
         | Method::Stats
-        | Method::Export => {
+        | Method::Export
+        | Method::Prune => {
             unreachable!("answer is only called for scoring methods")
         }
     };
@@ -269,6 +271,49 @@ async fn flush(ctx: &Context) -> Reply {
             headers: Vec::new(),
             body: None,
         },
+        Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
+        Err(e) => Reply::error(
+            Code::Software,
+            format!("Service Unavailable: internal error: {e}"),
+        ),
+    }
+}
+
+/// PRUNE: `spamnb prune` for a CLI that cannot open the database while the daemon holds it.
+async fn prune(body: &[u8], ctx: &Context) -> Reply {
+    #[derive(serde::Deserialize)]
+    struct Ask {
+        min_messages: u32,
+        dry_run: bool,
+    }
+    let ask: Ask = match serde_json::from_slice(body) {
+        Ok(ask) => ask,
+        Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
+    };
+    let engine = ctx.engine.current();
+    let work = tokio::task::spawn_blocking(move || {
+        let pruned = engine.store.prune(ask.min_messages, ask.dry_run)?;
+        if pruned.removed > 0 && !ask.dry_run {
+            engine.store.flush()?;
+        }
+        Ok::<_, crate::store::Error>(pruned)
+    });
+    match work.await {
+        Ok(Ok(pruned)) => {
+            tracing::info!(
+                removed = pruned.removed,
+                kept = pruned.kept,
+                min_messages = ask.min_messages,
+                dry_run = ask.dry_run,
+                "pruned rare tokens"
+            );
+            Reply::Result {
+                version: 15,
+                spam: None,
+                headers: Vec::new(),
+                body: Some(serde_json::to_vec(&pruned).expect("counts serialize")),
+            }
+        }
         Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
         Err(e) => Reply::error(
             Code::Software,

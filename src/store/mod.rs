@@ -116,6 +116,13 @@ pub struct Stats {
     pub schema_version: u32,
 }
 
+/// What [`Store::prune`] did, or would do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Pruned {
+    pub removed: u64,
+    pub kept: u64,
+}
+
 pub trait Store: CountSource + Send + Sync {
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error>;
 
@@ -171,6 +178,12 @@ pub trait Store: CountSource + Send + Sync {
         let _ = (prefix, each);
         Err(Error::Write("this store keeps no notes".into()))
     }
+
+    /// Removes the counts of every feature seen in fewer than `min_messages` learned
+    /// messages, rule hits excepted, and takes them off the totals, in one atomic write
+    /// (with `dry_run`, only counts them). What was removed is gone: forgetting or
+    /// relearning a message learned before takes off only the counts that are left.
+    fn prune(&self, min_messages: u32, dry_run: bool) -> Result<Pruned, Error>;
 
     /// Loads a whole model into an empty store in one atomic step.
     fn replace_all(

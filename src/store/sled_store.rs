@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::{Error, LedgerEntry, Lesson, Outcome, SCHEMA_VERSION, Stats, Store};
-use crate::features::{FeatureMap, feature_hash};
+use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
+use crate::features::{FeatureMap, RULE_PREFIX, feature_hash};
 use crate::message::Digest;
 use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
 
@@ -444,6 +444,58 @@ impl Store for SledStore {
         Ok(())
     }
 
+    fn prune(&self, min_messages: u32, dry_run: bool) -> Result<Pruned, Error> {
+        let _writer = self.writer.lock().expect("writer lock is never poisoned");
+        let mut totals = self.totals();
+        let mut pruned = Pruned::default();
+        let mut batch = sled::Batch::default();
+        let mut removed = Vec::new();
+        for kv in self.db.scan_prefix([TOKEN]) {
+            let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
+            let mut out = Vec::with_capacity(bucket.len());
+            let before = removed.len();
+            for entry in BucketEntries(&bucket) {
+                let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
+                let seen_in = u64::from(counts.messages[0]) + u64::from(counts.messages[1]);
+                // A rule is few features and a person's judgement: it stays however rare.
+                if seen_in >= u64::from(min_messages) || feature.starts_with(RULE_PREFIX) {
+                    encode_entry(&mut out, feature, &counts);
+                    pruned.kept += 1;
+                } else {
+                    totals.account(&counts, &TokenCounts::default());
+                    removed.push(feature_hash(feature));
+                }
+            }
+            if removed.len() > before {
+                if out.is_empty() {
+                    batch.remove(key);
+                } else {
+                    batch.insert(key, out);
+                }
+            }
+        }
+        pruned.removed = removed.len() as u64;
+        if dry_run || removed.is_empty() {
+            return Ok(pruned);
+        }
+        batch.insert(META_TOTALS, encode_totals(&totals));
+        self.db
+            .apply_batch(batch)
+            .map_err(|e| Error::Write(e.to_string()))?;
+        if let Some(table) = self
+            .table
+            .write()
+            .expect("table lock is never poisoned")
+            .as_mut()
+        {
+            for hash in &removed {
+                table.remove(hash);
+            }
+        }
+        *self.totals.write().expect("totals lock is never poisoned") = totals;
+        Ok(pruned)
+    }
+
     fn replace_all(
         &self,
         totals: Totals,
@@ -720,6 +772,52 @@ mod tests {
             features: words.split_whitespace().collect(),
             user: None,
         }
+    }
+
+    #[test]
+    fn prune_removes_rare_tokens_keeps_rules_and_totals_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+            store
+                .learn(&[
+                    lesson(1, Some(Class::Spam), "buy buy now rule:RARE"),
+                    lesson(2, Some(Class::Ham), "now meeting"),
+                    lesson(3, Some(Class::Spam), "buy cheap"),
+                ])
+                .unwrap();
+            store.preload().unwrap();
+            let before = store.totals();
+            assert_eq!(
+                store.prune(2, true).unwrap(),
+                Pruned {
+                    removed: 2,
+                    kept: 3
+                }
+            );
+            assert_eq!(store.totals(), before, "a dry run changes nothing");
+            assert!(store.token("meeting").is_some());
+
+            assert_eq!(store.prune(2, false).unwrap().removed, 2);
+            // Seen in one message each: meeting and cheap go; a rule hit stays.
+            assert!(store.token("meeting").is_none() && store.token("cheap").is_none());
+            assert_eq!(store.token("rule:RARE").unwrap().messages, [0, 1]);
+            assert_eq!(store.token("buy").unwrap().occurrences, [0, 3]);
+            let t = store.totals();
+            assert_eq!(
+                (t.messages, t.occurrences, t.presences, t.vocabulary),
+                ([1, 2], [1, 5], [1, 4], 3)
+            );
+            assert_eq!(store.prune(2, false).unwrap().removed, 0);
+            store.flush().unwrap();
+        }
+        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        assert!(store.token("meeting").is_none());
+        assert_eq!(store.totals().vocabulary, 3);
+        // What is left still learns and forgets: `now` loses its ham message.
+        store.learn(&[lesson(2, None, "now meeting")]).unwrap();
+        assert_eq!(store.token("now").unwrap().messages, [0, 1]);
+        assert_eq!(store.totals().messages, [0, 2]);
     }
 
     #[test]

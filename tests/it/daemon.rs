@@ -490,6 +490,9 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
                 .arg(dir.path().join("missing"))),
             run(cli().arg("learn").arg("--forget").args(&ham[..5])),
             run(cli().arg("check").arg("--format").arg("tsv").args(&probe)),
+            run(cli().arg("prune").arg("--dry-run")),
+            run(cli().arg("prune")),
+            run(cli().arg("check").arg("--format").arg("tsv").args(&probe)),
             run(cli().arg("stats").arg("--format").arg("json")),
             run(cli().arg("export")),
         ]
@@ -499,6 +502,26 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
     };
     let direct_db = dir.path().join("direct");
     let direct = script(&|| util::spamnb(&direct_db));
+    // Pruning took the rare tokens the dry run promised, and the stats agree.
+    let removed = |line: &str, verb: &str| -> u64 {
+        line.strip_prefix(verb)
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("not a prune report: {line}"))
+    };
+    let (promised, pruned) = (
+        removed(&direct[10].0, "would remove "),
+        removed(&direct[11].0, "removed "),
+    );
+    assert!(promised > 0 && promised == pruned, "{direct:?}");
+    let left: u64 = direct[11]
+        .0
+        .trim()
+        .rsplit(", ")
+        .next()
+        .and_then(|r| r.split(' ').next()?.parse().ok())
+        .expect("tokens left");
+    let stats: serde_json::Value = serde_json::from_str(&direct[13].0).expect("stats json");
+    assert_eq!(stats["tokens"], left, "{stats}");
 
     let ddir = dir.path().join("d");
     std::fs::create_dir_all(&ddir).expect("mkdir");

@@ -225,11 +225,21 @@ fn hostile_clients_do_not_hurt_good_ones() {
             "{bad:?}: {reply:?}"
         );
     }
-    // The model (words of users' mail) is never handed to a TCP client.
+    // The model (words of users' mail) is never handed to a TCP client, nor pruned by one.
     for method in ["EXPORT", "STATS"] {
         let reply = ask(&d.spamd, format!("{method} SPAMC/1.5\r\n\r\n").as_bytes());
         assert!(reply.starts_with("SPAMD/1.0 77 "), "{method}: {reply:?}");
     }
+    let prune = r#"{"min_messages":1000,"dry_run":false}"#;
+    let reply = ask(
+        &d.spamd,
+        format!(
+            "PRUNE SPAMC/1.5\r\nContent-length: {}\r\n\r\n{prune}",
+            prune.len()
+        )
+        .as_bytes(),
+    );
+    assert!(reply.starts_with("SPAMD/1.0 77 "), "PRUNE: {reply:?}");
     // A 4 GB length is refused before a byte of the body is read or allocated.
     let mut s = TcpStream::connect(&d.spamd).expect("connect");
     s.write_all(b"PROCESS SPAMC/1.5\r\nContent-length: 4294967296\r\n\r\n")
