@@ -66,6 +66,7 @@ pub enum Eval {
     IllegalChars(String, f64, usize),
 }
 
+/// A numeric comparison, as eval arguments, meta expressions and `if version` spell it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cmp {
     Eq,
@@ -74,6 +75,36 @@ pub enum Cmp {
     Le,
     Gt,
     Ge,
+}
+
+impl Cmp {
+    /// Two-character operators first, so that `<=` is not read as `<`.
+    pub const SPELLINGS: [(&'static str, Cmp); 6] = [
+        ("==", Cmp::Eq),
+        ("!=", Cmp::Ne),
+        ("<=", Cmp::Le),
+        (">=", Cmp::Ge),
+        ("<", Cmp::Lt),
+        (">", Cmp::Gt),
+    ];
+
+    /// The comparison `s` starts with, and what follows it.
+    pub fn strip_prefix(s: &str) -> Option<(Cmp, &str)> {
+        Cmp::SPELLINGS
+            .into_iter()
+            .find_map(|(op, c)| s.strip_prefix(op).map(|rest| (c, rest)))
+    }
+
+    pub fn holds(self, x: f64, y: f64) -> bool {
+        match self {
+            Cmp::Eq => x == y,
+            Cmp::Ne => x != y,
+            Cmp::Lt => x < y,
+            Cmp::Le => x <= y,
+            Cmp::Gt => x > y,
+            Cmp::Ge => x >= y,
+        }
+    }
 }
 
 /// `name('a', 'b')` to a compiled test.
@@ -121,17 +152,8 @@ pub fn compile(call: &str) -> Result<Eval, String> {
         "html_tag_balance" => {
             let expr = text(1)?;
             let expr = expr.trim();
-            let (cmp, rest) = [
-                ("==", Cmp::Eq),
-                ("!=", Cmp::Ne),
-                ("<=", Cmp::Le),
-                (">=", Cmp::Ge),
-                ("<", Cmp::Lt),
-                (">", Cmp::Gt),
-            ]
-            .into_iter()
-            .find_map(|(op, c)| expr.strip_prefix(op).map(|r| (c, r)))
-            .ok_or_else(|| format!("eval:{name}: comparison {expr:?} not understood"))?;
+            let (cmp, rest) = Cmp::strip_prefix(expr)
+                .ok_or_else(|| format!("eval:{name}: comparison {expr:?} not understood"))?;
             let n = rest
                 .trim()
                 .parse()
@@ -323,17 +345,6 @@ fn mime_part_headers(raw: &[u8]) -> Vec<(String, String)> {
     out
 }
 
-fn compare(cmp: Cmp, x: f64, y: f64) -> bool {
-    match cmp {
-        Cmp::Eq => x == y,
-        Cmp::Ne => x != y,
-        Cmp::Lt => x < y,
-        Cmp::Le => x <= y,
-        Cmp::Gt => x > y,
-        Cmp::Ge => x >= y,
-    }
-}
-
 /// The registrable part of a host, roughly: its last two labels (three under a two-letter
 /// country code with a short second level, as in example.co.uk).
 fn base_domain(host: &str) -> String {
@@ -373,7 +384,7 @@ impl Eval {
                     .get(tag.as_bytes())
                     .copied()
                     .unwrap_or_default();
-                compare(*cmp, open as f64 - close as f64, *n)
+                cmp.holds(open as f64 - close as f64, *n)
             }
             Eval::HtmlTagExists(tag) => {
                 !msg.html.is_empty()

@@ -1,6 +1,8 @@
 //! Meta rule expressions: `(A && !B) || C`, `(A + B + C) > 1`, evaluated over other rules'
 //! hits (1 or 0), as Perl would: a rule that is not defined counts as 0.
 
+use super::eval::Cmp;
+
 /// A parsed expression over rule names.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
@@ -16,12 +18,7 @@ pub enum Expr {
 pub enum Op {
     Or,
     And,
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
+    Cmp(Cmp),
     Add,
     Sub,
     Mul,
@@ -69,15 +66,12 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
             out.push(Tok::Close);
             i += 1;
         } else {
-            let two = s.get(i..i + 2).unwrap_or("");
-            let op = ["&&", "||", "==", "!=", "<=", ">="]
+            // Two-character operators first, so that `!=` is not read as `!`.
+            let op = ["&&", "||"]
                 .into_iter()
-                .find(|o| *o == two)
-                .or_else(|| {
-                    ["!", "<", ">", "+", "-", "*", "/"]
-                        .into_iter()
-                        .find(|o| o.as_bytes()[0] == c)
-                })
+                .chain(Cmp::SPELLINGS.map(|(op, _)| op))
+                .chain(["!", "+", "-", "*", "/"])
+                .find(|o| b[i..].starts_with(o.as_bytes()))
                 .ok_or_else(|| format!("unexpected {:?} in meta expression", c as char))?;
             i += op.len();
             out.push(Tok::Op(op));
@@ -104,55 +98,43 @@ struct Parser {
 }
 
 impl Parser {
-    fn peek_op(&self, ops: &[&'static str]) -> Option<&'static str> {
+    /// The operator of `ops` the next token spells, if it spells one.
+    fn peek_op(&self, ops: &[(&str, Op)]) -> Option<Op> {
         match self.toks.get(self.at) {
-            Some(Tok::Op(o)) if ops.contains(o) => Some(o),
+            Some(Tok::Op(o)) => ops.iter().find(|(s, _)| s == o).map(|&(_, op)| op),
             _ => None,
         }
     }
 
     fn binary(
         &mut self,
-        ops: &[&'static str],
+        ops: &[(&str, Op)],
         next: fn(&mut Parser) -> Result<Expr, String>,
     ) -> Result<Expr, String> {
         let mut left = next(self)?;
         while let Some(op) = self.peek_op(ops) {
             self.at += 1;
             let right = next(self)?;
-            let op = match op {
-                "||" => Op::Or,
-                "&&" => Op::And,
-                "==" => Op::Eq,
-                "!=" => Op::Ne,
-                "<" => Op::Lt,
-                "<=" => Op::Le,
-                ">" => Op::Gt,
-                ">=" => Op::Ge,
-                "+" => Op::Add,
-                "-" => Op::Sub,
-                "*" => Op::Mul,
-                _ => Op::Div,
-            };
             left = Expr::Bin(op, Box::new(left), Box::new(right));
         }
         Ok(left)
     }
 
     fn or(&mut self) -> Result<Expr, String> {
-        self.binary(&["||"], Parser::and)
+        self.binary(&[("||", Op::Or)], Parser::and)
     }
     fn and(&mut self) -> Result<Expr, String> {
-        self.binary(&["&&"], Parser::cmp)
+        self.binary(&[("&&", Op::And)], Parser::cmp)
     }
     fn cmp(&mut self) -> Result<Expr, String> {
-        self.binary(&["==", "!=", "<", "<=", ">", ">="], Parser::sum)
+        let ops = Cmp::SPELLINGS.map(|(s, c)| (s, Op::Cmp(c)));
+        self.binary(&ops, Parser::sum)
     }
     fn sum(&mut self) -> Result<Expr, String> {
-        self.binary(&["+", "-"], Parser::product)
+        self.binary(&[("+", Op::Add), ("-", Op::Sub)], Parser::product)
     }
     fn product(&mut self) -> Result<Expr, String> {
-        self.binary(&["*", "/"], Parser::unary)
+        self.binary(&[("*", Op::Mul), ("/", Op::Div)], Parser::unary)
     }
     fn unary(&mut self) -> Result<Expr, String> {
         match self.toks.get(self.at).cloned() {
@@ -242,12 +224,7 @@ impl Expr {
                     _ => {
                         let y = b.value(hits);
                         match op {
-                            Op::Eq => truth(x == y),
-                            Op::Ne => truth(x != y),
-                            Op::Lt => truth(x < y),
-                            Op::Le => truth(x <= y),
-                            Op::Gt => truth(x > y),
-                            Op::Ge => truth(x >= y),
+                            Op::Cmp(c) => truth(c.holds(x, y)),
                             Op::Add => x + y,
                             Op::Sub => x - y,
                             Op::Mul => x * y,

@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use super::eval::Cmp;
+
 /// What a rule looks at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
@@ -430,23 +432,13 @@ fn eval_cond(cond: &str) -> bool {
             !what.contains("capture_rules")
         };
     }
-    if let Some(v) = cond.strip_prefix("version") {
-        let v = v.trim();
-        for op in [">=", "<=", "==", "!=", ">", "<"] {
-            if let Some(num) = v.strip_prefix(op) {
-                let Ok(n) = num.trim().parse::<f64>() else {
-                    return false;
-                };
-                return match op {
-                    ">=" => SA_VERSION >= n,
-                    "<=" => SA_VERSION <= n,
-                    "==" => SA_VERSION == n,
-                    "!=" => SA_VERSION != n,
-                    ">" => SA_VERSION > n,
-                    _ => SA_VERSION < n,
-                };
-            }
-        }
+    if let Some(v) = cond.strip_prefix("version")
+        && let Some((cmp, num)) = Cmp::strip_prefix(v.trim())
+    {
+        let Ok(n) = num.trim().parse::<f64>() else {
+            return false;
+        };
+        return cmp.holds(SA_VERSION, n);
     }
     if let Some(v) = cond.strip_prefix("perl_version") {
         return v.contains(">");
