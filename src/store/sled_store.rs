@@ -104,6 +104,36 @@ impl SledStore {
         &self.path
     }
 
+    /// Writes `batch` with the new `totals` in one atomic step, then brings memory in line:
+    /// the totals, and the preloaded table's `changed` counts (zero: gone).
+    fn commit(
+        &self,
+        mut batch: sled::Batch,
+        totals: Totals,
+        changed: Vec<(u64, TokenCounts)>,
+    ) -> Result<(), Error> {
+        batch.insert(META_TOTALS, encode_totals(&totals));
+        self.db
+            .apply_batch(batch)
+            .map_err(|e| Error::Write(e.to_string()))?;
+        if let Some(table) = self
+            .table
+            .write()
+            .expect("table lock is never poisoned")
+            .as_mut()
+        {
+            for (hash, counts) in changed {
+                if counts.is_zero() {
+                    table.remove(&hash);
+                } else {
+                    table.insert(hash, counts);
+                }
+            }
+        }
+        *self.totals.write().expect("totals lock is never poisoned") = totals;
+        Ok(())
+    }
+
     /// Copies all counts into memory so that scoring never waits on disk.
     pub fn preload(&self) -> Result<(), Error> {
         let mut table = TokenTable::default();
@@ -348,27 +378,7 @@ impl Store for SledStore {
                 None => batch.remove(note_key(key)),
             }
         }
-        batch.insert(META_TOTALS, encode_totals(&totals));
-        self.db
-            .apply_batch(batch)
-            .map_err(|e| Error::Write(e.to_string()))?;
-
-        // The disk has it; now memory follows.
-        if let Some(table) = self
-            .table
-            .write()
-            .expect("table lock is never poisoned")
-            .as_mut()
-        {
-            for (hash, counts) in changed {
-                if counts.is_zero() {
-                    table.remove(&hash);
-                } else {
-                    table.insert(hash, counts);
-                }
-            }
-        }
-        *self.totals.write().expect("totals lock is never poisoned") = totals;
+        self.commit(batch, totals, changed)?;
         Ok(outcomes)
     }
 
@@ -478,21 +488,8 @@ impl Store for SledStore {
         if dry_run || removed.is_empty() {
             return Ok(pruned);
         }
-        batch.insert(META_TOTALS, encode_totals(&totals));
-        self.db
-            .apply_batch(batch)
-            .map_err(|e| Error::Write(e.to_string()))?;
-        if let Some(table) = self
-            .table
-            .write()
-            .expect("table lock is never poisoned")
-            .as_mut()
-        {
-            for hash in &removed {
-                table.remove(hash);
-            }
-        }
-        *self.totals.write().expect("totals lock is never poisoned") = totals;
+        let gone = removed.into_iter().map(|h| (h, TokenCounts::default()));
+        self.commit(batch, totals, gone.collect())?;
         Ok(pruned)
     }
 
@@ -530,11 +527,7 @@ impl Store for SledStore {
         for (digest, entry) in ledger {
             batch.insert(ledger_key(digest), encode_ledger(entry));
         }
-        batch.insert(META_TOTALS, encode_totals(&totals));
-        self.db
-            .apply_batch(batch)
-            .map_err(|e| Error::Write(e.to_string()))?;
-        *self.totals.write().expect("totals lock is never poisoned") = totals;
+        self.commit(batch, totals, Vec::new())?;
         if self
             .table
             .read()
