@@ -391,7 +391,7 @@ fn pairs(scored: &[Scored]) -> Vec<(f64, Class)> {
     scored.iter().map(|s| (s.score, s.class)).collect()
 }
 
-/// K-fold cross-validation of `setting` over `subset` of the corpus (all of it if None).
+/// K-fold cross-validation of `setting` over the whole corpus.
 /// With `target` (a ham-loss fraction), thresholds are advised by nested validation: for
 /// each held-out fold, the threshold comes from inner folds that never include it.
 pub fn cross_validate(
