@@ -309,40 +309,22 @@ impl<'m> Facts<'m> {
     }
 }
 
-/// (content type, transfer encoding) of every header block in the message: the top one and
-/// each MIME part's.
+/// (content type, transfer encoding), lowercased, of every header block in the message:
+/// the top one and each MIME part's.
 fn mime_part_headers(raw: &[u8]) -> Vec<(String, String)> {
-    let text = String::from_utf8_lossy(raw);
-    let mut out = Vec::new();
-    let mut in_headers = true;
-    let (mut ctype, mut cte) = (String::new(), String::new());
-    let mut last = "";
-    for line in text.lines() {
-        if in_headers {
-            if line.trim().is_empty() {
-                out.push((std::mem::take(&mut ctype), std::mem::take(&mut cte)));
-                in_headers = false;
-                continue;
-            }
-            if line.starts_with([' ', '\t']) {
-                if last == "content-type" && ctype.len() < 200 {
-                    ctype.push_str(line.trim());
-                }
-                continue;
-            }
-            let (name, value) = line.split_once(':').unwrap_or((line, ""));
-            last = "";
-            if name.eq_ignore_ascii_case("content-type") {
-                ctype = value.trim().to_ascii_lowercase();
-                last = "content-type";
-            } else if name.eq_ignore_ascii_case("content-transfer-encoding") {
-                cte = value.trim().to_ascii_lowercase();
-            }
-        } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
-            in_headers = true;
-        }
-    }
-    out
+    super::mime_header_blocks(raw, true)
+        .into_iter()
+        .map(|block| {
+            let field = |name: &str| {
+                block
+                    .iter()
+                    .rfind(|(n, _)| n.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.to_ascii_lowercase())
+                    .unwrap_or_default()
+            };
+            (field("content-type"), field("content-transfer-encoding"))
+        })
+        .collect()
 }
 
 /// The registrable part of a host, roughly: its last two labels (three under a two-letter

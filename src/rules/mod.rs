@@ -913,16 +913,18 @@ impl RuleSet {
     /// Hit count of every rule (by index in [`RuleSet::rules`]), helpers included.
     pub fn evaluate_all(&self, msg: &Message) -> Vec<u32> {
         let mut hits = vec![0u32; self.rules.len()];
-        let mut mime_headers: Option<Vec<(String, String)>> = None;
+        let mut mime_headers: Option<Vec<Vec<(String, String)>>> = None;
         for g in &self.headers {
             let value = if g.mime {
-                let all = mime_headers.get_or_insert_with(|| mime_part_headers(msg.raw_body()));
+                let blocks =
+                    mime_headers.get_or_insert_with(|| mime_header_blocks(msg.raw_body(), false));
                 let name = match &g.target {
                     Target::Header { name, .. } => name.as_str(),
                     _ => "",
                 };
-                let vals: Vec<&str> = all
+                let vals: Vec<&str> = blocks
                     .iter()
+                    .flatten()
                     .filter(|(n, _)| n.eq_ignore_ascii_case(name))
                     .map(|(_, v)| v.as_str())
                     .collect();
@@ -1087,28 +1089,35 @@ fn split_if_unset(text: &str) -> (&str, Option<String>) {
     }
 }
 
-/// Header fields of the MIME parts in a raw body: (name, unfolded value).
-fn mime_part_headers(body: &[u8]) -> Vec<(String, String)> {
-    let text = String::from_utf8_lossy(body);
-    let mut out: Vec<(String, String)> = Vec::new();
-    let mut in_headers = false;
+/// The header fields of each header block in `raw`, unfolded: the message's own block
+/// first when `raw` starts with it (a whole message, `starts_in_headers`), then each MIME
+/// part's, after its boundary line.
+fn mime_header_blocks(raw: &[u8], starts_in_headers: bool) -> Vec<Vec<(String, String)>> {
+    let text = String::from_utf8_lossy(raw);
+    let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
+    if starts_in_headers {
+        blocks.push(Vec::new());
+    }
+    let mut in_headers = starts_in_headers;
     for line in text.lines() {
         if in_headers {
+            let block = blocks.last_mut().expect("a block is open while in headers");
             if line.trim().is_empty() {
                 in_headers = false;
             } else if line.starts_with([' ', '\t']) {
-                if let Some(last) = out.last_mut() {
+                if let Some(last) = block.last_mut() {
                     last.1.push(' ');
                     last.1.push_str(line.trim());
                 }
             } else if let Some((n, v)) = line.split_once(':') {
-                out.push((n.trim().to_string(), v.trim().to_string()));
+                block.push((n.trim().to_string(), v.trim().to_string()));
             }
         } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
             in_headers = true;
+            blocks.push(Vec::new());
         }
     }
-    out
+    blocks
 }
 
 fn first_line(s: &str) -> String {
