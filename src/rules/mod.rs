@@ -906,6 +906,16 @@ impl RuleSet {
         self.rules.is_empty()
     }
 
+    /// The matchers of the rules that read a message's texts, by kind.
+    fn text_matchers(&self) -> [(Kind, &Matcher); 4] {
+        [
+            (Kind::Body, &self.body),
+            (Kind::Rawbody, &self.rawbody),
+            (Kind::Uri, &self.uri),
+            (Kind::Full, &self.full),
+        ]
+    }
+
     pub fn rule(&self, name: &str) -> Option<&Rule> {
         self.index.get(name).map(|&i| &self.rules[i])
     }
@@ -944,37 +954,18 @@ impl RuleSet {
             }
         }
         let body = (!self.body.is_empty()).then(|| body_text(msg));
-        if let Some(body) = &body {
-            self.body.run([body.as_bytes()], &mut hits);
-        }
-        if !self.rawbody.is_empty() {
-            self.rawbody
-                .run([msg.html.as_bytes(), msg.text.as_bytes()], &mut hits);
-        }
-        self.uri.run(
-            msg.urls.iter().take(MAX_URLS).map(|u| u.as_bytes()),
-            &mut hits,
-        );
-        if !self.full.is_empty() {
-            self.full.run([msg.raw], &mut hits);
+        let body = body.as_deref().unwrap_or_default();
+        for (kind, matcher) in self.text_matchers() {
+            if !matcher.is_empty() {
+                matcher.run(texts(kind, msg, body), &mut hits);
+            }
         }
         for c in &self.counted {
             if hits[c.rule] == 0 {
                 continue;
             }
-            let texts: Vec<&[u8]> = match c.kind {
-                Kind::Body => body.iter().map(|b| b.as_bytes()).collect(),
-                Kind::Rawbody => vec![msg.html.as_bytes(), msg.text.as_bytes()],
-                Kind::Uri => msg
-                    .urls
-                    .iter()
-                    .take(MAX_URLS)
-                    .map(|u| u.as_bytes())
-                    .collect(),
-                _ => vec![msg.raw],
-            };
             let mut n = 0;
-            for t in texts {
+            for t in texts(c.kind, msg, body) {
                 n += c.pattern.count(t, c.max_hits - n);
             }
             // The matcher saw a hit the count may miss (a backtracking limit): one at least.
@@ -1002,6 +993,22 @@ impl RuleSet {
             .filter(|(h, r)| **h > 0 && r.reported)
             .map(|(_, r)| r.name.as_str())
             .collect()
+    }
+}
+
+/// What rules of `kind` (body, rawbody, uri or full) read in `msg`; `body` is its
+/// [`body_text`], made once by the caller.
+fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> Vec<&'m [u8]> {
+    match kind {
+        Kind::Body => vec![body.as_bytes()],
+        Kind::Rawbody => vec![msg.html.as_bytes(), msg.text.as_bytes()],
+        Kind::Uri => msg
+            .urls
+            .iter()
+            .take(MAX_URLS)
+            .map(|u| u.as_bytes())
+            .collect(),
+        _ => vec![msg.raw],
     }
 }
 
@@ -1251,29 +1258,14 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
             t.elapsed(),
         ));
     }
-    for (name, matcher) in [
-        ("body", &set.body),
-        ("rawbody", &set.rawbody),
-        ("uri", &set.uri),
-        ("full", &set.full),
-    ] {
+    let bodies: Vec<String> = msgs.iter().map(body_text).collect();
+    for (kind, matcher) in set.text_matchers() {
+        let name = kind.name();
         for (i, (s, _)) in matcher.sets.iter().enumerate() {
             let t = Instant::now();
-            for m in msgs {
-                match name {
-                    "body" => {
-                        let _ = s.matches(body_text(m).as_bytes());
-                    }
-                    "rawbody" => {
-                        let _ = s.matches(m.html.as_bytes());
-                        let _ = s.matches(m.text.as_bytes());
-                    }
-                    "uri" => m.urls.iter().for_each(|u| {
-                        let _ = s.matches(u.as_bytes());
-                    }),
-                    _ => {
-                        let _ = s.matches(m.raw);
-                    }
+            for (m, body) in msgs.iter().zip(&bodies) {
+                for text in texts(kind, m, body) {
+                    let _ = s.matches(text);
                 }
             }
             out.push((
@@ -1281,22 +1273,10 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
                 t.elapsed(),
             ));
         }
-    }
-    for (name, matcher) in [
-        ("body", &set.body),
-        ("rawbody", &set.rawbody),
-        ("uri", &set.uri),
-        ("full", &set.full),
-    ] {
         let t = Instant::now();
         let mut hits = vec![0u32; set.rules.len()];
-        for m in msgs {
-            match name {
-                "body" => matcher.run([body_text(m).as_bytes()], &mut hits),
-                "rawbody" => matcher.run([m.html.as_bytes(), m.text.as_bytes()], &mut hits),
-                "uri" => matcher.run(m.urls.iter().map(|u| u.as_bytes()), &mut hits),
-                _ => matcher.run([m.raw], &mut hits),
-            }
+        for (m, body) in msgs.iter().zip(&bodies) {
+            matcher.run(texts(kind, m, body), &mut hits);
         }
         out.push((
             format!(
