@@ -137,7 +137,16 @@ pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
 /// The rules the configuration names, compiled; `None` when it names none. A rule that
 /// cannot be used is skipped with a warning, never an error.
 pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
-    let (set, report) = rule_source(args, config).load()?;
+    let source = rule_source(args, config);
+    let Some((set, report)) = source.load() else {
+        tracing::info!("rules: none (switched off)");
+        return None;
+    };
+    tracing::info!(
+        loaded = report.total_loaded(),
+        "rules: {}",
+        source.describe()
+    );
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(
             loaded = report.total_loaded(),
@@ -180,6 +189,19 @@ pub enum RuleSource {
 }
 
 impl RuleSource {
+    /// Where the rules come from, for the log.
+    pub fn describe(&self) -> String {
+        match self {
+            RuleSource::Nothing => "none".into(),
+            RuleSource::Files(paths) => paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            RuleSource::BuiltIn => "spamnb's own, built into the binary".into(),
+        }
+    }
+
     pub fn load(&self) -> Option<(crate::rules::RuleSet, crate::rules::LoadReport)> {
         match self {
             RuleSource::Nothing => None,

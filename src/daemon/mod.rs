@@ -270,7 +270,13 @@ async fn serve(
     }
     servers.close();
     notify::notify("READY=1\nSTATUS=serving");
-    tracing::info!("spamnb {} ready", env!("CARGO_PKG_VERSION"));
+    let rules = ctx
+        .config()
+        .extractor
+        .rules
+        .as_ref()
+        .map_or(0, |r| r.rules().len());
+    tracing::info!(rules, "spamnb {} ready", env!("CARGO_PKG_VERSION"));
 
     signals.wait(&ctx, &*build, &*load).await;
 

@@ -324,6 +324,9 @@ fn sighup_keeps_the_rules() {
     d.signal("HUP");
     d.wait_log("reloaded the configuration", Duration::from_secs(10));
     assert!(rules_hit(), "and after it");
+    // The log says how many rules run at start, and which at each reload.
+    assert!(d.log().contains("ready rules=1"), "{}", d.log());
+    assert!(d.log().contains(&format!("rules: {rules}")), "{}", d.log());
 }
 
 #[test]
