@@ -333,6 +333,19 @@ fn check_verdict(db: &Path, file: &Path) -> (String, String) {
     (columns[1].to_string(), format!("score={score:.1} "))
 }
 
+/// Whether the tests run as root, as a private MTA instance needs; CI runs them as root.
+fn root_or_skip(what: &str) -> bool {
+    let root = text(&Command::new("id").arg("-u").output().expect("id").stdout).trim() == "0";
+    assert!(
+        root || std::env::var_os("CI").is_none(),
+        "CI runs the tests as root, which {what} needs"
+    );
+    if !root {
+        eprintln!("skipped: {what} needs root");
+    }
+    root
+}
+
 /// Postfix with spamnb as its milter: ham arrives with `X-Spam-Flag: NO` and forged
 /// headers gone, spam arrives tagged, reject mode gives the client a 550, quarantine mode
 /// holds the message, and with spamnb stopped mail is still delivered.
@@ -341,14 +354,8 @@ fn postfix_with_spamnb_milter() {
     if !have("postfix") || !have("swaks") {
         return;
     }
-    // Starting a Postfix instance (master, chown of its directories) takes root; CI is root.
-    let root = text(&Command::new("id").arg("-u").output().expect("id").stdout).trim() == "0";
-    assert!(
-        root || std::env::var_os("CI").is_none(),
-        "CI runs the Postfix test as root"
-    );
-    if !root {
-        eprintln!("skipped: a private Postfix instance needs root");
+    // Starting a Postfix instance (master, chown of its directories) takes root.
+    if !root_or_skip("a private Postfix instance") {
         return;
     }
     let Some(t) = trained() else { return };
@@ -460,6 +467,279 @@ fn postfix_with_spamnb_milter() {
     assert_eq!(files.len(), 4, "the held spam was not delivered");
     let last = std::fs::read_to_string(&files[3]).expect("read");
     assert!(header_values(&last, "X-Spam-Flag").is_empty(), "{last}");
+}
+
+/// Debian's Sendmail with a sendmail.cf built by m4 from a minimal .mc and the lines of
+/// `contrib/sendmail/spamnb.mc`, run as `sendmail -bs` (SMTP on stdin and stdout, milters
+/// included) by swaks, queueing mail in a private queue and delivering none.
+struct Sendmail {
+    queue: PathBuf,
+    /// A script that runs `sendmail -bs` with that configuration.
+    bs: PathBuf,
+}
+
+impl Sendmail {
+    /// Where Sendmail is: unpacked under `SPAMNB_SENDMAIL` as `.ci/run` does (Sendmail
+    /// and Postfix cannot both be installed), else installed; none if neither.
+    fn root() -> Option<PathBuf> {
+        let root =
+            std::env::var_os("SPAMNB_SENDMAIL").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+        if root.join("usr/libexec/sendmail/sendmail").exists()
+            && root.join("usr/share/sendmail/cf/m4/cf.m4").exists()
+        {
+            return Some(root);
+        }
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must unpack Sendmail (SPAMNB_SENDMAIL, see .ci/run)"
+        );
+        eprintln!("skipped: Sendmail is not unpacked (set SPAMNB_SENDMAIL)");
+        None
+    }
+
+    fn configure(root: &Path, dir: &Path, milter_port: u16) -> Sendmail {
+        let queue = dir.join("sendmail-queue");
+        std::fs::create_dir_all(&queue).expect("mkdir");
+        let d = dir.display();
+        // Nothing may reach DNS or /etc/mail: no canonifying, host lookups in a file,
+        // senders' domains taken on trust, no aliases.
+        std::fs::write(dir.join("service.switch"), "hosts files\naliases files\n")
+            .expect("service.switch");
+        std::fs::write(dir.join("hosts"), "127.0.0.1 localhost\n").expect("hosts");
+        let contrib = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/sendmail/spamnb.mc"),
+        )
+        .expect("contrib/sendmail/spamnb.mc");
+        let milter = contrib.replace(
+            "S=inet:11332@127.0.0.1",
+            &format!("S=inet:{milter_port}@127.0.0.1"),
+        );
+        assert_ne!(milter, contrib, "the milter address in spamnb.mc");
+        let mc = format!(
+            "OSTYPE(`linux')dnl
+define(`confDOMAIN_NAME', `mx.spamnb.test')dnl
+define(`confDONT_PROBE_INTERFACES', `True')dnl
+define(`confDELIVERY_MODE', `queueonly')dnl
+define(`QUEUE_DIR', `{d}/sendmail-queue')dnl
+define(`STATUS_FILE', `{d}/sendmail.st')dnl
+define(`confDEAD_LETTER_DROP', `{d}/dead.letter')dnl
+define(`confSERVICE_SWITCH_FILE', `{d}/service.switch')dnl
+define(`confHOSTS_FILE', `{d}/hosts')dnl
+define(`confBIND_OPTS', `-DNSRCH -DEFNAMES')dnl
+define(`ALIAS_FILE', `')dnl
+FEATURE(`nocanonify')dnl
+FEATURE(`accept_unresolvable_domains')dnl
+MAILER(`smtp')dnl
+{milter}"
+        );
+        let mc_file = dir.join("sendmail.mc");
+        std::fs::write(&mc_file, mc).expect("sendmail.mc");
+        let cf_dir = root.join("usr/share/sendmail/cf");
+        let out = Command::new("m4")
+            .arg(format!("-D_CF_DIR_={}/", cf_dir.display()))
+            .arg(cf_dir.join("m4/cf.m4"))
+            .arg(&mc_file)
+            .output()
+            .expect("m4");
+        assert!(out.status.success(), "m4: {}", text(&out.stderr));
+        let cf = dir.join("sendmail.cf");
+        std::fs::write(&cf, &out.stdout).expect("sendmail.cf");
+        assert!(
+            text(&out.stdout).contains("InputMailFilters=spamnb"),
+            "spamnb.mc adds the milter to sendmail.cf"
+        );
+        // Sendmail sleeps a minute at start-up when the host name has no dot and no
+        // dotted alias: the script gives it one, in a UTS namespace of its own.
+        let bs = write_script(
+            dir,
+            "sendmail-bs",
+            &format!(
+                "#!/bin/sh\nhostname mx.spamnb.test && exec '{}' -C '{}' -bs\n",
+                root.join("usr/libexec/sendmail/sendmail").display(),
+                cf.display()
+            ),
+        );
+        Sendmail { queue, bs }
+    }
+
+    /// swaks sends `message` (mbox line dropped) through `sendmail -bs`: the transcript,
+    /// whether swaks succeeded, and the queue ID Sendmail gave the message, if it took it.
+    fn send(&self, message: &[u8], dir: &Path) -> (String, bool, Option<String>) {
+        let file = dir.join("sendmail-message.eml");
+        std::fs::write(&file, spamnb::message::without_envelope_line(message))
+            .expect("write message");
+        let out = Command::new("timeout")
+            .arg("60")
+            .arg("swaks")
+            .arg("--pipe")
+            .arg(format!("unshare --uts '{}'", self.bs.display()))
+            .args([
+                "--from",
+                "sender@example.org",
+                "--to",
+                "user@test.example",
+                "--helo",
+                "client.example",
+                "--timeout",
+                "20",
+            ])
+            .arg("--data")
+            .arg(format!("@{}", file.display()))
+            .output()
+            .expect("swaks");
+        let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+        let id = said
+            .lines()
+            .find(|l| l.ends_with("Message accepted for delivery"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .map(str::to_string);
+        (said, out.status.success(), id)
+    }
+
+    /// The header of a queued message, from its queue file: `qf` for the queue, `hf` for
+    /// quarantine. None if there is no such file.
+    fn queued(&self, kind: &str, id: &str) -> Option<(String, String)> {
+        // Not UTF-8: Sendmail writes macros into it as bytes above 0x80.
+        let qf = text(&std::fs::read(self.queue.join(format!("{kind}{id}"))).ok()?);
+        Some((queued_header(&qf), qf))
+    }
+}
+
+/// The header fields of a Sendmail queue file (`H?flags?Name: value` lines and their
+/// continuations), as they would be delivered.
+fn queued_header(qf: &str) -> String {
+    let mut header = String::new();
+    let mut in_field = false;
+    for line in qf.lines() {
+        if let Some(field) = line.strip_prefix('H') {
+            // The flags say which mailers get the field, not what it holds.
+            let field = match field.strip_prefix('?') {
+                Some(rest) => rest.split_once('?').map_or(rest, |(_, f)| f),
+                None => field,
+            };
+            header.push_str(field);
+            header.push('\n');
+            in_field = true;
+        } else if in_field && line.starts_with([' ', '\t']) {
+            header.push_str(line);
+            header.push('\n');
+        } else {
+            in_field = false;
+        }
+    }
+    header
+}
+
+fn write_script(dir: &Path, name: &str, script: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, script).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// contrib/sendmail/spamnb.mc in a real Sendmail (Debian's 8.17): spam is queued tagged,
+/// ham with `X-Spam-Flag: NO` and forged headers gone, Sendmail's queue ID reaches spamnb's
+/// log, reject mode gives the client a 550, quarantine mode leaves
+/// the spam in Sendmail's quarantine, and with spamnb stopped mail is queued untagged.
+#[test]
+fn contrib_sendmail_mc_tags_through_the_milter() {
+    if !have("m4") || !have("swaks") || !have("unshare") {
+        return;
+    }
+    let Some(root) = Sendmail::root() else { return };
+    // A namespace of its own for the host name takes root.
+    if !root_or_skip("Sendmail with a host name of its own") {
+        return;
+    }
+    let Some(t) = trained() else { return };
+    let dir = t.dir.path();
+    let milter_port = free_port();
+    let sendmail = Sendmail::configure(&root, dir, milter_port);
+    let spam = std::fs::read(&t.spam).expect("spam");
+    let ham = std::fs::read(&t.ham).expect("ham");
+    let mut forged = b"X-Spam-Flag: YES\nX-Spam-Status: Yes, score=99.0 forged\n".to_vec();
+    forged.extend_from_slice(spamnb::message::without_envelope_line(&ham));
+    let accepted = |message: &[u8], what: &str| -> (String, String) {
+        let (said, ok, id) = sendmail.send(message, dir);
+        let id = id
+            .filter(|_| ok)
+            .unwrap_or_else(|| panic!("Sendmail takes the {what}:\n{said}"));
+        let (header, qf) = sendmail
+            .queued("qf", &id)
+            .unwrap_or_else(|| panic!("the {what} is queued as qf{id}:\n{said}"));
+        assert!(
+            !qf.lines().any(|l| l.starts_with('q')),
+            "not quarantined:\n{qf}"
+        );
+        (id, header)
+    };
+
+    // Tag mode.
+    let mut daemon = start_daemon(dir, &t.db, milter_port, "action = \"tag\"");
+    let (ham_id, queued_ham) = accepted(&forged, "ham");
+    let (spam_id, queued_spam) = accepted(&spam, "spam");
+    assert_eq!(
+        header_values(&queued_ham, "X-Spam-Flag"),
+        ["NO"],
+        "ham as queued:\n{queued_ham}\n{}",
+        daemon.log()
+    );
+    assert!(
+        !queued_ham.contains("forged"),
+        "the forged X-Spam-Status is gone:\n{queued_ham}"
+    );
+    assert_eq!(
+        header_values(&queued_spam, "X-Spam-Flag"),
+        ["YES"],
+        "spam as queued:\n{queued_spam}"
+    );
+    assert!(
+        header_values(&queued_spam, "X-Spam-Status")[0].starts_with("Yes, score="),
+        "{queued_spam}"
+    );
+    daemon.stop();
+    let log = daemon.log();
+    for id in [&ham_id, &spam_id] {
+        assert!(
+            log.contains(&format!("queue_id={id}")),
+            "Sendmail passes its queue ID {id} (macro i) to spamnb:\n{log}"
+        );
+    }
+
+    // Reject mode: the SMTP client hears 550 5.7.1 and nothing is queued.
+    let mut daemon = start_daemon(
+        dir,
+        &t.db,
+        milter_port,
+        "action = \"reject\"\nreject_text = \"Spam is not welcome here\"",
+    );
+    let (said, ok, id) = sendmail.send(&spam, dir);
+    assert!(!ok && id.is_none(), "swaks must fail on a reject:\n{said}");
+    assert!(
+        said.contains("550 5.7.1 Spam is not welcome here"),
+        "{said}"
+    );
+    daemon.stop();
+
+    // Quarantine mode: the spam is taken and sits in Sendmail's quarantine (hf file).
+    let mut daemon = start_daemon(dir, &t.db, milter_port, "action = \"quarantine\"");
+    let (said, ok, id) = sendmail.send(&spam, dir);
+    let id = id
+        .filter(|_| ok)
+        .unwrap_or_else(|| panic!("Sendmail takes the spam in quarantine mode:\n{said}"));
+    let (_, hf) = sendmail
+        .queued("hf", &id)
+        .unwrap_or_else(|| panic!("the spam is quarantined as hf{id}:\n{said}"));
+    assert!(
+        hf.lines().any(|l| l.starts_with("qspamnb: spam, score")),
+        "the quarantine reason:\n{hf}"
+    );
+    daemon.stop();
+
+    // spamnb stopped: F= (no T or R flag) lets Sendmail queue the mail untagged.
+    let (_, queued) = accepted(&spam, "spam with spamnb stopped");
+    assert!(header_values(&queued, "X-Spam-Flag").is_empty(), "{queued}");
 }
 
 /// The miltertest Lua suite, once per action mode.
