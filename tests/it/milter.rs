@@ -311,6 +311,25 @@ fn header_values(message: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// What tag mode leaves on a ham that came with a forged X-Spam-Status and on a spam, as
+/// the MTA delivered or queued them.
+fn assert_tagged(ham: &str, spam: &str, log: &str) {
+    assert_eq!(
+        header_values(ham, "X-Spam-Flag"),
+        ["NO"],
+        "ham:\n{ham}\n{log}"
+    );
+    assert!(
+        !ham.contains("forged"),
+        "the forged X-Spam-Status is gone:\n{ham}"
+    );
+    assert_eq!(header_values(spam, "X-Spam-Flag"), ["YES"], "spam:\n{spam}");
+    assert!(
+        header_values(spam, "X-Spam-Status")[0].starts_with("Yes, score="),
+        "{spam}"
+    );
+}
+
 /// `spamnb check` on a file: its decision and its score as X-Spam-Status writes it.
 fn check_verdict(db: &Path, file: &Path) -> (String, String) {
     let out = spamnb(db)
@@ -376,25 +395,7 @@ fn postfix_with_spamnb_milter() {
     let files = postfix.wait_delivered(2);
     let delivered_ham = std::fs::read_to_string(&files[0]).expect("read");
     let delivered_spam = std::fs::read_to_string(&files[1]).expect("read");
-    assert_eq!(
-        header_values(&delivered_ham, "X-Spam-Flag"),
-        ["NO"],
-        "ham as delivered:\n{delivered_ham}\n{}",
-        daemon.log()
-    );
-    assert!(
-        !delivered_ham.contains("forged"),
-        "the forged X-Spam-Status is gone:\n{delivered_ham}"
-    );
-    assert_eq!(
-        header_values(&delivered_spam, "X-Spam-Flag"),
-        ["YES"],
-        "spam as delivered:\n{delivered_spam}"
-    );
-    assert!(
-        header_values(&delivered_spam, "X-Spam-Status")[0].starts_with("Yes, score="),
-        "{delivered_spam}"
-    );
+    assert_tagged(&delivered_ham, &delivered_spam, &daemon.log());
     assert!(
         header_values(&delivered_spam, "X-Spam-Level")[0].starts_with('*'),
         "{delivered_spam}"
@@ -679,25 +680,7 @@ fn contrib_sendmail_mc_tags_through_the_milter() {
     let mut daemon = start_daemon(dir, &t.db, milter_port, "action = \"tag\"");
     let (ham_id, queued_ham) = accepted(&forged, "ham");
     let (spam_id, queued_spam) = accepted(&spam, "spam");
-    assert_eq!(
-        header_values(&queued_ham, "X-Spam-Flag"),
-        ["NO"],
-        "ham as queued:\n{queued_ham}\n{}",
-        daemon.log()
-    );
-    assert!(
-        !queued_ham.contains("forged"),
-        "the forged X-Spam-Status is gone:\n{queued_ham}"
-    );
-    assert_eq!(
-        header_values(&queued_spam, "X-Spam-Flag"),
-        ["YES"],
-        "spam as queued:\n{queued_spam}"
-    );
-    assert!(
-        header_values(&queued_spam, "X-Spam-Status")[0].starts_with("Yes, score="),
-        "{queued_spam}"
-    );
+    assert_tagged(&queued_ham, &queued_spam, &daemon.log());
     daemon.stop();
     let log = daemon.log();
     for id in [&ham_id, &spam_id] {
