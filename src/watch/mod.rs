@@ -30,6 +30,10 @@
 //! ([`Store::learn_noting`](crate::store::Store::learn_noting)), so a crash leaves both or
 //! neither.
 //!
+//! The record of where each message was last seen is forgotten after
+//! [`WatchSettings::forget_moves_after`], checked once a day: without that it grows by a
+//! record for every message ever delivered.
+//!
 //! A per-user burst limit ([`WatchSettings::burst_limit`]) caps how many messages a burst
 //! of moves may teach; the excess is logged, with the command that would learn it by hand,
 //! and recorded as seen so that it is not retried.
@@ -158,6 +162,14 @@ const MAX_GATHER: Duration = Duration::from_secs(1);
 const TICK: Duration = Duration::from_millis(200);
 /// How long after a failed batch the watcher rescans.
 const RETRY: Duration = Duration::from_secs(30);
+/// How often old records of where messages were seen are forgotten.
+const FORGET_EVERY: Duration = Duration::from_secs(86_400);
+
+fn epoch_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
 
 pub struct Watcher {
     settings: WatchSettings,
@@ -214,6 +226,31 @@ impl Watcher {
         Ok(watcher)
     }
 
+    /// Forgets, for each user, where messages were last seen when that is older than
+    /// `forget_moves_after`. A failure waits for the next day: nothing depends on it.
+    fn forget_old_moves(&self) {
+        let Some(keep) = self.settings.forget_moves_after else {
+            return;
+        };
+        let now = epoch_secs();
+        let cutoff = now.saturating_sub(keep.as_secs());
+        let store = &*self.engine.current().store;
+        for u in &self.users {
+            match seen::forget_moves(store, &u.user, cutoff, now) {
+                Ok(0) => {}
+                Ok(n) => info!(
+                    "folder watch: forgot where {n} messages of {} were last seen, {} days ago or more",
+                    u.user,
+                    keep.as_secs() / 86_400
+                ),
+                Err(e) => warn!(
+                    "folder watch: could not forget old records of {}'s messages: {e}",
+                    u.user
+                ),
+            }
+        }
+    }
+
     pub fn counters(&self) -> Arc<Counters> {
         self.counters.clone()
     }
@@ -239,7 +276,12 @@ impl Watcher {
         // After a failed batch (a full disk, a watch limit), a rescan later makes up for it:
         // the watcher outlives trouble instead of silently stopping inside the daemon.
         let mut retry_at: Option<Instant> = None;
+        let mut forget_at = Instant::now();
         while !shutdown.is_cancelled() {
+            if Instant::now() >= forget_at {
+                forget_at = Instant::now() + FORGET_EVERY;
+                self.forget_old_moves();
+            }
             if retry_at.is_some_and(|at| Instant::now() >= at) {
                 retry_at = None;
                 let rescan = (0..self.users.len())
@@ -581,6 +623,7 @@ impl Watcher {
         let mut plans: Vec<(usize, Class)> = Vec::new();
         let mut refused = 0u64;
         let now = Instant::now();
+        let seen_at = epoch_secs();
         for (i, (c, r)) in chunk.iter().zip(&read).enumerate() {
             let Some((raw, d)) = r else { continue };
             let user = &self.users[c.user].user;
@@ -615,7 +658,7 @@ impl Watcher {
                     }
                 }
             }
-            seen::seen(user, &folder.name, &c.unique, d, &mut notes);
+            seen::seen(user, &folder.name, &c.unique, d, seen_at, &mut notes);
         }
         if refused > 20 {
             warn!(

@@ -20,6 +20,7 @@ pub struct RawWatch {
     burst_limit: Option<usize>,
     burst_window_secs: Option<u64>,
     debounce_ms: Option<u64>,
+    forget_moves_after_days: Option<u64>,
 }
 
 /// One user's mail.
@@ -46,6 +47,8 @@ pub struct WatchSettings {
     pub burst_window: Duration,
     /// How long the watcher waits for a burst of events to settle before it reads them.
     pub debounce: Duration,
+    /// How long the record of where a message was last seen is kept; `None`: for ever.
+    pub forget_moves_after: Option<Duration>,
 }
 
 pub const DEFAULT_SPAM_FOLDERS: &[&str] =
@@ -68,6 +71,10 @@ pub const DEFAULT_BURST_WINDOW: Duration = Duration::from_secs(600);
 /// Long enough to gather a client's MOVE of many messages into one write, short enough that
 /// a move is learned well within a second.
 pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
+/// A record per message ever delivered grows without end (80 bytes a message and user); a
+/// message that sat unmoved for half a year is rarely moved after, and then its move is
+/// taken for a delivery.
+pub const DEFAULT_FORGET_MOVES_AFTER_DAYS: u64 = 180;
 
 impl Default for WatchSettings {
     fn default() -> Self {
@@ -79,6 +86,9 @@ impl Default for WatchSettings {
             burst_limit: DEFAULT_BURST_LIMIT,
             burst_window: DEFAULT_BURST_WINDOW,
             debounce: DEFAULT_DEBOUNCE,
+            forget_moves_after: Some(Duration::from_secs(
+                DEFAULT_FORGET_MOVES_AFTER_DAYS * 86_400,
+            )),
         }
     }
 }
@@ -125,6 +135,11 @@ impl RawWatch {
             burst_limit: self.burst_limit.unwrap_or(d.burst_limit),
             burst_window: window,
             debounce,
+            forget_moves_after: match self.forget_moves_after_days {
+                None => d.forget_moves_after,
+                Some(0) => None,
+                Some(days) => Some(Duration::from_secs(days.saturating_mul(86_400))),
+            },
         })
     }
 }
@@ -155,6 +170,12 @@ mod tests {
             "defaults fill the rest"
         );
         assert_eq!((s.burst_limit, s.debounce), (0, Duration::from_millis(50)));
+        assert_eq!(
+            s.forget_moves_after,
+            Some(Duration::from_secs(180 * 86_400))
+        );
+        let never: RawWatch = toml::from_str("forget_moves_after_days = 0\n").unwrap();
+        assert_eq!(never.validate().unwrap().forget_moves_after, None);
 
         for (text, wanted) in [
             ("burst_window_secs = 0\n", "above 0"),

@@ -264,6 +264,33 @@ fn spamnb_flagged_mail_rescued_from_junk_is_learned_as_ham() {
     assert_eq!(f.messages(), [1, 1]);
 }
 
+/// Where a message was last seen is forgotten after `forget_moves_after`: rescued from Junk
+/// later, spamnb's own verdict then reads as a delivery to INBOX and teaches nothing.
+#[test]
+fn records_of_where_mail_was_are_forgotten_after_their_time() {
+    let mut f = Fixture::new(WatchSettings {
+        forget_moves_after: Some(Duration::from_secs(1)),
+        ..settings()
+    });
+    let flagged = mail(20).replacen("\n\n", "\nX-Spam-Flag: YES\nX-Spam-Status: Yes\n\n", 1);
+    let marker = mail(21);
+    let p = f.place("Junk", "1700000020.F.host:2,S", &flagged);
+    let pm = f.place("INBOX", "1700000021.M.host:2,S", &marker);
+    f.start();
+    f.stop();
+    // Seconds are the records' unit: two make the first record older than one.
+    std::thread::sleep(Duration::from_millis(2100));
+    f.start();
+    f.move_to(&p, "INBOX");
+    f.move_to(&pm, "Junk");
+    f.wait_learned(&marker, Class::Spam);
+    assert_eq!(
+        f.class_of(&flagged),
+        None,
+        "its move out of Junk was forgotten"
+    );
+}
+
 #[test]
 fn a_thousand_messages_moved_at_once_are_all_learned_exactly_once() {
     let mut f = Fixture::new(settings());
