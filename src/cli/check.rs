@@ -8,7 +8,6 @@ use clap::Args;
 
 use super::Format;
 use super::Settings;
-use super::route::Route;
 use crate::mailbox;
 use crate::model::Verdict;
 
@@ -30,9 +29,7 @@ const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;
 
 pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let (config, (mut route, inputs)) = super::config_meanwhile(settings, &args.paths, |config| {
-        // The database here, or through the daemon that holds it.
-        let route = Route::open(config)?;
+    let (_, route, inputs) = super::open_meanwhile(settings, &args.paths, |route| {
         // Many messages are scored from the counts loaded into memory; when the arguments
         // promise many, loading them overlaps listing the messages.
         let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
@@ -47,9 +44,8 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
             }
             inputs
         };
-        Ok((route, inputs))
+        Ok(inputs)
     })?;
-    route.set_rules(config.extractor.rules.clone());
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

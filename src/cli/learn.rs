@@ -92,12 +92,8 @@ pub fn run(settings: &Settings, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Some(Class::Ham),
         _ => None,
     };
-    let (config, (mut route, inputs)) = super::config_meanwhile(settings, &args.paths, |config| {
-        // The database here, or through the daemon that holds it.
-        let route = Route::open(config)?;
-        Ok((route, mailbox::expand(&args.paths)))
-    })?;
-    route.set_rules(config.extractor.rules.clone());
+    let (config, route, inputs) =
+        super::open_meanwhile(settings, &args.paths, |_| Ok(mailbox::expand(&args.paths)))?;
     let mut tally = Tally::default();
     let bar = super::progress(inputs.len(), "learning");
     // A pipeline: while one batch is written to the store (one thread: writes are

@@ -138,15 +138,12 @@ pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
 /// cannot be used is skipped with a warning, never an error.
 pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
     let source = rule_source(args, config);
-    let Some((set, report)) = source.load() else {
-        tracing::info!("rules: none (switched off)");
-        return None;
-    };
-    tracing::info!(
-        loaded = report.total_loaded(),
-        "rules: {}",
-        source.describe()
-    );
+    let loaded = source.load();
+    let count = loaded
+        .as_ref()
+        .map_or(0, |(_, report)| report.total_loaded());
+    tracing::info!(loaded = count, "rules: {}", source.describe());
+    let (set, report) = loaded?;
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(
             loaded = report.total_loaded(),
@@ -158,25 +155,34 @@ pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::
     (!set.is_empty()).then(|| Arc::new(set))
 }
 
-/// The configuration with its rules, and what `meanwhile` made of the configuration while
-/// the rules compiled on another core: compiling takes about as long as opening the
-/// database and listing the messages, and a `check` of a few thousand messages would
-/// otherwise spend a tenth of its time waiting for one or the other. For one message (a
-/// hook, perhaps under a memory limit that a thread pool would break) one after the other.
-pub fn config_meanwhile<T: Send>(
+/// The configuration with its rules, the route to its database, and what `meanwhile` made
+/// with the route, all while the rules compiled on another core: compiling takes about as
+/// long as opening the database and listing the messages, and a `check` of a few thousand
+/// messages would otherwise spend a tenth of its time waiting for one or the other. For
+/// one message `paths` (a hook, perhaps under a memory limit that a thread pool would
+/// break) one after the other.
+pub fn open_meanwhile<T: Send>(
     args: &Settings,
     paths: &[PathBuf],
-    meanwhile: impl FnOnce(&Config) -> anyhow::Result<T> + Send,
-) -> anyhow::Result<(Config, T)> {
+    meanwhile: impl FnOnce(&route::Route) -> anyhow::Result<T> + Send,
+) -> anyhow::Result<(Config, route::Route, T)> {
     let mut config = load_settings(args)?;
-    let one_message = matches!(paths, [p] if p.as_os_str() == "-" || p.is_file());
-    let (rules, made) = if one_message {
-        (load_rules(args, &config), meanwhile(&config))
-    } else {
-        rayon::join(|| load_rules(args, &config), || meanwhile(&config))
+    let open = || -> anyhow::Result<(route::Route, T)> {
+        // The database here, or through the daemon that holds it.
+        let route = route::Route::open(&config)?;
+        let made = meanwhile(&route)?;
+        Ok((route, made))
     };
+    let one_message = matches!(paths, [p] if p.as_os_str() == "-" || p.is_file());
+    let (rules, opened) = if one_message {
+        (load_rules(args, &config), open())
+    } else {
+        rayon::join(|| load_rules(args, &config), open)
+    };
+    let (mut route, made) = opened?;
+    route.set_rules(rules.clone());
     config.extractor.rules = rules;
-    Ok((config, made?))
+    Ok((config, route, made))
 }
 
 /// Which rules to load.
@@ -192,7 +198,7 @@ impl RuleSource {
     /// Where the rules come from, for the log.
     pub fn describe(&self) -> String {
         match self {
-            RuleSource::Nothing => "none".into(),
+            RuleSource::Nothing => "none (switched off)".into(),
             RuleSource::Files(paths) => paths
                 .iter()
                 .map(|p| p.display().to_string())
@@ -217,25 +223,23 @@ pub fn rule_source(args: &Settings, config: &Config) -> RuleSource {
     if args.no_rules {
         return RuleSource::Nothing;
     }
-    let paths: Vec<PathBuf> = match args.rules.as_deref().map(str::trim) {
-        Some("" | "none") => return RuleSource::Nothing,
-        Some(list) => list
+    let paths: Vec<PathBuf> = match (args.rules.as_deref().map(str::trim), &config.rules) {
+        (Some("" | "none"), _) => return RuleSource::Nothing,
+        (Some(list), _) => list
             .split(':')
             .filter(|p| !p.is_empty())
             .map(PathBuf::from)
             .collect(),
-        None => match &config.rules {
-            Some(paths) => paths.clone(),
-            None => crate::config::default_rules(),
+        (None, Some(paths)) => paths.clone(),
+        (None, None) => match crate::config::default_rules() {
+            installed if installed.is_empty() => return RuleSource::BuiltIn,
+            installed => installed,
         },
     };
-    match (
-        paths.is_empty(),
-        args.rules.is_none() && config.rules.is_none(),
-    ) {
-        (true, true) => RuleSource::BuiltIn,
-        (true, false) => RuleSource::Nothing,
-        (false, _) => RuleSource::Files(paths),
+    if paths.is_empty() {
+        RuleSource::Nothing
+    } else {
+        RuleSource::Files(paths)
     }
 }
 
