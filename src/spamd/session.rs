@@ -291,13 +291,9 @@ async fn prune(body: &[u8], ctx: &Context) -> Reply {
         Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
     };
     let engine = ctx.engine.current();
-    let work = tokio::task::spawn_blocking(move || {
-        let pruned = engine.store.prune(ask.min_messages, ask.dry_run)?;
-        if pruned.removed > 0 && !ask.dry_run {
-            engine.store.flush()?;
-        }
-        Ok::<_, crate::store::Error>(pruned)
-    });
+    // Made durable by the FLUSH that `spamnb prune` sends next, as after learning.
+    let work =
+        tokio::task::spawn_blocking(move || engine.store.prune(ask.min_messages, ask.dry_run));
     match work.await {
         Ok(Ok(pruned)) => {
             tracing::info!(
