@@ -348,7 +348,7 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         decision: decide(score, cfg.spam_threshold, cfg.ham_threshold),
         score,
         probability: sigmoid(score),
-        reasons: strongest(contributions, cfg.explain_top),
+        reasons: strongest(&contributions, cfg.explain_top),
         rules,
         note: None,
         parts: Some(parts),
@@ -508,7 +508,7 @@ pub fn bernoulli_absent_sum<'a>(
 }
 
 /// The `top` strongest contributions towards spam and towards ham, strongest first.
-fn strongest(mut all: Vec<(&str, u32, f64)>, top: usize) -> Vec<Reason> {
+fn strongest(all: &[(&str, u32, f64)], top: usize) -> Vec<Reason> {
     let by_weight = |a: &(&str, u32, f64), b: &(&str, u32, f64)| {
         b.2.abs().total_cmp(&a.2.abs()).then(a.0.cmp(b.0))
     };
@@ -519,14 +519,18 @@ fn strongest(mut all: Vec<(&str, u32, f64)>, top: usize) -> Vec<Reason> {
             .filter(|c| (c.2 > 0.0) == towards_spam && c.2 != 0.0)
             .copied()
             .collect();
+        // Only the top few are shown: pick them, then sort those alone.
+        if side.len() > top {
+            side.select_nth_unstable_by(top, by_weight);
+            side.truncate(top);
+        }
         side.sort_by(by_weight);
-        out.extend(side.into_iter().take(top).map(|(f, n, w)| Reason {
+        out.extend(side.into_iter().map(|(f, n, w)| Reason {
             feature: f.to_string(),
             count: n,
             weight: w,
         }));
     }
-    all.clear();
     out
 }
 
