@@ -61,6 +61,14 @@ impl Features {
             .map(|e| (&self.text[e.start..e.end], e.count))
     }
 
+    /// [`Features::iter`] with each feature's [`feature_hash`], taken once when it was
+    /// added: the store places and finds counts by it.
+    pub fn iter_hashed(&self) -> impl Iterator<Item = (u64, &str, u32)> {
+        self.table
+            .iter()
+            .map(|e| (e.hash, &self.text[e.start..e.end], e.count))
+    }
+
     pub fn count(&self, feature: &str) -> u32 {
         self.table
             .find(feature_hash(feature), |e| {

@@ -45,6 +45,11 @@ impl TokenCounts {
     pub fn is_zero(&self) -> bool {
         *self == TokenCounts::default()
     }
+
+    /// Learned messages it occurred in, both classes together.
+    pub fn message_count(&self) -> u64 {
+        u64::from(self.messages[0]) + u64::from(self.messages[1])
+    }
 }
 
 /// Class totals over everything learned.
@@ -82,6 +87,13 @@ impl Totals {
 pub trait CountSource {
     fn totals(&self) -> Totals;
     fn token(&self, feature: &str) -> Option<TokenCounts>;
+
+    /// [`CountSource::token`] for a caller that has the feature's
+    /// [`feature_hash`](crate::features::feature_hash) already (every [`Features`] does).
+    fn token_hashed(&self, feature: &str, hash: u64) -> Option<TokenCounts> {
+        let _ = hash;
+        self.token(feature)
+    }
 
     /// Per class, Σ over the vocabulary of ln(M_c + α − m_tc) (M_c learned messages, m_tc
     /// those holding t): the part of the multi-variate Bernoulli score that every absent
@@ -420,12 +432,12 @@ fn score_features<'f>(
     let v = totals.vocabulary as f64;
     *joint = log_prior(totals);
     let denominators = class_total.map(|n| (n as f64 + alpha * v).ln());
-    for (feature, n) in features.iter() {
-        let Some(tc) = counts.token(feature) else {
+    for (hash, feature, n) in features.iter_hashed() {
+        let Some(tc) = counts.token_hashed(feature, hash) else {
             continue;
         };
         let learned = if binary { tc.messages } else { tc.occurrences };
-        if learned == [0, 0] || tc.messages[0] + tc.messages[1] < cfg.min_feature_messages {
+        if learned == [0, 0] || tc.message_count() < u64::from(cfg.min_feature_messages) {
             continue;
         }
         let n = if binary { 1 } else { n };
@@ -471,8 +483,8 @@ fn score_bernoulli<'f>(
         let denominator = (totals.messages[c] as f64 + 2.0 * alpha).ln();
         joint[c] = prior[c] + absent[c] - v * denominator;
     }
-    for (feature, _) in features.iter() {
-        let Some(tc) = counts.token(feature) else {
+    for (hash, feature, _) in features.iter_hashed() {
+        let Some(tc) = counts.token_hashed(feature, hash) else {
             continue;
         };
         if tc.messages == [0, 0] {

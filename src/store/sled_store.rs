@@ -127,12 +127,10 @@ impl SledStore {
         // negative, take away).
         let mut delta: FeatureMap<&str, (u64, CountDelta)> = FeatureMap::default();
         for (lesson, moves) in steps {
-            for (feature, n) in lesson.features.iter() {
-                if feature.len() > MAX_FEATURE_BYTES {
-                    continue;
-                }
-                let hash = feature_hash(feature);
-                if usize::from(bucket_of(hash)) % shards != shard {
+            for (hash, feature, n) in lesson.features.iter_hashed() {
+                if usize::from(bucket_of(hash)) % shards != shard
+                    || feature.len() > MAX_FEATURE_BYTES
+                {
                     continue;
                 }
                 let (_, d) = delta
@@ -299,8 +297,7 @@ impl SledStore {
         }
     }
 
-    fn read_token(&self, feature: &str) -> Result<TokenCounts, Error> {
-        let hash = feature_hash(feature);
+    fn read_token(&self, feature: &str, hash: u64) -> Result<TokenCounts, Error> {
         if let Some(table) = self
             .table
             .read()
@@ -336,8 +333,12 @@ impl CountSource for SledStore {
     }
 
     fn token(&self, feature: &str) -> Option<TokenCounts> {
+        self.token_hashed(feature, feature_hash(feature))
+    }
+
+    fn token_hashed(&self, feature: &str, hash: u64) -> Option<TokenCounts> {
         // A read error while scoring counts as "not learned": the verdict degrades, mail flows.
-        self.read_token(feature).ok().filter(|c| !c.is_zero())
+        self.read_token(feature, hash).ok().filter(|c| !c.is_zero())
     }
 }
 
@@ -394,7 +395,7 @@ impl Store for SledStore {
         // The buckets, merged in shards on every core for a big batch: summing its counts
         // and rewriting ~4,000 buckets was a serial tail of ~60 ms per 1,000 messages.
         let shards = if steps.len() >= PARALLEL_MERGE_FROM {
-            rayon::current_num_threads().max(1)
+            rayon::current_num_threads()
         } else {
             1
         };
@@ -520,20 +521,28 @@ impl Store for SledStore {
         for kv in self.db.scan_prefix([TOKEN]) {
             let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
             let mut out = Vec::with_capacity(bucket.len());
-            let before = removed.len();
+            let before = pruned.removed;
             for entry in BucketEntries(&bucket) {
                 let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
-                let seen_in = u64::from(counts.messages[0]) + u64::from(counts.messages[1]);
                 // A rule is few features and a person's judgement: it stays however rare.
-                if seen_in >= u64::from(min_messages) || feature.starts_with(RULE_PREFIX) {
-                    encode_entry(&mut out, feature, &counts);
+                let keep = counts.message_count() >= u64::from(min_messages)
+                    || feature.starts_with(RULE_PREFIX);
+                if keep {
                     pruned.kept += 1;
+                } else {
+                    pruned.removed += 1;
+                }
+                if dry_run {
+                    continue;
+                }
+                if keep {
+                    encode_entry(&mut out, feature, &counts);
                 } else {
                     totals.account(&counts, &TokenCounts::default());
                     removed.push(feature_hash(feature));
                 }
             }
-            if removed.len() > before {
+            if pruned.removed > before && !dry_run {
                 if out.is_empty() {
                     batch.remove(key);
                 } else {
@@ -541,7 +550,6 @@ impl Store for SledStore {
                 }
             }
         }
-        pruned.removed = removed.len() as u64;
         if dry_run || removed.is_empty() {
             return Ok(pruned);
         }
@@ -815,6 +823,20 @@ fn decode_ledger(b: &[u8]) -> Option<LedgerEntry> {
 mod tests {
     use super::*;
 
+    /// The store at `path` again, once the one dropped before has let go of it: sled's
+    /// flusher thread can hold the files a moment after the last handle is dropped.
+    fn reopen(path: &Path) -> SledStore {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match SledStore::open(path, &StoreOptions::default()) {
+                Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                opened => return opened.unwrap(),
+            }
+        }
+    }
+
     fn lesson(id: u8, target: Option<Class>, words: &str) -> Lesson {
         Lesson {
             digest: [id; 16],
@@ -822,6 +844,44 @@ mod tests {
             features: words.split_whitespace().collect(),
             user: None,
         }
+    }
+
+    /// A batch big enough to be merged on every core leaves exactly what small batches,
+    /// merged on one, leave.
+    #[test]
+    fn a_batch_merged_in_shards_counts_as_small_batches_do() {
+        let words: Vec<String> = (0..2000).map(|i| format!("w{i}")).collect();
+        let lessons: Vec<Lesson> = (0..(PARALLEL_MERGE_FROM as u8 + 40))
+            .map(|m| {
+                let text: Vec<&str> = words
+                    .iter()
+                    .skip(m as usize * 11)
+                    .step_by(m as usize % 7 + 1)
+                    .take(300)
+                    .map(String::as_str)
+                    .collect();
+                let class = if m % 3 == 0 { Class::Ham } else { Class::Spam };
+                lesson(m, Some(class), &text.join(" "))
+            })
+            .collect();
+        let contents = |store: &SledStore| {
+            let mut tokens = Vec::new();
+            store
+                .for_each_token(&mut |f, c| tokens.push((f.to_string(), c)))
+                .unwrap();
+            (store.totals(), tokens)
+        };
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let sharded = SledStore::open(a.path(), &StoreOptions::default()).unwrap();
+        sharded.learn(&lessons).unwrap();
+        let serial = SledStore::open(b.path(), &StoreOptions::default()).unwrap();
+        for few in lessons.chunks(PARALLEL_MERGE_FROM - 1) {
+            serial.learn(few).unwrap();
+        }
+        let (got, want) = (contents(&sharded), contents(&serial));
+        assert_eq!(got.0, want.0);
+        assert_eq!(got.1.len(), want.1.len());
+        assert!(got == want, "the sharded merge lost or changed counts");
     }
 
     #[test]
@@ -836,7 +896,6 @@ mod tests {
                     lesson(3, Some(Class::Spam), "buy cheap"),
                 ])
                 .unwrap();
-            store.preload().unwrap();
             let before = store.totals();
             assert_eq!(
                 store.prune(2, true).unwrap(),
@@ -845,9 +904,12 @@ mod tests {
                     kept: 3
                 }
             );
+            // Read from disk: no table is loaded yet.
             assert_eq!(store.totals(), before, "a dry run changes nothing");
             assert!(store.token("meeting").is_some());
 
+            // The table in memory follows the prune.
+            store.preload().unwrap();
             assert_eq!(store.prune(2, false).unwrap().removed, 2);
             // Seen in one message each: meeting and cheap go; a rule hit stays.
             assert!(store.token("meeting").is_none() && store.token("cheap").is_none());
@@ -861,7 +923,7 @@ mod tests {
             assert_eq!(store.prune(2, false).unwrap().removed, 0);
             store.flush().unwrap();
         }
-        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let store = reopen(dir.path());
         assert!(store.token("meeting").is_none());
         assert_eq!(store.totals().vocabulary, 3);
         // What is left still learns and forgets: `now` loses its ham message.
@@ -938,7 +1000,7 @@ mod tests {
             assert_eq!(store.token("c").unwrap().messages, [0, 1]);
             store.flush().unwrap();
         }
-        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let store = reopen(dir.path());
         assert_eq!(store.token("b").unwrap().messages, [0, 2]);
         assert_eq!(store.totals().messages, [0, 2]);
         assert_eq!(
