@@ -312,7 +312,9 @@ impl<'m> Facts<'m> {
 /// (content type, transfer encoding), lowercased, of every header block in the message:
 /// the top one and each MIME part's.
 fn mime_part_headers(raw: &[u8]) -> Vec<(String, String)> {
-    super::mime_header_blocks(raw, true)
+    const FIELDS: [&str; 2] = ["content-type", "content-transfer-encoding"];
+    let wanted = |name: &str| FIELDS.iter().any(|f| name.eq_ignore_ascii_case(f));
+    super::mime_header_blocks(raw, true, wanted)
         .into_iter()
         .map(|block| {
             let field = |name: &str| {
@@ -322,7 +324,7 @@ fn mime_part_headers(raw: &[u8]) -> Vec<(String, String)> {
                     .map(|(_, v)| v.to_ascii_lowercase())
                     .unwrap_or_default()
             };
-            (field("content-type"), field("content-transfer-encoding"))
+            (field(FIELDS[0]), field(FIELDS[1]))
         })
         .collect()
 }
@@ -455,12 +457,12 @@ impl Eval {
                 }
             }
             Eval::BodyLength(max) => (msg.text.trim().len() as f64) <= *max,
-            Eval::IllegalChars(..) if msg.raw_head().is_ascii() => false,
             Eval::IllegalChars(name, ratio, count) => {
-                let values: Vec<&[u8]> = if name == "ALL" {
-                    vec![msg.raw_head()]
-                } else {
-                    msg.raw_header_values(name)
+                let head = msg.raw_head();
+                let values: Vec<&[u8]> = match name.as_str() {
+                    _ if head.is_ascii() => Vec::new(),
+                    "ALL" => vec![head],
+                    _ => msg.raw_header_values(name),
                 };
                 values.iter().any(|v| {
                     let high = v.iter().filter(|&&b| b >= 0x80).count();

@@ -926,8 +926,8 @@ impl RuleSet {
         let mut mime_headers: Option<Vec<Vec<(String, String)>>> = None;
         for g in &self.headers {
             let value = if g.mime {
-                let blocks =
-                    mime_headers.get_or_insert_with(|| mime_header_blocks(msg.raw_body(), false));
+                let blocks = mime_headers
+                    .get_or_insert_with(|| mime_header_blocks(msg.raw_body(), false, |_| true));
                 let name = match &g.target {
                     Target::Header { name, .. } => name.as_str(),
                     _ => "",
@@ -956,9 +956,7 @@ impl RuleSet {
         let body = (!self.body.is_empty()).then(|| body_text(msg));
         let body = body.as_deref().unwrap_or_default();
         for (kind, matcher) in self.text_matchers() {
-            if !matcher.is_empty() {
-                matcher.run(texts(kind, msg, body), &mut hits);
-            }
+            matcher.run(texts(kind, msg, body), &mut hits);
         }
         for c in &self.counted {
             if hits[c.rule] == 0 {
@@ -998,18 +996,15 @@ impl RuleSet {
 
 /// What rules of `kind` (body, rawbody, uri or full) read in `msg`; `body` is its
 /// [`body_text`], made once by the caller.
-fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> Vec<&'m [u8]> {
-    match kind {
-        Kind::Body => vec![body.as_bytes()],
-        Kind::Rawbody => vec![msg.html.as_bytes(), msg.text.as_bytes()],
-        Kind::Uri => msg
-            .urls
-            .iter()
-            .take(MAX_URLS)
-            .map(|u| u.as_bytes())
-            .collect(),
-        _ => vec![msg.raw],
-    }
+fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> impl Iterator<Item = &'m [u8]> {
+    let (whole, urls): ([Option<&[u8]>; 2], usize) = match kind {
+        Kind::Body => ([Some(body.as_bytes()), None], 0),
+        Kind::Rawbody => ([Some(msg.html.as_bytes()), Some(msg.text.as_bytes())], 0),
+        Kind::Uri => ([None, None], MAX_URLS),
+        _ => ([Some(msg.raw), None], 0),
+    };
+    let urls = msg.urls.iter().take(urls).map(|u| u.as_bytes());
+    whole.into_iter().flatten().chain(urls)
 }
 
 /// The text `body` rules read, as SpamAssassin renders it: the Subject first, then each
@@ -1096,28 +1091,37 @@ fn split_if_unset(text: &str) -> (&str, Option<String>) {
     }
 }
 
-/// The header fields of each header block in `raw`, unfolded: the message's own block
-/// first when `raw` starts with it (a whole message, `starts_in_headers`), then each MIME
-/// part's, after its boundary line.
-fn mime_header_blocks(raw: &[u8], starts_in_headers: bool) -> Vec<Vec<(String, String)>> {
+/// The header fields that `keep` names, of each header block in `raw`, unfolded: the
+/// message's own block first when `raw` starts with it (a whole message,
+/// `starts_in_headers`), then each MIME part's, after its boundary line.
+fn mime_header_blocks(
+    raw: &[u8],
+    starts_in_headers: bool,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<Vec<(String, String)>> {
     let text = String::from_utf8_lossy(raw);
     let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
     if starts_in_headers {
         blocks.push(Vec::new());
     }
     let mut in_headers = starts_in_headers;
+    // Whether the field being read is kept, so that its folded lines join it.
+    let mut kept = false;
     for line in text.lines() {
         if in_headers {
             let block = blocks.last_mut().expect("a block is open while in headers");
             if line.trim().is_empty() {
                 in_headers = false;
             } else if line.starts_with([' ', '\t']) {
-                if let Some(last) = block.last_mut() {
+                if let Some(last) = block.last_mut().filter(|_| kept) {
                     last.1.push(' ');
                     last.1.push_str(line.trim());
                 }
             } else if let Some((n, v)) = line.split_once(':') {
-                block.push((n.trim().to_string(), v.trim().to_string()));
+                kept = keep(n.trim());
+                if kept {
+                    block.push((n.trim().to_string(), v.trim().to_string()));
+                }
             }
         } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
             in_headers = true;

@@ -54,6 +54,18 @@ fn rules_check_passes_on_our_rules_and_fails_on_a_broken_file() {
 /// Outside a checkout, with no rules installed or named, spamnb runs its own, built in.
 #[test]
 fn the_built_in_rules_run_where_none_are_installed() {
+    // Installed rules would be the default instead: nothing here to test then.
+    if ["/etc/spamnb/rules", "/usr/share/spamnb/rules"]
+        .iter()
+        .any(|d| Path::new(d).exists())
+    {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI machines install no rules"
+        );
+        eprintln!("skipped: rules are installed on this machine");
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
     let mail = message(
@@ -71,31 +83,19 @@ fn the_built_in_rules_run_where_none_are_installed() {
             .output()
             .expect("run");
         assert!(out.status.success(), "{}", text(&out.stderr));
-        text(&out.stdout)
+        (text(&out.stdout), text(&out.stderr))
     };
-    let stdout = run(&[]);
+    let (stdout, log) = run(&["-v"]);
     assert!(
         stdout.contains("rules: ") && stdout.contains("SUBJ_ALL_CAPS"),
         "{stdout}"
     );
-    let stdout = run(&["--no-rules"]);
+    assert!(
+        log.contains("rules: spamnb's own, built into the binary"),
+        "{log}"
+    );
+    let (stdout, _) = run(&["--no-rules"]);
     assert!(!stdout.contains("rules: "), "{stdout}");
-
-    let installed = ["/etc/spamnb/rules", "/usr/share/spamnb/rules"]
-        .iter()
-        .any(|d| Path::new(d).exists());
-    if !installed {
-        let summary = |rules: Option<&Path>| {
-            let mut cmd = spamnb(&db);
-            cmd.env_remove("SPAMNB_RULES").current_dir(dir.path());
-            cmd.args(["rules", "check", "--summary"]).args(rules);
-            let out = cmd.output().expect("run");
-            assert!(out.status.success(), "{}", text(&out.stderr));
-            text(&out.stdout)
-        };
-        // The built-in copy is the repository's `rules/`, rule for rule.
-        assert_eq!(summary(None), summary(Some(&repo_rules())));
-    }
 }
 
 #[test]
