@@ -163,7 +163,7 @@ const TICK: Duration = Duration::from_millis(200);
 /// How long after a failed batch the watcher rescans.
 const RETRY: Duration = Duration::from_secs(30);
 /// How often old records of where messages were seen are forgotten.
-const FORGET_EVERY: Duration = Duration::from_secs(86_400);
+const FORGET_EVERY: Duration = Duration::from_secs(settings::DAY_SECS);
 
 fn epoch_secs() -> u64 {
     std::time::SystemTime::now()
@@ -241,7 +241,7 @@ impl Watcher {
                 Ok(n) => info!(
                     "folder watch: forgot where {n} messages of {} were last seen, {} days ago or more",
                     u.user,
-                    keep.as_secs() / 86_400
+                    keep.as_secs() / settings::DAY_SECS
                 ),
                 Err(e) => warn!(
                     "folder watch: could not forget old records of {}'s messages: {e}",
@@ -682,19 +682,14 @@ impl Watcher {
             let outcomes = engine.learn_noting(&lessons, &std::mem::take(&mut notes))?;
             for (&(i, target), outcome) in plans.iter().zip(outcomes) {
                 let c = &chunk[i];
-                let what = match outcome {
-                    Outcome::Learned => {
-                        Counters::add(&self.counters.learned, 1);
-                        "learned"
-                    }
-                    Outcome::Relearned => {
-                        Counters::add(&self.counters.relearned, 1);
-                        "relearned"
-                    }
+                match outcome {
+                    Outcome::Learned => Counters::add(&self.counters.learned, 1),
+                    Outcome::Relearned => Counters::add(&self.counters.relearned, 1),
                     _ => continue,
-                };
+                }
                 info!(
-                    "folder watch: {what} {} as {} for {} (in {})",
+                    "folder watch: {} {} as {} for {} (in {})",
+                    outcome.name(),
                     c.path.display(),
                     target.name(),
                     self.users[c.user].user,

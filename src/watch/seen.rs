@@ -61,10 +61,28 @@ pub fn last_folder(
     user: &str,
     digest: &Digest,
 ) -> Result<Option<String>, Error> {
-    Ok(store.note(&message_key(user, digest))?.map(|v| {
-        let folder = v.split(|&b| b == 0).next().unwrap_or_default();
-        String::from_utf8_lossy(folder).into_owned()
-    }))
+    Ok(store
+        .note(&message_key(user, digest))?
+        .map(|v| String::from_utf8_lossy(last_seen(&v).0).into_owned()))
+}
+
+/// A record of where a message was last seen: the folder, NUL, the time.
+fn stamp(folder: &[u8], at: u64) -> Vec<u8> {
+    let mut v = folder.to_vec();
+    v.push(0);
+    v.extend_from_slice(&at.to_le_bytes());
+    v
+}
+
+/// The folder and time of a [`stamp`]; no time in a record older than the format.
+fn last_seen(v: &[u8]) -> (&[u8], Option<u64>) {
+    match v.iter().position(|&b| b == 0) {
+        Some(at) => (
+            &v[..at],
+            Some(v[at + 1..].try_into().map_or(0, u64::from_le_bytes)),
+        ),
+        None => (v, None),
+    }
 }
 
 /// Forgets where `user`'s messages were last seen when that was before `cutoff` (seconds
@@ -76,22 +94,17 @@ pub fn forget_moves(store: &dyn Store, user: &str, cutoff: u64, now: u64) -> Res
     prefix.push(0);
     let mut changes = Vec::new();
     let mut forgotten = 0;
-    store.for_each_note(&prefix, &mut |k, v| match v.iter().position(|&b| b == 0) {
-        Some(at) => {
-            let seen_at = v[at + 1..].try_into().map_or(0, u64::from_le_bytes);
-            if seen_at < cutoff {
-                changes.push((k.to_vec(), None));
-                forgotten += 1;
-            }
+    store.for_each_note(&prefix, &mut |k, v| match last_seen(v) {
+        (_, Some(at)) if at < cutoff => {
+            changes.push((k.to_vec(), None));
+            forgotten += 1;
         }
-        None => {
-            let mut stamped = v.to_vec();
-            stamped.push(0);
-            stamped.extend_from_slice(&now.to_le_bytes());
-            changes.push((k.to_vec(), Some(stamped)));
-        }
+        (_, Some(_)) => {}
+        (folder, None) => changes.push((k.to_vec(), Some(stamp(folder, now)))),
     })?;
-    store.write_notes(&changes)?;
+    if !changes.is_empty() {
+        store.write_notes(&changes)?;
+    }
     Ok(forgotten)
 }
 
@@ -121,10 +134,10 @@ pub fn seen(
     changes: &mut Vec<Change>,
 ) {
     changes.push((file_key(user, folder, unique), Some(digest.to_vec())));
-    let mut last_seen = folder.as_bytes().to_vec();
-    last_seen.push(0);
-    last_seen.extend_from_slice(&now.to_le_bytes());
-    changes.push((message_key(user, digest), Some(last_seen)));
+    changes.push((
+        message_key(user, digest),
+        Some(stamp(folder.as_bytes(), now)),
+    ));
 }
 
 pub fn gone(user: &str, folder: &str, unique: &str, changes: &mut Vec<Change>) {
@@ -152,34 +165,22 @@ mod tests {
         // As a record was written before records had a time.
         changes.push((message_key("ann", &d3), Some(b"Archive".to_vec())));
         store.write_notes(&changes).unwrap();
-        assert_eq!(
-            last_folder(&store, "ann", &d1).unwrap().as_deref(),
-            Some("INBOX")
-        );
-        assert_eq!(
-            last_folder(&store, "ann", &d3).unwrap().as_deref(),
-            Some("Archive")
-        );
+        let at = |user: &str, d: &Digest| last_folder(&store, user, d).unwrap();
+        let ann = || [&d1, &d2, &d3].map(|d| at("ann", d));
+        let some = |f: &str| Some(f.to_string());
+        assert_eq!(ann(), [some("INBOX"), some("Junk"), some("Archive")]);
 
         assert_eq!(forget_moves(&store, "ann", 2_000, 9_000).unwrap(), 1);
-        assert_eq!(last_folder(&store, "ann", &d1).unwrap(), None);
-        assert_eq!(
-            last_folder(&store, "ann", &d2).unwrap().as_deref(),
-            Some("Junk")
-        );
-        assert_eq!(
-            last_folder(&store, "ann", &d3).unwrap().as_deref(),
-            Some("Archive")
-        );
+        assert_eq!(ann(), [None, some("Junk"), some("Archive")]);
         // Only the records of where messages were: the files seen stay, and other users'.
         assert!(knows_file(&store, "ann", "INBOX", "u1").unwrap());
-        assert_eq!(
-            last_folder(&store, "bob", &d1).unwrap().as_deref(),
-            Some("INBOX")
-        );
+        assert_eq!(at("bob", &d1), some("INBOX"));
 
-        // The unstamped record was stamped 9,000: it goes with the rest later.
-        assert_eq!(forget_moves(&store, "ann", 9_500, 10_000).unwrap(), 2);
-        assert_eq!(last_folder(&store, "ann", &d3).unwrap(), None);
+        // The unstamped record was stamped 9,000 (now), not 2,000 (the cutoff): it
+        // outlives the record seen at 5,000.
+        assert_eq!(forget_moves(&store, "ann", 5_001, 9_600).unwrap(), 1);
+        assert_eq!(ann(), [None, None, some("Archive")]);
+        assert_eq!(forget_moves(&store, "ann", 9_500, 10_000).unwrap(), 1);
+        assert_eq!(ann(), [None, None, None]);
     }
 }

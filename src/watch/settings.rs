@@ -75,6 +75,7 @@ pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(100);
 /// message that sat unmoved for half a year is rarely moved after, and then its move is
 /// taken for a delivery.
 pub const DEFAULT_FORGET_MOVES_AFTER_DAYS: u64 = 180;
+pub const DAY_SECS: u64 = 86_400;
 
 impl Default for WatchSettings {
     fn default() -> Self {
@@ -87,7 +88,7 @@ impl Default for WatchSettings {
             burst_window: DEFAULT_BURST_WINDOW,
             debounce: DEFAULT_DEBOUNCE,
             forget_moves_after: Some(Duration::from_secs(
-                DEFAULT_FORGET_MOVES_AFTER_DAYS * 86_400,
+                DEFAULT_FORGET_MOVES_AFTER_DAYS * DAY_SECS,
             )),
         }
     }
@@ -138,7 +139,7 @@ impl RawWatch {
             forget_moves_after: match self.forget_moves_after_days {
                 None => d.forget_moves_after,
                 Some(0) => None,
-                Some(days) => Some(Duration::from_secs(days.saturating_mul(86_400))),
+                Some(days) => Some(Duration::from_secs(days.saturating_mul(DAY_SECS))),
             },
         })
     }
@@ -172,7 +173,7 @@ mod tests {
         assert_eq!((s.burst_limit, s.debounce), (0, Duration::from_millis(50)));
         assert_eq!(
             s.forget_moves_after,
-            Some(Duration::from_secs(180 * 86_400))
+            Some(Duration::from_secs(180 * DAY_SECS))
         );
         let never: RawWatch = toml::from_str("forget_moves_after_days = 0\n").unwrap();
         assert_eq!(never.validate().unwrap().forget_moves_after, None);

@@ -221,8 +221,8 @@ fn explain_shows_how_the_score_is_made() {
     let (shown, v) = explained(&body);
     assert!(shown.contains(" strongest of "), "{shown}");
     let parts = &v["parts"];
-    let (k, n) = (&parts["strongest_count"], &parts["all_count"]);
-    assert!(k.as_u64() < n.as_u64(), "{v}");
+    let count = |key: &str| parts[key].as_u64().unwrap_or_else(|| panic!("{key}: {v}"));
+    assert!(count("strongest_count") < count("all_count"), "{v}");
     let f = |key: &str| parts[key].as_f64().expect("a number");
     let blend = (1.0 - f("all_share")) * f("strongest") + f("all_share") * f("all");
     let score = v["score"].as_f64().unwrap();
