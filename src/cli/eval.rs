@@ -195,6 +195,12 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
             "--holdout {h}: give the fraction of mail to hold out, above 0 and below 1 (e.g. 0.2)"
         );
     }
+    // Before the mail is read: the configuration's value is checked where it is loaded.
+    if let Some(share) = args.all_features_share
+        && !(0.0..=1.0).contains(&share)
+    {
+        bail!("--all-features-share must be between 0 and 1, not {share}");
+    }
     let models = parse_models(&args.models, config)?;
     let alphas = match args.alpha {
         Some(a) if a > 0.0 && a.is_finite() => vec![a],
@@ -282,12 +288,6 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                         model.normalize_length = false;
                         model.min_feature_messages = 1;
                         model.strongest_features = 0;
-                    }
-                    if !(0.0..=1.0).contains(&model.all_features_share) {
-                        bail!(
-                            "--all-features-share must be between 0 and 1, not {}",
-                            model.all_features_share
-                        );
                     }
                     model.spam_threshold = args.spam_threshold.unwrap_or(model.spam_threshold);
                     model.ham_threshold = args.ham_threshold.unwrap_or(model.ham_threshold);
