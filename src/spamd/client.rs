@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::session::OUTCOME_HEADER;
+use super::session::{OUTCOME_HEADER, PruneRequest};
 use crate::model::{Class, Verdict};
 use crate::store::Outcome;
 
@@ -159,8 +159,12 @@ impl Client {
         min_messages: u32,
         dry_run: bool,
     ) -> Result<crate::store::Pruned, ClientError> {
-        let ask = serde_json::json!({ "min_messages": min_messages, "dry_run": dry_run });
-        let r = self.request("PRUNE", &[], Some(ask.to_string().as_bytes()))?;
+        let ask = PruneRequest {
+            min_messages,
+            dry_run,
+        };
+        let ask = serde_json::to_vec(&ask).expect("a prune request serializes");
+        let r = self.request("PRUNE", &[], Some(&ask))?;
         if r.code != 0 {
             return Err(self.refused(&r));
         }

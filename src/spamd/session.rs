@@ -45,8 +45,7 @@ pub async fn serve(
             Code::NoPerm,
             "Service Unavailable: STATS, EXPORT and PRUNE are served on the local sockets only",
         ),
-        Method::Stats | Method::Export => database(head.method, ctx).await,
-        Method::Prune => prune(&request.body, ctx).await,
+        Method::Stats | Method::Export | Method::Prune => database(&request, ctx).await,
         _ => check(request, ctx, config, protocol).await,
     }
 }
@@ -279,53 +278,41 @@ async fn flush(ctx: &Context) -> Reply {
     }
 }
 
-/// PRUNE: `spamnb prune` for a CLI that cannot open the database while the daemon holds it.
-async fn prune(body: &[u8], ctx: &Context) -> Reply {
-    #[derive(serde::Deserialize)]
-    struct Ask {
-        min_messages: u32,
-        dry_run: bool,
-    }
-    let ask: Ask = match serde_json::from_slice(body) {
-        Ok(ask) => ask,
-        Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
-    };
-    let engine = ctx.engine.current();
-    // Made durable by the FLUSH that `spamnb prune` sends next, as after learning.
-    let work =
-        tokio::task::spawn_blocking(move || engine.store.prune(ask.min_messages, ask.dry_run));
-    match work.await {
-        Ok(Ok(pruned)) => {
-            tracing::info!(
-                removed = pruned.removed,
-                kept = pruned.kept,
-                min_messages = ask.min_messages,
-                dry_run = ask.dry_run,
-                "pruned rare tokens"
-            );
-            Reply::Result {
-                version: 15,
-                spam: None,
-                headers: Vec::new(),
-                body: Some(serde_json::to_vec(&pruned).expect("counts serialize")),
-            }
-        }
-        Ok(Err(e)) => Reply::error(Code::TempFail, format!("Service Unavailable: {e}")),
-        Err(e) => Reply::error(
-            Code::Software,
-            format!("Service Unavailable: internal error: {e}"),
-        ),
-    }
+/// What `spamnb prune` asks of the daemon: the body of its PRUNE request.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct PruneRequest {
+    pub min_messages: u32,
+    pub dry_run: bool,
 }
 
-/// STATS and EXPORT: what `spamnb stats` and `spamnb export` read from the database,
+/// STATS, EXPORT and PRUNE: what `spamnb stats`, `export` and `prune` do with the database,
 /// for a CLI that cannot open it while the daemon holds it.
-async fn database(method: Method, ctx: &Context) -> Reply {
+async fn database(request: &Request, ctx: &Context) -> Reply {
+    let method = request.head.method;
+    let prune = match method {
+        Method::Prune => match serde_json::from_slice::<PruneRequest>(&request.body) {
+            Ok(ask) => Some(ask),
+            Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
+        },
+        _ => None,
+    };
     let engine = ctx.engine.current();
     let work = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, crate::store::Error> {
         let store = &*engine.store;
-        match method {
-            Method::Stats => {
+        match (method, prune) {
+            // Made durable by the FLUSH that `spamnb prune` sends next, as after learning.
+            (_, Some(ask)) => {
+                let pruned = store.prune(ask.min_messages, ask.dry_run)?;
+                tracing::info!(
+                    removed = pruned.removed,
+                    kept = pruned.kept,
+                    min_messages = ask.min_messages,
+                    dry_run = ask.dry_run,
+                    "pruned rare tokens"
+                );
+                Ok(serde_json::to_vec(&pruned).expect("counts serialize"))
+            }
+            (Method::Stats, _) => {
                 let s = store.stats()?;
                 let t = s.totals;
                 let json = serde_json::json!({
