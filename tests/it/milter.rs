@@ -11,7 +11,7 @@ use spamnb::milter::client::Client;
 use spamnb::milter::codec::Response;
 
 use super::daemon::{Daemon, Sections};
-use super::util::{corpus, corpus_files, have, spamnb, text};
+use super::util::{corpus, corpus_files, have, root_or_skip, spamnb, text};
 
 /// A database trained on corpus mail, and held-out messages it classifies as spam and ham.
 struct Trained {
@@ -234,21 +234,9 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 
     /// swaks sends `message` (a stored file, mbox line dropped) to user@test.example.
     fn send(&self, message: &[u8], dir: &Path) -> std::process::Output {
-        let body = spamnb::message::without_envelope_line(message);
-        let file = dir.join("swaks-message.eml");
-        std::fs::write(&file, body).expect("write message");
         Command::new("swaks")
             .args(["--server", &format!("127.0.0.1:{}", self.port)])
-            .args([
-                "--from",
-                "sender@example.org",
-                "--to",
-                "user@test.example",
-                "--helo",
-                "client.example",
-            ])
-            .arg("--data")
-            .arg(&file)
+            .args(swaks_message(message, &dir.join("swaks-message.eml")))
             .args(["--timeout", "60"])
             .output()
             .expect("swaks")
@@ -353,16 +341,23 @@ fn check_verdict(db: &Path, file: &Path) -> (String, String) {
 }
 
 /// Whether the tests run as root, as a private MTA instance needs; CI runs them as root.
-fn root_or_skip(what: &str) -> bool {
-    let root = text(&Command::new("id").arg("-u").output().expect("id").stdout).trim() == "0";
-    assert!(
-        root || std::env::var_os("CI").is_none(),
-        "CI runs the tests as root, which {what} needs"
-    );
-    if !root {
-        eprintln!("skipped: {what} needs root");
-    }
-    root
+/// swaks's arguments that send `message` (a stored file, its mbox line dropped, written to
+/// `file`) from the tests' sender to user@test.example; the caller says over what.
+fn swaks_message(message: &[u8], file: &Path) -> Vec<String> {
+    std::fs::write(file, spamnb::message::without_envelope_line(message)).expect("write message");
+    [
+        "--from",
+        "sender@example.org",
+        "--to",
+        "user@test.example",
+        "--helo",
+        "client.example",
+        "--data",
+    ]
+    .map(String::from)
+    .into_iter()
+    .chain([format!("@{}", file.display())])
+    .collect()
 }
 
 /// Postfix with spamnb as its milter: ham arrives with `X-Spam-Flag: NO` and forged
@@ -566,26 +561,13 @@ MAILER(`smtp')dnl
     /// swaks sends `message` (mbox line dropped) through `sendmail -bs`: the transcript,
     /// whether swaks succeeded, and the queue ID Sendmail gave the message, if it took it.
     fn send(&self, message: &[u8], dir: &Path) -> (String, bool, Option<String>) {
-        let file = dir.join("sendmail-message.eml");
-        std::fs::write(&file, spamnb::message::without_envelope_line(message))
-            .expect("write message");
         let out = Command::new("timeout")
             .arg("60")
             .arg("swaks")
             .arg("--pipe")
             .arg(format!("unshare --uts '{}'", self.bs.display()))
-            .args([
-                "--from",
-                "sender@example.org",
-                "--to",
-                "user@test.example",
-                "--helo",
-                "client.example",
-                "--timeout",
-                "20",
-            ])
-            .arg("--data")
-            .arg(format!("@{}", file.display()))
+            .args(swaks_message(message, &dir.join("sendmail-message.eml")))
+            .args(["--timeout", "20"])
             .output()
             .expect("swaks");
         let said = format!("{}{}", text(&out.stdout), text(&out.stderr));

@@ -71,6 +71,20 @@ pub fn corpus() -> Option<PathBuf> {
 }
 
 /// Whether an outside program a test drives is installed. In CI a missing one is a failure.
+/// Whether the tests run as root, which `what` needs: skipped (said on stderr) if not,
+/// except in CI, which runs them as root.
+pub fn root_or_skip(what: &str) -> bool {
+    let root = text(&Command::new("id").arg("-u").output().expect("id").stdout).trim() == "0";
+    assert!(
+        root || std::env::var_os("CI").is_none(),
+        "CI runs the tests as root, which {what} needs"
+    );
+    if !root {
+        eprintln!("skipped: {what} needs root");
+    }
+    root
+}
+
 pub fn have(program: &str) -> bool {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])

@@ -421,16 +421,6 @@ impl WaitOrKill for Child {
     }
 }
 
-fn is_root() -> bool {
-    let out = Command::new("id").arg("-u").output().expect("id -u");
-    let root = util::text(&out.stdout).trim() == "0";
-    if !root {
-        assert!(std::env::var_os("CI").is_none(), "CI runs as root");
-        eprintln!("skipped: Dovecot's test needs root (its mail processes run as nobody)");
-    }
-    root
-}
-
 /// What `spamnb stats --format json` and `spamnb export` say once the watcher is stopped.
 fn learned(db: &Path) -> ([u64; 2], BTreeMap<String, String>) {
     let out = util::spamnb(db)
@@ -486,7 +476,10 @@ fn stop_watcher(mut running: Running) {
 
 #[test]
 fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
-    if !util::have("dovecot") || !util::have("python3") || !is_root() {
+    if !util::have("dovecot")
+        || !util::have("python3")
+        || !util::root_or_skip("Dovecot (its mail processes run as nobody)")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -577,7 +570,10 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
 
 #[test]
 fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
-    if !util::have("dovecot") || !util::have("python3") || !is_root() {
+    if !util::have("dovecot")
+        || !util::have("python3")
+        || !util::root_or_skip("Dovecot (its mail processes run as nobody)")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
