@@ -80,6 +80,12 @@ impl Drop for Admission {
     }
 }
 
+/// A verdict and the engine that gave it: its `model` holds the thresholds it was judged by.
+pub struct Scored {
+    pub verdict: Verdict,
+    pub engine: Arc<Engine>,
+}
+
 /// Scoring was not done: the session fails open and passes the message on.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -133,8 +139,10 @@ impl Context {
     }
 
     /// Scores `raw` on a blocking thread within a `max_sessions` slot, and records the
-    /// verdict and its latency. The engine is the one current when this is called.
-    pub async fn check(&self, protocol: Protocol, raw: Arc<[u8]>) -> Result<Verdict, CheckError> {
+    /// verdict and its latency. The engine is the one current when this is called; it
+    /// comes back with the verdict, so that a reply states the thresholds that decided it
+    /// even when SIGHUP swaps the configuration meanwhile.
+    pub async fn check(&self, protocol: Protocol, raw: Arc<[u8]>) -> Result<Scored, CheckError> {
         // One deadline for the wait for a slot and the scoring together: past it the
         // message goes on unscored (fail open) and the caller is not held up further.
         let deadline = tokio::time::Instant::now() + self.config().daemon.session_timeout();
@@ -144,11 +152,12 @@ impl Context {
             .map_err(|_| CheckError::Overload)?;
         let engine = self.engine.current();
         let started = Instant::now();
+        let scorer = engine.clone();
         let scoring = tokio::task::spawn_blocking(move || {
             // The slot stays taken until the scoring ends, even when nobody waits for it
             // any more: the CPU is busy either way.
             let _slot = slot;
-            engine.check(&raw)
+            scorer.check(&raw)
         });
         let verdict = tokio::time::timeout_at(deadline, scoring)
             .await
@@ -156,7 +165,7 @@ impl Context {
             .map_err(|e| CheckError::Internal(e.to_string()))?;
         self.metrics
             .scored(protocol, verdict.decision, started.elapsed());
-        Ok(verdict)
+        Ok(Scored { verdict, engine })
     }
 
     /// A slot of `max_sessions` for other blocking work (learning), or `None` on overload.

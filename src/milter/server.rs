@@ -15,8 +15,7 @@ use super::codec::{self, Command, DEFAULT_MAX_FRAME, Response};
 use super::session::{Disposition, Session, Step};
 use crate::daemon::listen::{Listener, Stream};
 use crate::daemon::metrics::Protocol;
-use crate::daemon::{CheckError, Context};
-use crate::model::Verdict;
+use crate::daemon::{CheckError, Context, Scored};
 
 /// Serves milter connections from `listener` until `shutdown` (the daemon's contract, see
 /// [`crate::daemon`]). Sessions in the middle of a message finish it; idle ones close.
@@ -155,12 +154,9 @@ async fn act(
         Step::Reply(responses) => Ok(Some(responses)),
         Step::Close => Ok(None),
         Step::Scan(raw) => {
-            let verdict = score(ctx, raw, settings, session).await;
-            // The model of the engine in force: a reload between the two is harmless
-            // (thresholds for the headers' text only).
-            let engine = ctx.engine.current();
+            let scored = score(ctx, raw, settings, session).await;
             let (responses, disposition) =
-                session.finish(verdict.as_ref().map(|v| (v, &engine.model)));
+                session.finish(scored.as_ref().map(|s| (&s.verdict, &s.engine.model)));
             if disposition == Disposition::PassedUnscored {
                 ctx.metrics.fail_open(Protocol::Milter);
             }
@@ -175,7 +171,7 @@ async fn score(
     raw: Vec<u8>,
     settings: &MilterSettings,
     session: &Session,
-) -> Option<Verdict> {
+) -> Option<Scored> {
     let limit = Duration::from_millis(settings.scan_timeout_ms);
     let size = raw.len();
     let who = session.describe();
@@ -183,7 +179,8 @@ async fn score(
     // other sessions' I/O) within a scoring slot, and records the latency.
     let started = std::time::Instant::now();
     match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into())).await {
-        Ok(Ok(verdict)) => {
+        Ok(Ok(scored)) => {
+            let verdict = &scored.verdict;
             tracing::info!(
                 session = %who,
                 size,
@@ -193,7 +190,7 @@ async fn score(
                 score = format_args!("{:.2}", verdict.score),
                 "milter scored a message"
             );
-            Some(verdict)
+            Some(scored)
         }
         Ok(Err(e)) => {
             // Overload and the daemon's deadline are counted as fail-open (by the caller);

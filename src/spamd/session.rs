@@ -9,7 +9,7 @@ use super::codec::{Code, Head, Method, ProtocolError, Reply, Request, SpamLine};
 use crate::config::Config;
 use crate::daemon::listen::Peer;
 use crate::daemon::metrics::Protocol;
-use crate::daemon::{CheckError, Context};
+use crate::daemon::{CheckError, Context, Scored};
 use crate::message::escape_control;
 use crate::model::{Class, Decision, ModelConfig, Verdict};
 use crate::spam_headers::{rewrite, spam_headers};
@@ -46,16 +46,16 @@ pub async fn serve(
             "Service Unavailable: STATS, EXPORT and PRUNE are served on the local sockets only",
         ),
         Method::Stats | Method::Export | Method::Prune => database(&request, ctx).await,
-        _ => check(request, ctx, config, protocol).await,
+        _ => check(request, ctx, protocol).await,
     }
 }
 
-async fn check(request: Request, ctx: &Context, config: &Config, protocol: Protocol) -> Reply {
+async fn check(request: Request, ctx: &Context, protocol: Protocol) -> Reply {
     let started = Instant::now();
     let Request { head, body } = request;
     let raw: Arc<[u8]> = body.into();
     match ctx.check(protocol, raw.clone()).await {
-        Ok(verdict) => {
+        Ok(Scored { verdict, engine }) => {
             tracing::info!(
                 method = head.method.name(),
                 user = user(&head),
@@ -66,7 +66,7 @@ async fn check(request: Request, ctx: &Context, config: &Config, protocol: Proto
                 ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1e3),
                 "spamd: scored"
             );
-            answer(&head, &verdict, &raw, &config.model)
+            answer(&head, &verdict, &raw, &engine.model)
         }
         Err(e) => {
             ctx.metrics.fail_open(protocol);
@@ -460,6 +460,33 @@ mod tests {
 
         let json = enc(Method::Verdict, &spam);
         assert!(json.contains("\"decision\":\"spam\""), "{json}");
+    }
+
+    /// SIGHUP may swap the configuration between a session's start and its scoring: the
+    /// reply gives the threshold of the engine that judged, not the one the session began
+    /// under.
+    #[tokio::test]
+    async fn the_reply_states_the_threshold_that_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::SledStore::open(dir.path(), &Default::default()).unwrap();
+        let engine = crate::engine::Engine {
+            extractor: Default::default(),
+            model: ModelConfig {
+                spam_threshold: 7.5,
+                ..ModelConfig::default()
+            },
+            store: Arc::new(store),
+        };
+        let mut config = Config::default();
+        config.model.spam_threshold = 5.0;
+        let ctx = Context::new(engine, config);
+        let request = Request {
+            head: head(Method::Check),
+            body: b"Subject: hi\r\n\r\nbody\r\n".to_vec(),
+        };
+        let reply =
+            String::from_utf8(check(request, &ctx, Protocol::Spamd).await.encode()).unwrap();
+        assert!(reply.contains(" / 7.5\r\n"), "{reply}");
     }
 
     #[test]
