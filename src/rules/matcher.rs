@@ -1,0 +1,428 @@
+//! Regex rules compiled to run together over the text they read (the body once, each
+//! header once, each URL once), and `tflags multiple` rules counted past their first hit.
+
+use std::collections::HashMap;
+
+use aho_corasick::AhoCorasick;
+use regex::bytes::{RegexSet, RegexSetBuilder};
+use regex_automata::meta::Regex as MetaRegex;
+
+use super::{Kind, first_line, perl};
+
+/// Patterns per `RegexSet`: one huge set makes the lazy DFA thrash its cache; many small ones
+/// each scan the text again.
+const SET_CHUNK: usize = 8;
+/// Compiled size limit per pattern and set; SpamAssassin's obfuscation classes are large.
+const SIZE_LIMIT: usize = 64 << 20;
+/// Lazy DFA cache per set and thread.
+const DFA_LIMIT: usize = 8 << 20;
+/// Backtracking steps per fancy-regex match before it gives up (no hit).
+const BACKTRACK_LIMIT: usize = 10_000;
+
+/// One compiled regex rule inside a [`Matcher`].
+#[derive(Debug, Clone)]
+struct Entry {
+    rule: usize,
+    negate: bool,
+    fancy: Option<fancy_regex::Regex>,
+    /// The exact pattern behind a widened prefilter.
+    exact: Option<regex::bytes::Regex>,
+}
+
+/// Every regex rule that reads one text. Three ways in, cheapest first:
+///
+/// - plain strings: one Aho-Corasick automaton finds them all;
+/// - patterns every match of which starts (or ends) with one of a few literals of three
+///   bytes or more: one case-insensitive Aho-Corasick automaton over all those literals
+///   says which patterns can match at all, and only those run, each on its own;
+/// - the rest: `RegexSet`s, a few dozen patterns each.
+///
+/// A `RegexSet` of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
+/// explode and it falls back to the PikeVM, 100× slower); most patterns name a literal,
+/// and most literals never occur in a given message.
+#[derive(Debug, Default)]
+pub(super) struct Matcher {
+    entries: Vec<Entry>,
+    /// Each set, and the entry of each of its patterns.
+    pub(super) sets: Vec<(RegexSet, Vec<usize>)>,
+    /// Plain strings, case-sensitive and ASCII-case-insensitive, with their entries.
+    pub(super) literals: Vec<(AhoCorasick, Vec<usize>)>,
+    /// Literal triggers (lowercase) and, per trigger, the triggered patterns.
+    triggers: Option<(AhoCorasick, Vec<Vec<usize>>)>,
+    /// Patterns run alone when triggered: (regex, entry, whether its triggers are
+    /// prefixes, so that it is tried anchored at each trigger rather than on the whole text).
+    pub(super) triggered: Vec<(MetaRegex, usize, bool)>,
+}
+
+/// A matcher under construction.
+#[derive(Default)]
+pub(super) struct MatcherBuilder {
+    entries: Vec<Entry>,
+    patterns: Vec<(String, usize)>,
+    literal: [Vec<(String, usize)>; 2],
+    /// (entry, prefix triggers?, triggers, pattern)
+    triggered: Vec<(usize, bool, Vec<Vec<u8>>, String)>,
+}
+
+/// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
+fn meta_regex(pattern: &str) -> Option<MetaRegex> {
+    MetaRegex::builder()
+        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
+        .configure(
+            MetaRegex::config()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(SIZE_LIMIT))
+                .hybrid_cache_capacity(DFA_LIMIT),
+        )
+        .build(pattern)
+        .ok()
+}
+
+/// Matchers with at most this many patterns are one `RegexSet`.
+const SMALL_MATCHER: usize = 64;
+/// Anchored tries of one pattern per text before one unanchored search replaces them.
+const MAX_ANCHORED_RUNS: u8 = 4;
+/// Fewer bytes than this make a trigger that fires on almost every message.
+const MIN_TRIGGER: usize = 3;
+/// More literals than this per pattern are not worth the automaton's size.
+const MAX_TRIGGERS: usize = 64;
+
+/// Literals of which every match of `pattern` contains one (a prefix set, else a suffix
+/// set: the flag says which), lowercased, if there are few and long enough ones.
+fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    // Of the prefix and the suffix sets, the one whose shortest literal is longest: short
+    // literals fire on every message.
+    let mut best: Option<(bool, Vec<Vec<u8>>)> = None;
+    for (prefix, kind) in [(true, ExtractKind::Prefix), (false, ExtractKind::Suffix)] {
+        let mut ex = Extractor::new();
+        ex.kind(kind)
+            .limit_class(8)
+            .limit_repeat(4)
+            .limit_literal_len(32)
+            .limit_total(MAX_TRIGGERS);
+        let seq = ex.extract(hir);
+        let Some(lits) = seq.literals() else { continue };
+        let mut out: Vec<Vec<u8>> = lits
+            .iter()
+            .map(|l| l.as_bytes().to_ascii_lowercase())
+            .collect();
+        out.sort();
+        out.dedup();
+        let shortest = |o: &[Vec<u8>]| o.iter().map(Vec::len).min().unwrap_or(0);
+        if !out.is_empty()
+            && out.len() <= MAX_TRIGGERS
+            && shortest(&out) >= MIN_TRIGGER
+            && best
+                .as_ref()
+                .is_none_or(|(_, b)| shortest(&out) > shortest(b))
+        {
+            best = Some((prefix, out));
+        }
+    }
+    best
+}
+
+impl MatcherBuilder {
+    pub(super) fn push(
+        &mut self,
+        rule: usize,
+        t: perl::Translated,
+        negate: bool,
+    ) -> Result<bool, String> {
+        let fancy = match &t.fancy {
+            Some(src) => Some(
+                fancy_regex::RegexBuilder::new(src)
+                    .backtrack_limit(BACKTRACK_LIMIT)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let backtracking = fancy.is_some();
+        let entry = self.entries.len();
+        match t.literal {
+            Some((lit, ci)) if fancy.is_none() => self.literal[usize::from(ci)].push((lit, entry)),
+            _ => {
+                // Parsed alone, so that one bad pattern is reported and never breaks the
+                // set it would join. Compiling waits for `build`, which knows how the
+                // pattern will run.
+                let hir = regex_syntax::ParserBuilder::new()
+                    .utf8(false)
+                    .build()
+                    .parse(&t.rust)
+                    .map_err(|e| first_line(&e.to_string()))?;
+                match triggers(&hir) {
+                    Some((prefix, lits)) => self.triggered.push((entry, prefix, lits, t.rust)),
+                    None => self.patterns.push((t.rust, entry)),
+                }
+            }
+        }
+        let exact = match &t.exact {
+            Some(src) => Some(
+                regex::bytes::RegexBuilder::new(src)
+                    .size_limit(SIZE_LIMIT)
+                    .dfa_size_limit(DFA_LIMIT)
+                    .build()
+                    .map_err(|e| first_line(&e.to_string()))?,
+            ),
+            None => None,
+        };
+        self.entries.push(Entry {
+            rule,
+            negate,
+            fancy,
+            exact,
+        });
+        Ok(backtracking)
+    }
+
+    pub(super) fn build(mut self) -> Matcher {
+        // A few dozen patterns make one healthy lazy DFA that reads the text once, cheaper
+        // than trigger bookkeeping; hundreds make it explode, and triggers win.
+        let chunk_size = if self.patterns.len() + self.triggered.len() <= SMALL_MATCHER {
+            for (entry, _, _, pattern) in std::mem::take(&mut self.triggered) {
+                self.patterns.push((pattern, entry));
+            }
+            SMALL_MATCHER
+        } else {
+            SET_CHUNK
+        };
+        let mut triggered_in = Vec::new();
+        for (entry, prefix, lits, pattern) in std::mem::take(&mut self.triggered) {
+            match meta_regex(&pattern) {
+                Some(re) => triggered_in.push((re, entry, prefix, lits)),
+                None => self.patterns.push((pattern, entry)),
+            }
+        }
+        let mut sets = Vec::new();
+        for chunk in self.patterns.chunks(chunk_size) {
+            let built = RegexSetBuilder::new(chunk.iter().map(|(p, _)| p))
+                .size_limit(SIZE_LIMIT)
+                .dfa_size_limit(DFA_LIMIT)
+                .build();
+            match built {
+                Ok(set) => sets.push((set, chunk.iter().map(|(_, e)| *e).collect())),
+                // Every pattern compiled alone; a set can still exceed a limit. Fall back
+                // to one set per pattern rather than lose rules.
+                Err(_) => {
+                    for (p, e) in chunk {
+                        if let Ok(set) = RegexSetBuilder::new([p])
+                            .size_limit(SIZE_LIMIT)
+                            .dfa_size_limit(DFA_LIMIT)
+                            .build()
+                        {
+                            sets.push((set, vec![*e]));
+                        }
+                    }
+                }
+            }
+        }
+        let mut literals = Vec::new();
+        for (ci, lits) in self.literal.into_iter().enumerate() {
+            if lits.is_empty() {
+                continue;
+            }
+            let ac = AhoCorasick::builder()
+                .ascii_case_insensitive(ci == 1)
+                .build(lits.iter().map(|(l, _)| l));
+            if let Ok(ac) = ac {
+                literals.push((ac, lits.iter().map(|(_, e)| *e).collect()));
+            }
+        }
+        let mut trigger_index: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut fired: Vec<Vec<usize>> = Vec::new();
+        let mut triggered = Vec::new();
+        for (i, (re, entry, prefix, lits)) in triggered_in.into_iter().enumerate() {
+            for lit in lits {
+                let t = *trigger_index.entry(lit).or_insert_with(|| {
+                    fired.push(Vec::new());
+                    fired.len() - 1
+                });
+                fired[t].push(i);
+            }
+            triggered.push((re, entry, prefix));
+        }
+        let mut words: Vec<(Vec<u8>, usize)> = trigger_index.into_iter().collect();
+        words.sort_by_key(|(_, t)| *t);
+        let triggers = (!words.is_empty())
+            .then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+                    .build(words.iter().map(|(w, _)| w))
+                    .ok()
+            })
+            .flatten()
+            .map(|ac| (ac, fired));
+        Matcher {
+            entries: self.entries,
+            sets,
+            literals,
+            triggers,
+            triggered,
+        }
+    }
+}
+
+impl Matcher {
+    pub(super) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Whether entry `e`, whose prefilter matched `hay`, really matches. `text` caches
+    /// `hay` as UTF-8 for the backtracker, which works on `str`.
+    fn confirm<'h>(
+        &self,
+        e: usize,
+        hay: &'h [u8],
+        text: &mut Option<std::borrow::Cow<'h, str>>,
+    ) -> bool {
+        if let Some(re) = &self.entries[e].exact {
+            return re.is_match(hay);
+        }
+        match &self.entries[e].fancy {
+            None => true,
+            // The prefilter matched; the backtracker decides (a limit hit is no match).
+            Some(re) => re
+                .is_match(
+                    text.get_or_insert_with(|| String::from_utf8_lossy(hay))
+                        .as_ref(),
+                )
+                .unwrap_or(false),
+        }
+    }
+
+    /// Marks in `matched` (one per entry) every pattern that matches `hay`.
+    fn scan(&self, hay: &[u8], matched: &mut [bool]) {
+        let mut text = None;
+        for (set, entries) in &self.sets {
+            for i in set.matches(hay).iter() {
+                let e = entries[i];
+                matched[e] = matched[e] || self.confirm(e, hay, &mut text);
+            }
+        }
+        for (ac, entries) in &self.literals {
+            for m in ac.find_overlapping_iter(hay) {
+                matched[entries[m.pattern().as_usize()]] = true;
+            }
+        }
+        if let Some((ac, fired)) = &self.triggers {
+            // Unanchored patterns run once per text, anchored ones at each trigger position
+            // up to a few times, then once over the whole text: a common trigger word
+            // must not cost a search per occurrence.
+            // Allocated at the first trigger: most texts have none for most matchers.
+            let mut tried: Vec<bool> = Vec::new();
+            let mut anchored_runs: Vec<u8> = Vec::new();
+            for m in ac.find_overlapping_iter(hay) {
+                if tried.is_empty() {
+                    tried = vec![false; self.triggered.len()];
+                    anchored_runs = vec![0u8; self.triggered.len()];
+                }
+                for &i in &fired[m.pattern().as_usize()] {
+                    let (re, e, prefix) = &self.triggered[i];
+                    if matched[*e] || tried[i] {
+                        continue;
+                    }
+                    let hit = if *prefix && anchored_runs[i] < MAX_ANCHORED_RUNS {
+                        anchored_runs[i] += 1;
+                        let input = regex_automata::Input::new(hay)
+                            .range(m.start()..)
+                            .anchored(regex_automata::Anchored::Yes)
+                            .earliest(true);
+                        re.search_half(&input).is_some()
+                    } else {
+                        tried[i] = true;
+                        re.is_match(hay)
+                    };
+                    if hit {
+                        // The confirmation reads the whole text: its answer stands for
+                        // every later trigger of this pattern.
+                        tried[i] = true;
+                        matched[*e] = self.confirm(*e, hay, &mut text);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scans every text in `hays` and adds each rule's hit to `hits`.
+    pub(super) fn run<'h>(&self, hays: impl IntoIterator<Item = &'h [u8]>, hits: &mut [u32]) {
+        if self.is_empty() {
+            return;
+        }
+        let mut matched = vec![false; self.entries.len()];
+        for hay in hays {
+            self.scan(hay, &mut matched);
+        }
+        for (e, m) in self.entries.iter().zip(matched) {
+            if m != e.negate {
+                hits[e.rule] = 1;
+            }
+        }
+    }
+}
+
+/// A `tflags multiple` rule that a meta rule reads: its hits are its matches, not one, as
+/// SpamAssassin counts them, for meta arithmetic (`(A + B) > 3`). A feature counts once
+/// whatever its hits, so a rule no meta reads is not counted.
+#[derive(Debug)]
+pub(super) struct Counted {
+    pub(super) rule: usize,
+    pub(super) kind: Kind,
+    pub(super) pattern: CountPattern,
+    pub(super) max_hits: u32,
+}
+
+#[derive(Debug)]
+pub(super) enum CountPattern {
+    Automaton(regex::bytes::Regex),
+    Backtracking(fancy_regex::Regex),
+}
+
+impl CountPattern {
+    pub(super) fn new(t: &perl::Translated) -> Result<CountPattern, String> {
+        if let Some(src) = &t.fancy {
+            return fancy_regex::RegexBuilder::new(src)
+                .backtrack_limit(BACKTRACK_LIMIT)
+                .build()
+                .map(CountPattern::Backtracking)
+                .map_err(|e| e.to_string());
+        }
+        regex::bytes::RegexBuilder::new(t.exact.as_ref().unwrap_or(&t.rust))
+            .size_limit(SIZE_LIMIT)
+            .dfa_size_limit(DFA_LIMIT)
+            .build()
+            .map(CountPattern::Automaton)
+            .map_err(|e| first_line(&e.to_string()))
+    }
+
+    /// Matches in `hay`, no more than `max`.
+    pub(super) fn count(&self, hay: &[u8], max: u32) -> u32 {
+        let max = max as usize;
+        let n = match self {
+            CountPattern::Automaton(re) => re.find_iter(hay).take(max).count(),
+            CountPattern::Backtracking(re) => re
+                .find_iter(String::from_utf8_lossy(hay).as_ref())
+                .take(max)
+                .take_while(Result::is_ok)
+                .count(),
+        };
+        n as u32
+    }
+}
+
+/// `multiple` in a rule's tflags, and its `maxhits=N` (SpamAssassin's default: no limit,
+/// which here is a thousand).
+pub(super) fn count_limit(tflags: Option<&String>) -> Option<u32> {
+    let flags: Vec<&str> = tflags?.split_whitespace().collect();
+    if !flags.contains(&"multiple") {
+        return None;
+    }
+    Some(
+        flags
+            .iter()
+            .find_map(|f| f.strip_prefix("maxhits=")?.parse().ok())
+            .unwrap_or(1000),
+    )
+}

@@ -1,0 +1,181 @@
+//! The header text that header and mimeheader rules read: `Subject`, `From:addr`, `ALL`,
+//! `ToCc`, the fields of each MIME part…
+
+use crate::message::Message;
+
+/// Which header text a header rule reads.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// All values of the header, joined by newlines; with modifiers.
+    Header {
+        name: String,
+        raw: bool,
+        part: Part,
+    },
+    /// Every header as `Name: value` lines.
+    All,
+    ToCc,
+    EnvelopeFrom,
+    MessageId,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Part {
+    Whole,
+    /// `:addr`: the first mail address.
+    Addr,
+    /// `:name`: the first display name.
+    Name,
+    /// `:host`/`:domain`: the domain of the first address.
+    Host,
+}
+
+impl Target {
+    pub(super) fn parse(spec: &str) -> Result<Target, String> {
+        let mut parts = spec.split(':');
+        let name = parts.next().unwrap_or_default().trim();
+        let (mut raw, mut part) = (false, Part::Whole);
+        for m in parts {
+            match m {
+                "raw" => raw = true,
+                "addr" => part = Part::Addr,
+                "name" => part = Part::Name,
+                "host" | "domain" => part = Part::Host,
+                "first" | "last" | "" => {}
+                m => return Err(format!("header modifier :{m} is not supported")),
+            }
+        }
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic() && b != b':') {
+            return Err(format!("bad header name {name:?}"));
+        }
+        Ok(match (name, part) {
+            ("ALL", Part::Whole) => Target::All,
+            ("ToCc", Part::Whole) => Target::ToCc,
+            ("EnvelopeFrom", _) => Target::EnvelopeFrom,
+            ("MESSAGEID", _) => Target::MessageId,
+            _ => Target::Header {
+                name: name.to_string(),
+                raw,
+                part,
+            },
+        })
+    }
+
+    /// The first mail address in a header value.
+    pub fn address(value: &str) -> Option<String> {
+        if let Some(start) = value.find('<') {
+            let rest = &value[start + 1..];
+            let end = rest.find('>').unwrap_or(rest.len());
+            return Some(rest[..end].trim().to_string());
+        }
+        value
+            .split([' ', ',', ';'])
+            .find(|w| w.contains('@'))
+            .map(|w| {
+                w.trim_matches(|c| c == '"' || c == '(' || c == ')')
+                    .to_string()
+            })
+    }
+
+    pub(super) fn text(&self, msg: &Message) -> Option<String> {
+        let join = |vals: Vec<String>| (!vals.is_empty()).then(|| vals.join("\n"));
+        match self {
+            Target::All => join(
+                msg.headers
+                    .iter()
+                    .map(|h| format!("{}: {}", h.name, h.value))
+                    .collect(),
+            ),
+            // Raw, unfolded: re-rendered address lists lose group names such as
+            // "undisclosed-recipients:;".
+            Target::ToCc => join(
+                msg.raw_header_values("to")
+                    .into_iter()
+                    .chain(msg.raw_header_values("cc"))
+                    .map(|v| {
+                        String::from_utf8_lossy(v)
+                            .split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect(),
+            ),
+            Target::EnvelopeFrom => msg
+                .header("return-path")
+                .or_else(|| msg.header("x-envelope-from"))
+                .map(|v| Target::address(v).unwrap_or_else(|| v.to_string())),
+            Target::MessageId => join(
+                ["message-id", "resent-message-id", "x-message-id"]
+                    .iter()
+                    .flat_map(|h| msg.header_values(h))
+                    .map(str::to_string)
+                    .collect(),
+            ),
+            Target::Header { name, raw, part } => {
+                let values: Vec<String> = if *raw {
+                    msg.raw_header_values(name)
+                        .into_iter()
+                        .map(|v| String::from_utf8_lossy(v).into_owned())
+                        .collect()
+                } else {
+                    msg.header_values(name).map(str::to_string).collect()
+                };
+                let first = values.first();
+                match part {
+                    Part::Whole => join(values),
+                    Part::Addr => first.map(|v| Target::address(v).unwrap_or_default()),
+                    Part::Host => first.and_then(|v| Target::address(v)).map(|a| {
+                        a.rsplit('@')
+                            .next()
+                            .unwrap_or_default()
+                            .to_ascii_lowercase()
+                    }),
+                    Part::Name => first.map(|v| match v.find('<') {
+                        Some(at) => v[..at].trim().trim_matches('"').to_string(),
+                        None => String::new(),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// The header fields that `keep` names, of each header block in `raw`, unfolded: the
+/// message's own block first when `raw` starts with it (a whole message,
+/// `starts_in_headers`), then each MIME part's, after its boundary line.
+pub(super) fn mime_header_blocks(
+    raw: &[u8],
+    starts_in_headers: bool,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<Vec<(String, String)>> {
+    let text = String::from_utf8_lossy(raw);
+    let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
+    if starts_in_headers {
+        blocks.push(Vec::new());
+    }
+    let mut in_headers = starts_in_headers;
+    // Whether the field being read is kept, so that its folded lines join it.
+    let mut kept = false;
+    for line in text.lines() {
+        if in_headers {
+            let block = blocks.last_mut().expect("a block is open while in headers");
+            if line.trim().is_empty() {
+                in_headers = false;
+            } else if line.starts_with([' ', '\t']) {
+                if let Some(last) = block.last_mut().filter(|_| kept) {
+                    last.1.push(' ');
+                    last.1.push_str(line.trim());
+                }
+            } else if let Some((n, v)) = line.split_once(':') {
+                kept = keep(n.trim());
+                if kept {
+                    block.push((n.trim().to_string(), v.trim().to_string()));
+                }
+            }
+        } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
+            in_headers = true;
+            blocks.push(Vec::new());
+        }
+    }
+    blocks
+}
