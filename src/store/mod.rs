@@ -4,6 +4,7 @@
 //! nothing about sled leaks past it.
 
 mod dump;
+mod layout;
 mod sled_store;
 
 use std::path::PathBuf;

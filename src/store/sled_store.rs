@@ -1,9 +1,9 @@
 //! The sled implementation of [`Store`].
 //!
 //! One sled tree, keys prefixed by kind (`t` + bucket, `l` + digest, `m` + name, `n` + a
-//! front end's note key), so that
-//! a batch of messages' token counts, the class totals and their ledger entries go to disk
-//! in one `apply_batch`, which sled applies atomically.
+//! front end's note key; the bytes are in [`super::layout`]), so that a batch of messages'
+//! token counts, the class totals and their ledger entries go to disk in one
+//! `apply_batch`, which sled applies atomically.
 //!
 //! Token counts are kept in 4,096 buckets (by a fixed hash of the feature), each bucket one
 //! sled value listing its features and their counts. A key per feature made sled do a
@@ -25,16 +25,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::layout::{
+    BucketEntries, LEDGER, META_SCHEMA, META_TOTALS, TOKEN, bucket_key, bucket_of, decode_ledger,
+    decode_totals, encode_entry, encode_ledger, encode_totals, ledger_key, note_key,
+};
 use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
 use crate::features::{FeatureMap, RULE_PREFIX, feature_hash};
 use crate::message::Digest;
 use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
 
-const TOKEN: u8 = b't';
-const LEDGER: u8 = b'l';
-const NOTE: u8 = b'n';
-const META_SCHEMA: &[u8] = b"mschema";
-const META_TOTALS: &[u8] = b"mtotals";
 const MARKER_FILE: &str = "spamnb-database";
 const MARKER_TEXT: &str =
     "This directory is a spamnb database (sled). Back it up with `spamnb export`.\n";
@@ -641,32 +640,6 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 /// Longer features are not learned; none of spamnb's own come near it.
 const MAX_FEATURE_BYTES: usize = 1024;
 
-/// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
-const BUCKET_BITS: u32 = 12;
-
-fn bucket_of(hash: u64) -> u16 {
-    (hash >> (64 - BUCKET_BITS)) as u16
-}
-
-fn bucket_key(bucket: u16) -> [u8; 3] {
-    let [hi, lo] = bucket.to_be_bytes();
-    [TOKEN, hi, lo]
-}
-
-fn note_key(key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(key.len() + 1);
-    k.push(NOTE);
-    k.extend_from_slice(key);
-    k
-}
-
-fn ledger_key(digest: &Digest) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17);
-    k.push(LEDGER);
-    k.extend_from_slice(digest);
-    k
-}
-
 /// Which learning moves what: the outcome, and the (class, +1/−1) steps to apply.
 fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Class, i64)]) {
     match (known, target) {
@@ -686,42 +659,6 @@ fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Cl
     }
 }
 
-/// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
-fn encode_entry(out: &mut Vec<u8>, feature: &str, counts: &TokenCounts) {
-    out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
-    out.extend_from_slice(feature.as_bytes());
-    out.extend_from_slice(&encode_counts(counts));
-}
-
-/// The entries of a bucket, read in place; `None` where the bytes are damaged.
-struct BucketEntries<'a>(&'a [u8]);
-
-impl<'a> Iterator for BucketEntries<'a> {
-    type Item = Option<(&'a str, TokenCounts)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_empty() {
-            return None;
-        }
-        let entry = (|| {
-            let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
-            let feature = std::str::from_utf8(self.0.get(2..2 + len)?).ok()?;
-            let counts = decode_counts(self.0.get(2 + len..2 + len + 16)?)?;
-            Some((feature, counts, 2 + len + 16))
-        })();
-        match entry {
-            Some((feature, counts, used)) => {
-                self.0 = &self.0[used..];
-                Some(Some((feature, counts)))
-            }
-            None => {
-                self.0 = &[];
-                Some(None)
-            }
-        }
-    }
-}
-
 /// The table's keys are already hashes; hashing them again would only cost time.
 #[derive(Default)]
 struct PrehashedKey(u64);
@@ -738,85 +675,6 @@ impl Hasher for PrehashedKey {
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
     }
-}
-
-fn encode_counts(c: &TokenCounts) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for (i, v) in [
-        c.occurrences[0],
-        c.occurrences[1],
-        c.messages[0],
-        c.messages[1],
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    out
-}
-
-fn decode_counts(b: &[u8]) -> Option<TokenCounts> {
-    let word = |i: usize| {
-        Some(u32::from_le_bytes(
-            b.get(i * 4..i * 4 + 4)?.try_into().ok()?,
-        ))
-    };
-    Some(TokenCounts {
-        occurrences: [word(0)?, word(1)?],
-        messages: [word(2)?, word(3)?],
-    })
-}
-
-fn encode_totals(t: &Totals) -> Vec<u8> {
-    [
-        t.messages[0],
-        t.messages[1],
-        t.occurrences[0],
-        t.occurrences[1],
-        t.presences[0],
-        t.presences[1],
-        t.vocabulary,
-    ]
-    .iter()
-    .flat_map(|v| v.to_le_bytes())
-    .collect()
-}
-
-fn decode_totals(b: &[u8]) -> Option<Totals> {
-    let word = |i: usize| {
-        Some(u64::from_le_bytes(
-            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
-        ))
-    };
-    Some(Totals {
-        messages: [word(0)?, word(1)?],
-        occurrences: [word(2)?, word(3)?],
-        presences: [word(4)?, word(5)?],
-        vocabulary: word(6)?,
-    })
-}
-
-fn encode_ledger(e: &LedgerEntry) -> Vec<u8> {
-    let mut out = vec![e.class as u8];
-    out.extend_from_slice(&e.learned_at.to_le_bytes());
-    out.extend_from_slice(e.user.as_deref().unwrap_or_default().as_bytes());
-    out
-}
-
-fn decode_ledger(b: &[u8]) -> Option<LedgerEntry> {
-    let class = match b.first()? {
-        0 => Class::Ham,
-        1 => Class::Spam,
-        _ => return None,
-    };
-    let learned_at = u64::from_le_bytes(b.get(1..9)?.try_into().ok()?);
-    let user = std::str::from_utf8(b.get(9..)?).ok()?;
-    Some(LedgerEntry {
-        class,
-        learned_at,
-        user: (!user.is_empty()).then(|| user.to_string()),
-    })
 }
 
 #[cfg(test)]
@@ -1071,37 +929,5 @@ mod tests {
         let mut tokens = 0;
         store.for_each_token(&mut |_, _| tokens += 1).unwrap();
         assert_eq!(tokens, 2, "notes are not tokens");
-    }
-
-    #[test]
-    fn encodings_round_trip() {
-        let c = TokenCounts {
-            occurrences: [1, u32::MAX],
-            messages: [7, 0],
-        };
-        assert_eq!(decode_counts(&encode_counts(&c)), Some(c));
-        let t = Totals {
-            messages: [1, 2],
-            occurrences: [3, 4],
-            presences: [5, 6],
-            vocabulary: 7,
-        };
-        assert_eq!(decode_totals(&encode_totals(&t)), Some(t));
-        let e = LedgerEntry {
-            class: Class::Spam,
-            learned_at: 99,
-            user: Some("ann".into()),
-        };
-        assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
-        let mut bucket = Vec::new();
-        encode_entry(&mut bucket, "a", &c);
-        encode_entry(&mut bucket, "ünï:b", &TokenCounts::default());
-        let entries: Vec<_> = BucketEntries(&bucket).collect();
-        assert_eq!(
-            entries,
-            [Some(("a", c)), Some(("ünï:b", TokenCounts::default()))]
-        );
-        let cut: Vec<_> = BucketEntries(&[3, 0, b'a']).collect();
-        assert_eq!(cut, [None], "a cut-off bucket is damage, not data");
     }
 }

@@ -1,0 +1,191 @@
+//! How the store lays its data out in sled: keys prefixed by kind, token counts in
+//! buckets, and the byte encodings of counts, totals and ledger entries. Changing any of
+//! this changes the schema (`SCHEMA_VERSION`).
+
+use super::LedgerEntry;
+use crate::message::Digest;
+use crate::model::{Class, TokenCounts, Totals};
+
+pub(super) const TOKEN: u8 = b't';
+pub(super) const LEDGER: u8 = b'l';
+const NOTE: u8 = b'n';
+pub(super) const META_SCHEMA: &[u8] = b"mschema";
+pub(super) const META_TOTALS: &[u8] = b"mtotals";
+
+/// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
+pub(super) const BUCKET_BITS: u32 = 12;
+
+pub(super) fn bucket_of(hash: u64) -> u16 {
+    (hash >> (64 - BUCKET_BITS)) as u16
+}
+
+pub(super) fn bucket_key(bucket: u16) -> [u8; 3] {
+    let [hi, lo] = bucket.to_be_bytes();
+    [TOKEN, hi, lo]
+}
+
+pub(super) fn note_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(key.len() + 1);
+    k.push(NOTE);
+    k.extend_from_slice(key);
+    k
+}
+
+pub(super) fn ledger_key(digest: &Digest) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17);
+    k.push(LEDGER);
+    k.extend_from_slice(digest);
+    k
+}
+
+/// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
+pub(super) fn encode_entry(out: &mut Vec<u8>, feature: &str, counts: &TokenCounts) {
+    out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+    out.extend_from_slice(feature.as_bytes());
+    out.extend_from_slice(&encode_counts(counts));
+}
+
+/// The entries of a bucket, read in place; `None` where the bytes are damaged.
+pub(super) struct BucketEntries<'a>(pub(super) &'a [u8]);
+
+impl<'a> Iterator for BucketEntries<'a> {
+    type Item = Option<(&'a str, TokenCounts)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
+        let entry = (|| {
+            let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
+            let feature = std::str::from_utf8(self.0.get(2..2 + len)?).ok()?;
+            let counts = decode_counts(self.0.get(2 + len..2 + len + 16)?)?;
+            Some((feature, counts, 2 + len + 16))
+        })();
+        match entry {
+            Some((feature, counts, used)) => {
+                self.0 = &self.0[used..];
+                Some(Some((feature, counts)))
+            }
+            None => {
+                self.0 = &[];
+                Some(None)
+            }
+        }
+    }
+}
+
+fn encode_counts(c: &TokenCounts) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (i, v) in [
+        c.occurrences[0],
+        c.occurrences[1],
+        c.messages[0],
+        c.messages[1],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+fn decode_counts(b: &[u8]) -> Option<TokenCounts> {
+    let word = |i: usize| {
+        Some(u32::from_le_bytes(
+            b.get(i * 4..i * 4 + 4)?.try_into().ok()?,
+        ))
+    };
+    Some(TokenCounts {
+        occurrences: [word(0)?, word(1)?],
+        messages: [word(2)?, word(3)?],
+    })
+}
+
+pub(super) fn encode_totals(t: &Totals) -> Vec<u8> {
+    [
+        t.messages[0],
+        t.messages[1],
+        t.occurrences[0],
+        t.occurrences[1],
+        t.presences[0],
+        t.presences[1],
+        t.vocabulary,
+    ]
+    .iter()
+    .flat_map(|v| v.to_le_bytes())
+    .collect()
+}
+
+pub(super) fn decode_totals(b: &[u8]) -> Option<Totals> {
+    let word = |i: usize| {
+        Some(u64::from_le_bytes(
+            b.get(i * 8..i * 8 + 8)?.try_into().ok()?,
+        ))
+    };
+    Some(Totals {
+        messages: [word(0)?, word(1)?],
+        occurrences: [word(2)?, word(3)?],
+        presences: [word(4)?, word(5)?],
+        vocabulary: word(6)?,
+    })
+}
+
+pub(super) fn encode_ledger(e: &LedgerEntry) -> Vec<u8> {
+    let mut out = vec![e.class as u8];
+    out.extend_from_slice(&e.learned_at.to_le_bytes());
+    out.extend_from_slice(e.user.as_deref().unwrap_or_default().as_bytes());
+    out
+}
+
+pub(super) fn decode_ledger(b: &[u8]) -> Option<LedgerEntry> {
+    let class = match b.first()? {
+        0 => Class::Ham,
+        1 => Class::Spam,
+        _ => return None,
+    };
+    let learned_at = u64::from_le_bytes(b.get(1..9)?.try_into().ok()?);
+    let user = std::str::from_utf8(b.get(9..)?).ok()?;
+    Some(LedgerEntry {
+        class,
+        learned_at,
+        user: (!user.is_empty()).then(|| user.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_round_trip() {
+        let c = TokenCounts {
+            occurrences: [1, u32::MAX],
+            messages: [7, 0],
+        };
+        assert_eq!(decode_counts(&encode_counts(&c)), Some(c));
+        let t = Totals {
+            messages: [1, 2],
+            occurrences: [3, 4],
+            presences: [5, 6],
+            vocabulary: 7,
+        };
+        assert_eq!(decode_totals(&encode_totals(&t)), Some(t));
+        let e = LedgerEntry {
+            class: Class::Spam,
+            learned_at: 99,
+            user: Some("ann".into()),
+        };
+        assert_eq!(decode_ledger(&encode_ledger(&e)), Some(e));
+        let mut bucket = Vec::new();
+        encode_entry(&mut bucket, "a", &c);
+        encode_entry(&mut bucket, "ünï:b", &TokenCounts::default());
+        let entries: Vec<_> = BucketEntries(&bucket).collect();
+        assert_eq!(
+            entries,
+            [Some(("a", c)), Some(("ünï:b", TokenCounts::default()))]
+        );
+        let cut: Vec<_> = BucketEntries(&[3, 0, b'a']).collect();
+        assert_eq!(cut, [None], "a cut-off bucket is damage, not data");
+    }
+}
