@@ -1,5 +1,5 @@
 //! [`Table`]: learned counts in memory, kept the way the store keeps them, so that
-//! evaluation scores through the production [`model`](crate::model) code unchanged.
+//! evaluation scores through the production [`crate::model`] code unchanged.
 //! [`Selection`]: a view of a table restricted to the features a selector kept.
 
 use std::collections::{HashMap, HashSet};
