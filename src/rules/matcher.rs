@@ -7,6 +7,7 @@ use aho_corasick::AhoCorasick;
 use regex::bytes::{RegexSet, RegexSetBuilder};
 use regex_automata::meta::Regex as MetaRegex;
 
+use super::anchored::AnchoredSet;
 use super::{Kind, first_line, perl};
 
 /// Patterns per `RegexSet`: one huge set makes the lazy DFA thrash its cache; many small ones
@@ -35,7 +36,8 @@ struct Entry {
 /// - patterns every match of which starts (or ends) with one of a few literals of three
 ///   bytes or more: one case-insensitive Aho-Corasick automaton over all those literals
 ///   says which patterns can match at all, and only those run, each on its own;
-/// - the rest: `RegexSet`s, a few dozen patterns each.
+/// - the rest: `RegexSet`s, a few dozen patterns each; when they make one set of a few
+///   dozen, it runs anchored from where its patterns can begin ([`AnchoredSet`]).
 ///
 /// A `RegexSet` of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
 /// explode and it falls back to the PikeVM, 100× slower); most patterns name a literal,
@@ -45,6 +47,9 @@ pub(super) struct Matcher {
     entries: Vec<Entry>,
     /// Each set, and the entry of each of its patterns.
     pub(super) sets: Vec<(RegexSet, Vec<usize>)>,
+    /// A matcher of one set runs it anchored where its patterns can begin (see
+    /// [`AnchoredSet`]); the set stays for the texts on which that gives up.
+    anchored: Option<AnchoredSet>,
     /// Plain strings, case-sensitive and ASCII-case-insensitive, with their entries.
     pub(super) literals: Vec<(AhoCorasick, Vec<usize>)>,
     /// Literal triggers (lowercase) and, per trigger, the triggered patterns.
@@ -80,6 +85,11 @@ fn meta_regex(pattern: &str) -> Option<MetaRegex> {
 
 /// Matchers with at most this many patterns are one `RegexSet`.
 const SMALL_MATCHER: usize = 64;
+/// One set of at least this many patterns runs anchored ([`AnchoredSet`]). Fewer partial
+/// matches combine into few states, and the unanchored set, one pass over the text, is
+/// cheaper: with spamnb's own rules, anchoring header or rawbody sets (at most 18 patterns)
+/// cost time, anchoring the 59 body patterns saved 8% of `check`.
+const ANCHOR_FROM: usize = 32;
 /// Anchored tries of one pattern per text before one unanchored search replaces them.
 const MAX_ANCHORED_RUNS: u8 = 4;
 /// Fewer bytes than this make a trigger that fires on almost every message.
@@ -218,6 +228,12 @@ impl MatcherBuilder {
                 }
             }
         }
+        let anchored = match sets.as_slice() {
+            [(set, _)] if chunk_size == SMALL_MATCHER && set.len() >= ANCHOR_FROM => {
+                AnchoredSet::new(set.patterns(), SIZE_LIMIT, DFA_LIMIT)
+            }
+            _ => None,
+        };
         let mut literals = Vec::new();
         for (ci, lits) in self.literal.into_iter().enumerate() {
             if lits.is_empty() {
@@ -258,6 +274,7 @@ impl MatcherBuilder {
         Matcher {
             entries: self.entries,
             sets,
+            anchored,
             literals,
             triggers,
             triggered,
@@ -266,6 +283,20 @@ impl MatcherBuilder {
 }
 
 impl Matcher {
+    #[cfg(test)]
+    pub(super) fn is_anchored(&self) -> bool {
+        self.anchored.is_some()
+    }
+
+    /// The same matcher, its sets run unanchored: what anchored runs must agree with.
+    #[cfg(test)]
+    pub(super) fn unanchored(self) -> Matcher {
+        Matcher {
+            anchored: None,
+            ..self
+        }
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -296,7 +327,16 @@ impl Matcher {
     /// Marks in `matched` (one per entry) every pattern that matches `hay`.
     fn scan(&self, hay: &[u8], matched: &mut [bool]) {
         let mut text = None;
-        for (set, entries) in &self.sets {
+        for (n, (set, entries)) in self.sets.iter().enumerate() {
+            if let Some(anchored) = self.anchored.as_ref().filter(|_| n == 0) {
+                let done = anchored.matches(hay, |i| {
+                    let e = entries[i];
+                    matched[e] = matched[e] || self.confirm(e, hay, &mut text);
+                });
+                if done.is_ok() {
+                    continue;
+                }
+            }
             for i in set.matches(hay).iter() {
                 let e = entries[i];
                 matched[e] = matched[e] || self.confirm(e, hay, &mut text);

@@ -13,6 +13,7 @@
 //! Loading never fails: a rule that cannot be used is skipped with its file, line and
 //! reason.
 
+mod anchored;
 pub mod eval;
 mod matcher;
 pub mod meta;

@@ -583,3 +583,43 @@ fn the_built_in_rules_are_the_repository_rules() {
             .starts_with(BUILT_IN_DIR)
     );
 }
+
+/// Anchored runs are an optimisation: a rule edit that quietly turned them off (a body
+/// pattern whose beginning cannot be told) would cost a tenth of `check`.
+#[test]
+fn the_built_in_body_rules_run_anchored_and_match_as_a_set_would() {
+    let (set, _) = RuleSet::built_in();
+    assert!(set.body.is_anchored());
+    let (mut plain, _) = RuleSet::built_in();
+    plain.body = std::mem::take(&mut plain.body).unanchored();
+    // Every body pattern, on text made of the words and bytes they look for.
+    let words: Vec<&str> = "free gift $$$ !!!! click here dear friend you have been selected \
+        lottery winner 1,000,000 dollars v1agra no prescription needed act now \
+        one hundred percent guaranteed urgent reply \n \t . , : ' - _ x y 7"
+        .split(' ')
+        .collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut matched = 0;
+    for _ in 0..3000 {
+        let text: Vec<&str> = (0..(next() % 12))
+            .map(|_| words[(next() % words.len() as u64) as usize])
+            .collect();
+        let text = text.join(if next() % 3 == 0 { "" } else { " " });
+        let mut anchored = vec![0u32; set.rules.len()];
+        set.body.run([text.as_bytes()], &mut anchored);
+        let mut expected = vec![0u32; set.rules.len()];
+        plain.body.run([text.as_bytes()], &mut expected);
+        matched += usize::from(expected.iter().any(|&h| h > 0));
+        assert_eq!(anchored, expected, "{text:?}");
+    }
+    assert!(
+        matched > 100,
+        "the texts hit the rules only {matched} times"
+    );
+}

@@ -1,0 +1,276 @@
+//! A set of patterns run from each place where one of them can begin, instead of across
+//! the whole text at once.
+//!
+//! An unanchored `RegexSet` keeps, in each state of its lazy DFA, every partial match begun
+//! at every earlier byte. With a few dozen patterns those combinations are endless: the
+//! full DFA of spamnb's 59 body patterns would take 935 MB. So every new text builds new
+//! states, and building them was most of what body rules cost. Run anchored from each place
+//! where some pattern can begin (a word start for `\bword`, a line start for `^`, any `$`
+//! for `\$…`), the DFA follows one beginning at a time. Its states stay few and are soon all
+//! built, and most runs die after a byte or two.
+
+use std::panic::{RefUnwindSafe, UnwindSafe};
+
+use regex_automata::hybrid::dfa::{Cache, DFA};
+use regex_automata::nfa::thompson;
+use regex_automata::util::pool::Pool;
+use regex_automata::util::{start, syntax};
+use regex_automata::{Anchored, MatchKind};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Hir, HirKind, Look};
+
+type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>>;
+
+/// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
+const ANYWHERE: u8 = 1;
+const AT_WORD_START: u8 = 2;
+const AT_LINE_START: u8 = 4;
+
+pub(super) struct AnchoredSet {
+    dfa: DFA,
+    /// Per byte, where a match of some pattern may begin with it.
+    starts: [u8; 256],
+    caches: CachePool,
+}
+
+impl std::fmt::Debug for AnchoredSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnchoredSet").finish_non_exhaustive()
+    }
+}
+
+/// The lazy DFA gave up (its cache thrashed, or it met a byte it cannot handle): the caller
+/// runs its unanchored set instead.
+#[derive(Debug)]
+pub(super) struct GaveUp;
+
+impl AnchoredSet {
+    /// The patterns as one anchored set, or `None` when where they begin cannot be told (a
+    /// pattern that matches the empty string begins everywhere): the unanchored set is then
+    /// as good.
+    pub(super) fn new(patterns: &[String], size_limit: usize, cache_limit: usize) -> Option<Self> {
+        let mut starts = [0u8; 256];
+        for pattern in patterns {
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .build()
+                .parse(pattern)
+                .ok()?;
+            if hir.properties().minimum_len() == Some(0) {
+                return None;
+            }
+            mark_starts(&hir, &mut starts)?;
+        }
+        let dfa = DFA::builder()
+            .syntax(syntax::Config::new().utf8(false))
+            .thompson(
+                thompson::Config::new()
+                    .which_captures(thompson::WhichCaptures::None)
+                    .nfa_size_limit(Some(size_limit)),
+            )
+            .configure(
+                DFA::config()
+                    .match_kind(MatchKind::All)
+                    .cache_capacity(cache_limit),
+            )
+            .build_many(patterns)
+            .ok()?;
+        let for_caches = dfa.clone();
+        let caches: CachePool = Pool::new(Box::new(move || for_caches.create_cache()));
+        Some(AnchoredSet {
+            dfa,
+            starts,
+            caches,
+        })
+    }
+
+    /// Calls `hit` with the index of each pattern that matches somewhere in `hay` (a
+    /// pattern may be named more than once).
+    pub(super) fn matches(&self, hay: &[u8], mut hit: impl FnMut(usize)) -> Result<(), GaveUp> {
+        let mut cache = self.caches.get();
+        let cache = &mut *cache;
+        let mut behind: Option<u8> = None;
+        for (at, &byte) in hay.iter().enumerate() {
+            let starts = self.starts[usize::from(byte)];
+            let begins = starts & ANYWHERE != 0
+                || (starts & AT_WORD_START != 0 && !behind.is_some_and(is_word_byte))
+                || (starts & AT_LINE_START != 0 && behind.is_none_or(|b| b == b'\n' || b == b'\r'));
+            if begins {
+                self.run(cache, hay, at, behind, &mut hit)?;
+            }
+            behind = Some(byte);
+        }
+        Ok(())
+    }
+
+    /// One anchored run from `at` until the DFA can match nothing more.
+    fn run(
+        &self,
+        cache: &mut Cache,
+        hay: &[u8],
+        at: usize,
+        behind: Option<u8>,
+        hit: &mut impl FnMut(usize),
+    ) -> Result<(), GaveUp> {
+        let config = start::Config::new()
+            .anchored(Anchored::Yes)
+            .look_behind(behind);
+        let mut state = self.dfa.start_state(cache, &config).map_err(|_| GaveUp)?;
+        for &byte in &hay[at..] {
+            state = self
+                .dfa
+                .next_state(cache, state, byte)
+                .map_err(|_| GaveUp)?;
+            if state.is_tagged() {
+                if state.is_dead() {
+                    return Ok(());
+                }
+                if state.is_quit() {
+                    return Err(GaveUp);
+                }
+                if state.is_match() {
+                    self.report(cache, state, hit);
+                }
+            }
+        }
+        // Matches show one byte late: the end of the text is a last step.
+        state = self.dfa.next_eoi_state(cache, state).map_err(|_| GaveUp)?;
+        if state.is_match() {
+            self.report(cache, state, hit);
+        }
+        Ok(())
+    }
+
+    fn report(
+        &self,
+        cache: &Cache,
+        state: regex_automata::hybrid::LazyStateID,
+        hit: &mut impl FnMut(usize),
+    ) {
+        for i in 0..self.dfa.match_len(cache, state) {
+            hit(self.dfa.match_pattern(cache, state, i).as_usize());
+        }
+    }
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Marks in `starts` each byte a match of `hir` can begin with, and where; `None` when that
+/// cannot be told.
+fn mark_starts(hir: &Hir, starts: &mut [u8; 256]) -> Option<()> {
+    match hir.kind() {
+        HirKind::Capture(c) => mark_starts(&c.sub, starts),
+        HirKind::Alternation(branches) => branches.iter().try_for_each(|b| mark_starts(b, starts)),
+        HirKind::Concat(parts) => {
+            // Leading assertions say where a match can begin; the rest, with what byte.
+            let mut place = ANYWHERE;
+            let mut rest = parts.as_slice();
+            while let Some((first, tail)) = rest.split_first() {
+                let HirKind::Look(look) = first.kind() else {
+                    break;
+                };
+                match look {
+                    Look::Start | Look::StartLF | Look::StartCRLF => place = AT_LINE_START,
+                    Look::WordAscii | Look::WordStartAscii | Look::WordStartHalfAscii
+                        if place == ANYWHERE =>
+                    {
+                        place = AT_WORD_START
+                    }
+                    _ => {}
+                }
+                rest = tail;
+            }
+            for byte in first_bytes(&Hir::concat(rest.to_vec()))? {
+                // `\b` before a byte that is not a word byte begins after one.
+                let here = if place == AT_WORD_START && !is_word_byte(byte) {
+                    ANYWHERE
+                } else {
+                    place
+                };
+                starts[usize::from(byte)] |= here;
+            }
+            Some(())
+        }
+        _ => {
+            for byte in first_bytes(hir)? {
+                starts[usize::from(byte)] |= ANYWHERE;
+            }
+            Some(())
+        }
+    }
+}
+
+/// The bytes every match of `hir` begins with one of, if they can be listed.
+fn first_bytes(hir: &Hir) -> Option<Vec<u8>> {
+    let mut extractor = Extractor::new();
+    extractor
+        .kind(ExtractKind::Prefix)
+        .limit_literal_len(1)
+        .limit_class(256)
+        .limit_repeat(1)
+        .limit_total(4096);
+    let seq = extractor.extract(hir);
+    let literals = seq.literals()?;
+    literals
+        .iter()
+        .map(|l| l.as_bytes().first().copied())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(patterns: &[&str], hay: &str) -> (Vec<usize>, Vec<usize>) {
+        let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
+        let anchored = AnchoredSet::new(&patterns, 1 << 26, 1 << 23).expect("can be anchored");
+        let mut got = Vec::new();
+        anchored.matches(hay.as_bytes(), |i| got.push(i)).unwrap();
+        got.sort();
+        got.dedup();
+        let set = regex::bytes::RegexSet::new(&patterns).unwrap();
+        (got, set.matches(hay.as_bytes()).iter().collect())
+    }
+
+    #[test]
+    fn finds_what_the_unanchored_set_finds() {
+        let patterns = [
+            r"(?-u)(?im)\bfree\s+(?:gift|money)\b",
+            r"(?-u)(?m)\${3,}",
+            r"(?-u)(?im)^\s*dear\s+friend\b",
+            r"(?-u)(?im)\b\W{0,3}v\W{0,3}i\W{0,3}a\b",
+            r"(?-u)(?im)\blottery\b.*\bwinner\b",
+            r"(?-u)(?i)\d{3,}\s*dollars",
+            r"(?-u)(?i)end$",
+            r"(?-u)(?i)[a-z]<!--",
+            r"(?-u)x_y",
+        ];
+        for hay in [
+            "Get a FREE gift now",
+            "free\nmoney",
+            "pay $$$ today",
+            "hello\n  Dear Friend, hi",
+            "xdear friend",
+            "-v-i-a here",
+            "lottery: you are the winner",
+            "lottery\nwinner",
+            "we pay 1000 dollars",
+            "in the end",
+            "a<!--b-->",
+            "ax_y",
+            "nothing at all",
+            "",
+        ] {
+            let (anchored, unanchored) = both(&patterns, hay);
+            assert_eq!(anchored, unanchored, "{hay:?}");
+        }
+    }
+
+    #[test]
+    fn patterns_that_begin_anywhere_are_not_anchored() {
+        let empty = [r"a*".to_string()];
+        assert!(AnchoredSet::new(&empty, 1 << 26, 1 << 23).is_none());
+    }
+}
