@@ -25,6 +25,9 @@ type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + 
 const ANYWHERE: u8 = 1;
 const AT_WORD_START: u8 = 2;
 const AT_LINE_START: u8 = 4;
+/// More bytes than this that may begin a match anywhere (`[a-z]x` begins at every letter)
+/// would start a run at most bytes of ordinary text: the unanchored set is then cheaper.
+const MAX_BEGIN_ANYWHERE: usize = 16;
 
 pub(super) struct AnchoredSet {
     dfa: DFA,
@@ -46,8 +49,8 @@ pub(super) struct GaveUp;
 
 impl AnchoredSet {
     /// The patterns as one anchored set, or `None` when where they begin cannot be told (a
-    /// pattern that matches the empty string begins everywhere): the unanchored set is then
-    /// as good.
+    /// pattern that matches the empty string begins everywhere) or is almost anywhere: the
+    /// unanchored set is then as good.
     pub(super) fn new(patterns: &[String], size_limit: usize, cache_limit: usize) -> Option<Self> {
         let mut starts = [0u8; 256];
         for pattern in patterns {
@@ -60,6 +63,9 @@ impl AnchoredSet {
                 return None;
             }
             mark_starts(&hir, &mut starts)?;
+        }
+        if starts.iter().filter(|&&s| s & ANYWHERE != 0).count() > MAX_BEGIN_ANYWHERE {
+            return None;
         }
         let dfa = DFA::builder()
             .syntax(syntax::Config::new().utf8(false))
@@ -240,11 +246,13 @@ mod tests {
             r"(?-u)(?im)\bfree\s+(?:gift|money)\b",
             r"(?-u)(?m)\${3,}",
             r"(?-u)(?im)^\s*dear\s+friend\b",
-            r"(?-u)(?im)\b\W{0,3}v\W{0,3}i\W{0,3}a\b",
+            r"(?-u)(?im)\b-{0,2}v-{0,2}i-{0,2}a\b",
+            // `\b` before a byte that is not a word byte: the match begins after a word.
+            r"(?-u)\b-+x\b",
             r"(?-u)(?im)\blottery\b.*\bwinner\b",
             r"(?-u)(?i)\d{3,}\s*dollars",
             r"(?-u)(?i)end$",
-            r"(?-u)(?i)[a-z]<!--",
+            r"(?-u)(?i)<!--\s*[a-z]",
             r"(?-u)x_y",
         ];
         for hay in [
@@ -254,11 +262,13 @@ mod tests {
             "hello\n  Dear Friend, hi",
             "xdear friend",
             "-v-i-a here",
+            "x--via",
+            "a-x",
             "lottery: you are the winner",
             "lottery\nwinner",
             "we pay 1000 dollars",
             "in the end",
-            "a<!--b-->",
+            "a<!-- b-->",
             "ax_y",
             "nothing at all",
             "",
@@ -270,7 +280,12 @@ mod tests {
 
     #[test]
     fn patterns_that_begin_anywhere_are_not_anchored() {
-        let empty = [r"a*".to_string()];
-        assert!(AnchoredSet::new(&empty, 1 << 26, 1 << 23).is_none());
+        for anywhere in [r"a*", r"(?i)[a-z]<!--", r"(?-u)\b\W{0,3}via"] {
+            let patterns = [r"\bfree\b".to_string(), anywhere.to_string()];
+            assert!(
+                AnchoredSet::new(&patterns, 1 << 26, 1 << 23).is_none(),
+                "{anywhere}"
+            );
+        }
     }
 }
