@@ -3,8 +3,7 @@
 //! Word tokens, header-tagged tokens, URL tokens, rule hits (`rule:NAME`) and form
 //! anomalies (`anomaly:NAME`) all land in one bag; the model weighs them alike.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// Features and their counts. The names lie end to end in one string and the table holds
 /// where each starts: a message has hundreds of distinct tokens, and a `String` apiece
@@ -56,9 +55,7 @@ impl Features {
 
     /// Distinct features and how often each occurred.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.table
-            .iter()
-            .map(|e| (&self.text[e.start..e.end], e.count))
+        self.iter_hashed().map(|(_, feature, n)| (feature, n))
     }
 
     /// [`Features::iter`] with each feature's [`feature_hash`], taken once when it was
@@ -104,16 +101,6 @@ impl Features {
     }
 }
 
-/// Equal when they hold the same features with the same counts, in whatever order they
-/// were added.
-impl PartialEq for Features {
-    fn eq(&self, other: &Features) -> bool {
-        self.len() == other.len() && self.iter().all(|(f, n)| other.count(f) == n)
-    }
-}
-
-impl Eq for Features {}
-
 /// The hash of a feature name: FNV-1a with a SplitMix64 finish. Fixed for all time, since
 /// the store places features in buckets on disk by it; fast on short strings; with
 /// well-mixed high bits.
@@ -123,12 +110,7 @@ pub fn feature_hash(feature: &str) -> u64 {
     h.finish()
 }
 
-/// A map keyed by feature names, hashed with [`feature_hash`]'s function: the hot maps of
-/// tokenizing and learning spent a tenth of their time in the standard SipHash, whose
-/// protection against chosen collisions buys nothing for per-message maps.
-pub type FeatureMap<K, V> = HashMap<K, V, BuildHasherDefault<FeatureHasher>>;
-
-pub struct FeatureHasher(u64);
+struct FeatureHasher(u64);
 
 impl Default for FeatureHasher {
     fn default() -> Self {

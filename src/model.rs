@@ -90,8 +90,7 @@ pub trait CountSource {
 
     /// [`CountSource::token`] for a caller that has the feature's
     /// [`feature_hash`](crate::features::feature_hash) already (every [`Features`] does).
-    fn token_hashed(&self, feature: &str, hash: u64) -> Option<TokenCounts> {
-        let _ = hash;
+    fn token_hashed(&self, feature: &str, _hash: u64) -> Option<TokenCounts> {
         self.token(feature)
     }
 

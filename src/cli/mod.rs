@@ -175,7 +175,11 @@ pub fn open_meanwhile<T: Send>(
     };
     let one_message = matches!(paths, [p] if p.as_os_str() == "-" || p.is_file());
     let (rules, opened) = if one_message {
-        (load_rules(args, &config), open())
+        // A hook whose daemon holds the database scores there: compiling rules here
+        // would only delay the message.
+        let opened = open();
+        let local = matches!(&opened, Ok((route::Route::Local { .. }, _)));
+        (local.then(|| load_rules(args, &config)).flatten(), opened)
     } else {
         rayon::join(|| load_rules(args, &config), open)
     };

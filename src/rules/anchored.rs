@@ -14,7 +14,7 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
-use regex_automata::util::{start, syntax};
+use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
@@ -53,6 +53,7 @@ impl AnchoredSet {
     /// unanchored set is then as good.
     pub(super) fn new(patterns: &[String], size_limit: usize, cache_limit: usize) -> Option<Self> {
         let mut starts = [0u8; 256];
+        let mut hirs = Vec::with_capacity(patterns.len());
         for pattern in patterns {
             let hir = regex_syntax::ParserBuilder::new()
                 .utf8(false)
@@ -63,23 +64,27 @@ impl AnchoredSet {
                 return None;
             }
             mark_starts(&hir, &mut starts)?;
+            hirs.push(hir);
         }
         if starts.iter().filter(|&&s| s & ANYWHERE != 0).count() > MAX_BEGIN_ANYWHERE {
             return None;
         }
-        let dfa = DFA::builder()
-            .syntax(syntax::Config::new().utf8(false))
-            .thompson(
+        // From the trees just parsed: parsing is a good part of building.
+        let nfa = thompson::Compiler::new()
+            .configure(
                 thompson::Config::new()
                     .which_captures(thompson::WhichCaptures::None)
                     .nfa_size_limit(Some(size_limit)),
             )
+            .build_many_from_hir(&hirs)
+            .ok()?;
+        let dfa = DFA::builder()
             .configure(
                 DFA::config()
                     .match_kind(MatchKind::All)
                     .cache_capacity(cache_limit),
             )
-            .build_many(patterns)
+            .build_from_nfa(nfa)
             .ok()?;
         let for_caches = dfa.clone();
         let caches: CachePool = Pool::new(Box::new(move || for_caches.create_cache()));

@@ -288,20 +288,25 @@ pub struct PruneRequest {
 /// STATS, EXPORT and PRUNE: what `spamnb stats`, `export` and `prune` do with the database,
 /// for a CLI that cannot open it while the daemon holds it.
 async fn database(request: &Request, ctx: &Context) -> Reply {
-    let method = request.head.method;
-    let prune = match method {
+    enum Job {
+        Stats,
+        Export,
+        Prune(PruneRequest),
+    }
+    let job = match request.head.method {
+        Method::Stats => Job::Stats,
         Method::Prune => match serde_json::from_slice::<PruneRequest>(&request.body) {
-            Ok(ask) => Some(ask),
+            Ok(ask) => Job::Prune(ask),
             Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
         },
-        _ => None,
+        _ => Job::Export,
     };
     let engine = ctx.engine.current();
     let work = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, crate::store::Error> {
         let store = &*engine.store;
-        match (method, prune) {
+        match job {
             // Made durable by the FLUSH that `spamnb prune` sends next, as after learning.
-            (_, Some(ask)) => {
+            Job::Prune(ask) => {
                 let pruned = store.prune(ask.min_messages, ask.dry_run)?;
                 tracing::info!(
                     removed = pruned.removed,
@@ -312,7 +317,7 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
                 );
                 Ok(serde_json::to_vec(&pruned).expect("counts serialize"))
             }
-            (Method::Stats, _) => {
+            Job::Stats => {
                 let s = store.stats()?;
                 let t = s.totals;
                 let json = serde_json::json!({
@@ -326,7 +331,7 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
                 });
                 Ok(json.to_string().into_bytes())
             }
-            _ => {
+            Job::Export => {
                 let mut out = Vec::new();
                 crate::store::export(store, &mut out)?;
                 Ok(out)

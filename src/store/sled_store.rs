@@ -30,7 +30,7 @@ use super::layout::{
     decode_totals, encode_entry, encode_ledger, encode_totals, ledger_key, note_key,
 };
 use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
-use crate::features::{FeatureMap, RULE_PREFIX, feature_hash};
+use crate::features::{RULE_PREFIX, feature_hash};
 use crate::message::Digest;
 use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
 
@@ -123,8 +123,8 @@ impl SledStore {
     /// before and after.
     fn merge_shard(&self, steps: &[Step], shard: usize, shards: usize) -> Result<Merged, Error> {
         // Per feature: its hash, and the occurrences and messages per class to add (or,
-        // negative, take away).
-        let mut delta: FeatureMap<&str, (u64, CountDelta)> = FeatureMap::default();
+        // negative, take away). Found by the hash each lesson's features already carry.
+        let mut delta: hashbrown::HashTable<(u64, &str, CountDelta)> = Default::default();
         for (lesson, moves) in steps {
             for (hash, feature, n) in lesson.features.iter_hashed() {
                 if usize::from(bucket_of(hash)) % shards != shard
@@ -132,9 +132,10 @@ impl SledStore {
                 {
                     continue;
                 }
-                let (_, d) = delta
-                    .entry(feature)
-                    .or_insert((hash, CountDelta::default()));
+                let (_, _, d) = delta
+                    .entry(hash, |e| e.1 == feature, |e| e.0)
+                    .or_insert((hash, feature, CountDelta::default()))
+                    .into_mut();
                 for &(class, sign) in *moves {
                     d.add_message(class, n, sign);
                 }
@@ -142,7 +143,7 @@ impl SledStore {
         }
         type Hashed<'f> = (&'f str, (u64, CountDelta));
         let mut by_bucket: HashMap<u16, Vec<Hashed>> = HashMap::new();
-        for (feature, (hash, d)) in delta {
+        for (hash, feature, d) in delta {
             by_bucket
                 .entry(bucket_of(hash))
                 .or_default()
@@ -412,11 +413,7 @@ impl Store for SledStore {
         for shard in merged {
             let shard = shard?;
             for (key, bucket) in shard.buckets {
-                if bucket.is_empty() {
-                    batch.remove(&key[..]);
-                } else {
-                    batch.insert(&key[..], bucket);
-                }
+                put_bucket(&mut batch, &key[..], bucket);
             }
             for (hash, was, now) in shard.changed {
                 totals.account(&was, &now);
@@ -516,6 +513,7 @@ impl Store for SledStore {
         let mut totals = self.totals();
         let mut pruned = Pruned::default();
         let mut batch = sled::Batch::default();
+        // Each removed feature, its counts now none.
         let mut removed = Vec::new();
         for kv in self.db.scan_prefix([TOKEN]) {
             let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
@@ -538,22 +536,17 @@ impl Store for SledStore {
                     encode_entry(&mut out, feature, &counts);
                 } else {
                     totals.account(&counts, &TokenCounts::default());
-                    removed.push(feature_hash(feature));
+                    removed.push((feature_hash(feature), TokenCounts::default()));
                 }
             }
             if pruned.removed > before && !dry_run {
-                if out.is_empty() {
-                    batch.remove(key);
-                } else {
-                    batch.insert(key, out);
-                }
+                put_bucket(&mut batch, &key[..], out);
             }
         }
         if dry_run || removed.is_empty() {
             return Ok(pruned);
         }
-        let gone = removed.into_iter().map(|h| (h, TokenCounts::default()));
-        self.commit(batch, totals, gone.collect())?;
+        self.commit(batch, totals, removed)?;
         Ok(pruned)
     }
 
@@ -605,6 +598,15 @@ impl Store for SledStore {
 }
 
 /// sled creates a directory of its own files; anything else in the way is someone else's data.
+/// A bucket's new contents, or its removal when none of its features is left.
+fn put_bucket(batch: &mut sled::Batch, key: &[u8], bucket: Vec<u8>) {
+    if bucket.is_empty() {
+        batch.remove(key);
+    } else {
+        batch.insert(key, bucket);
+    }
+}
+
 fn refuse_foreign_directory(path: &Path) -> Result<(), Error> {
     let Ok(entries) = std::fs::read_dir(path) else {
         return Ok(()); // new, or not a directory: sled's own error says which
@@ -731,7 +733,14 @@ mod tests {
         };
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let sharded = SledStore::open(a.path(), &StoreOptions::default()).unwrap();
-        sharded.learn(&lessons).unwrap();
+        // Shards follow the thread pool: four, whatever the machine, so that the merge is
+        // sharded even on one core.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(4)
+            .build()
+            .unwrap()
+            .install(|| sharded.learn(&lessons))
+            .unwrap();
         let serial = SledStore::open(b.path(), &StoreOptions::default()).unwrap();
         for few in lessons.chunks(PARALLEL_MERGE_FROM - 1) {
             serial.learn(few).unwrap();

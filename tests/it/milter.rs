@@ -340,7 +340,6 @@ fn check_verdict(db: &Path, file: &Path) -> (String, String) {
     (columns[1].to_string(), format!("score={score:.1} "))
 }
 
-/// Whether the tests run as root, as a private MTA instance needs; CI runs them as root.
 /// swaks's arguments that send `message` (a stored file, its mbox line dropped, written to
 /// `file`) from the tests' sender to user@test.example; the caller says over what.
 fn swaks_message(message: &[u8], file: &Path) -> Vec<String> {
@@ -480,17 +479,14 @@ impl Sendmail {
     fn root() -> Option<PathBuf> {
         let root =
             std::env::var_os("SPAMNB_SENDMAIL").map_or_else(|| PathBuf::from("/"), PathBuf::from);
-        if root.join("usr/libexec/sendmail/sendmail").exists()
-            && root.join("usr/share/sendmail/cf/m4/cf.m4").exists()
-        {
-            return Some(root);
-        }
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must unpack Sendmail (SPAMNB_SENDMAIL, see .ci/run)"
-        );
-        eprintln!("skipped: Sendmail is not unpacked (set SPAMNB_SENDMAIL)");
-        None
+        let unpacked = root.join("usr/libexec/sendmail/sendmail").exists()
+            && root.join("usr/share/sendmail/cf/m4/cf.m4").exists();
+        super::util::available(
+            unpacked,
+            "CI must unpack Sendmail (SPAMNB_SENDMAIL, see .ci/run)",
+            "Sendmail is not unpacked (set SPAMNB_SENDMAIL)",
+        )
+        .then_some(root)
     }
 
     fn configure(root: &Path, dir: &Path, milter_port: u16) -> Sendmail {
@@ -615,8 +611,7 @@ fn queued_header(qf: &str) -> String {
 
 fn write_script(dir: &Path, name: &str, script: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(name);
-    std::fs::write(&path, script).expect("write script");
+    let path = super::util::write(dir, name, script);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
 }

@@ -55,15 +55,14 @@ fn rules_check_passes_on_our_rules_and_fails_on_a_broken_file() {
 #[test]
 fn the_built_in_rules_run_where_none_are_installed() {
     // Installed rules would be the default instead: nothing here to test then.
-    if ["/etc/spamnb/rules", "/usr/share/spamnb/rules"]
+    let installed = ["/etc/spamnb/rules", "/usr/share/spamnb/rules"]
         .iter()
-        .any(|d| Path::new(d).exists())
-    {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI machines install no rules"
-        );
-        eprintln!("skipped: rules are installed on this machine");
+        .any(|d| Path::new(d).exists());
+    if !crate::util::available(
+        !installed,
+        "CI machines install no rules",
+        "rules are installed on this machine",
+    ) {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -59,32 +59,36 @@ pub fn corpus() -> Option<PathBuf> {
     let dir = std::env::var_os("SA_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("spamnb-corpus/package/data"));
-    if dir.join("spam-1").is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must provide the corpus (SA_CORPUS)"
-    );
-    eprintln!("skipped: corpus not unpacked (set SA_CORPUS)");
-    None
+    available(
+        dir.join("spam-1").is_dir(),
+        "CI must provide the corpus (SA_CORPUS)",
+        "corpus not unpacked (set SA_CORPUS)",
+    )
+    .then_some(dir)
 }
 
-/// Whether an outside program a test drives is installed. In CI a missing one is a failure.
+/// Whether what a test needs is here. Without it the test is skipped, said on stderr;
+/// in CI, which must provide everything, it fails with `in_ci`.
+pub fn available(here: bool, in_ci: &str, skipped: &str) -> bool {
+    assert!(here || std::env::var_os("CI").is_none(), "{in_ci}");
+    if !here {
+        eprintln!("skipped: {skipped}");
+    }
+    here
+}
+
 /// Whether the tests run as root, which `what` needs: skipped (said on stderr) if not,
 /// except in CI, which runs them as root.
 pub fn root_or_skip(what: &str) -> bool {
     let root = text(&Command::new("id").arg("-u").output().expect("id").stdout).trim() == "0";
-    assert!(
-        root || std::env::var_os("CI").is_none(),
-        "CI runs the tests as root, which {what} needs"
-    );
-    if !root {
-        eprintln!("skipped: {what} needs root");
-    }
-    root
+    available(
+        root,
+        &format!("CI runs the tests as root, which {what} needs"),
+        &format!("{what} needs root"),
+    )
 }
 
+/// Whether an outside program a test drives is installed. In CI a missing one is a failure.
 pub fn have(program: &str) -> bool {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
@@ -92,14 +96,11 @@ pub fn have(program: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success())
         || Path::new("/usr/sbin").join(program).exists();
-    assert!(
-        found || std::env::var_os("CI").is_none(),
-        "CI must install {program}"
-    );
-    if !found {
-        eprintln!("skipped: {program} is not installed");
-    }
-    found
+    available(
+        found,
+        &format!("CI must install {program}"),
+        &format!("{program} is not installed"),
+    )
 }
 
 /// Files of one corpus group, sorted, at most `n`.
