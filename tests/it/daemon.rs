@@ -326,11 +326,8 @@ fn sighup_keeps_the_rules() {
     assert!(rules_hit(), "and after it");
     // The log says how many rules run at start, and which at each reload.
     assert!(d.log().contains("ready rules=1"), "{}", d.log());
-    assert!(
-        d.log().matches(&format!("rules: {rules}")).count() >= 2,
-        "once at start, once at the reload: {}",
-        d.log()
-    );
+    // The daemon's own log starts after the rules load: this line is the reload's.
+    assert!(d.log().contains(&format!("rules: {rules}")), "{}", d.log());
 }
 
 #[test]
