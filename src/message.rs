@@ -313,11 +313,13 @@ fn raw_header_value(raw: &[u8], start: usize, end: usize) -> String {
     value.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+// ASCII word boundaries: a Unicode `\b` stops the lazy DFA at the first non-ASCII byte.
 static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:https?://|www\.)[^\s<>"'()\[\]{}]+"#).expect("URL pattern is valid")
+    Regex::new(r#"(?i)(?-u:\b)(?:https?://|www\.)[^\s<>"'()\[\]{}]+"#)
+        .expect("URL pattern is valid")
 });
 static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#)
+    Regex::new(r#"(?i)(?-u:\b)(?:href|src|action)\s*=\s*["']?([^"'\s>]+)"#)
         .expect("attribute pattern is valid")
 });
 
