@@ -186,8 +186,6 @@ pub fn compile(call: &str) -> Result<Eval, String> {
 pub struct Facts<'m> {
     pub msg: &'m Message<'m>,
     html: Option<HtmlFacts>,
-    /// (href, visible text) of every link, for the link tests only: captures are dear.
-    anchors: Option<Vec<(String, String)>>,
     /// Transfer encodings of text parts, from the raw MIME headers.
     parts: Option<Vec<(String, String)>>,
 }
@@ -198,6 +196,8 @@ struct HtmlFacts {
     text_chars: usize,
     /// Opening and closing tags by lowercase name.
     tags: HashMap<Vec<u8>, (usize, usize)>,
+    /// (href, visible text) of every link.
+    anchors: Vec<(String, String)>,
 }
 
 /// The transfer encodings worth parsing part headers for: most mail has neither.
@@ -205,17 +205,6 @@ static ENCODINGS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
     regex::bytes::Regex::new(r"(?i)transfer-encoding:\s*(?:base64|quoted-printable)")
         .expect("encoding pattern is valid")
 });
-static IMG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)<img\b[^>]*>").expect("img pattern is valid"));
-static DIM: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(width|height)\s*=\s*["']?(\d{1,5})"#).expect("dimension pattern is valid")
-});
-static ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?is)<a\b[^>]*?\bhref\s*=\s*["']?([^"'\s>]+)[^>]*>(.*?)</a\s*>"#)
-        .expect("anchor pattern is valid")
-});
-static TAG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"<[^>]*>").expect("tag pattern is valid"));
 static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*(?:https?://)?((?:[a-z0-9-]+\.)+[a-z]{2,})(?:[/:?#]\S*)?\s*$")
         .expect("domain pattern is valid")
@@ -226,87 +215,137 @@ impl<'m> Facts<'m> {
         Facts {
             msg,
             html: None,
-            anchors: None,
             parts: None,
         }
     }
 
     fn html(&mut self) -> &HtmlFacts {
-        let msg = self.msg;
-        self.html.get_or_insert_with(|| {
-            let mut image_area = 0.0;
-            let mut images = 0;
-            for img in IMG.find_iter(&msg.html) {
-                images += 1;
-                let (mut w, mut h) = (0.0, 0.0);
-                for d in DIM.captures_iter(img.as_str()) {
-                    let v: f64 = d[2].parse().unwrap_or(0.0);
-                    if d[1].eq_ignore_ascii_case("width") {
-                        w = v;
-                    } else {
-                        h = v;
-                    }
-                }
-                image_area += w * h;
-            }
-            // One pass over the markup's bytes: tag counts, and the text bytes outside
-            // tags (UTF-8 bytes, not characters: a ratio does not need more).
-            let mut tags: HashMap<Vec<u8>, (usize, usize)> = HashMap::new();
-            let mut text_chars = 0;
-            let mut rest = msg.html.as_bytes();
-            let mut name = [0u8; 16];
-            while let Some(lt) = rest.iter().position(|&b| b == b'<') {
-                text_chars += rest[..lt]
-                    .iter()
-                    .filter(|b| !b.is_ascii_whitespace())
-                    .count();
-                let after = &rest[lt + 1..];
-                let end = after
-                    .iter()
-                    .position(|&b| b == b'>')
-                    .map_or(after.len(), |e| e + 1);
-                let tag = &after[..end];
-                let (closing, tag) = tag.strip_prefix(b"/").map_or((false, tag), |n| (true, n));
-                let n = tag
-                    .iter()
-                    .take(16)
-                    .take_while(|b| b.is_ascii_alphanumeric())
-                    .count();
-                for (d, b) in name.iter_mut().zip(&tag[..n]) {
-                    *d = b.to_ascii_lowercase();
-                }
-                if n > 0 {
-                    let e = match tags.get_mut(&name[..n]) {
-                        Some(e) => e,
-                        None => tags.entry(name[..n].to_vec()).or_default(),
-                    };
-                    if closing {
-                        e.1 += 1;
-                    } else {
-                        e.0 += 1;
-                    }
-                }
-                rest = &after[end..];
-            }
-            text_chars += rest.iter().filter(|b| !b.is_ascii_whitespace()).count();
-            HtmlFacts {
-                image_area,
-                images,
-                text_chars,
-                tags,
-            }
-        })
+        let html = self.msg.html.as_str();
+        self.html.get_or_insert_with(|| html_facts(html))
     }
 
     fn anchors(&mut self) -> &[(String, String)] {
-        let html = self.msg.html.as_str();
-        self.anchors.get_or_insert_with(|| anchors(html))
+        &self.html().anchors
     }
 
     fn parts(&mut self) -> &[(String, String)] {
         let raw = self.msg.raw;
         self.parts.get_or_insert_with(|| mime_part_headers(raw))
     }
+}
+
+/// One pass over the markup's bytes, the way a lenient reader sees it: a tag runs from
+/// `<` to the next `>`, text is what lies between tags. Tag counts, text bytes outside
+/// tags (UTF-8 bytes, not characters: a ratio does not need more), image areas from
+/// `width`/`height`, and each link's target and visible text.
+fn html_facts(html: &str) -> HtmlFacts {
+    let mut facts = HtmlFacts {
+        image_area: 0.0,
+        images: 0,
+        text_chars: 0,
+        tags: HashMap::new(),
+        anchors: Vec::new(),
+    };
+    // The link being read: its target and the text so far. A link opened inside another
+    // belongs to the outer one, which the first `</a>` closes.
+    let mut link: Option<(&str, String)> = None;
+    let mut rest = html;
+    let mut name = [0u8; 16];
+    loop {
+        let lt = rest.find('<').unwrap_or(rest.len());
+        let text = &rest[..lt];
+        facts.text_chars += text.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+        if let Some((_, shown)) = &mut link {
+            shown.push_str(text);
+        }
+        if lt == rest.len() {
+            break;
+        }
+        let after = &rest[lt + 1..];
+        let (tag, closed) = match after.find('>') {
+            Some(e) => (&after[..e], true),
+            None => (after, false),
+        };
+        rest = &after[(tag.len() + usize::from(closed)).min(after.len())..];
+        let (closing, tag) = tag.strip_prefix('/').map_or((false, tag), |t| (true, t));
+        let bytes = tag.as_bytes();
+        let n = bytes
+            .iter()
+            .take(16)
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        if n == 0 {
+            continue;
+        }
+        for (d, b) in name.iter_mut().zip(&bytes[..n]) {
+            *d = b.to_ascii_lowercase();
+        }
+        let name = &name[..n];
+        let counts = match facts.tags.get_mut(name) {
+            Some(e) => e,
+            None => facts.tags.entry(name.to_vec()).or_default(),
+        };
+        if closing {
+            counts.1 += 1;
+        } else {
+            counts.0 += 1;
+        }
+        let attributes = &tag[n..];
+        if attributes.starts_with('_') || !closed {
+            continue;
+        }
+        match (name, closing) {
+            (b"img", false) => {
+                facts.images += 1;
+                let dimension = |attr: &str| {
+                    attribute_values(attributes, attr)
+                        .filter_map(|v| {
+                            let v = v.strip_prefix(['"', '\'']).unwrap_or(v);
+                            let digits = v.bytes().take(5).take_while(u8::is_ascii_digit).count();
+                            v[..digits].parse::<f64>().ok()
+                        })
+                        .last()
+                        .unwrap_or(0.0)
+                };
+                facts.image_area += dimension("width") * dimension("height");
+            }
+            (b"a", false) if link.is_none() => {
+                link = attribute_values(attributes, "href")
+                    .map(|v| {
+                        let v = v.strip_prefix(['"', '\'']).unwrap_or(v);
+                        let end = v.find(|c: char| matches!(c, '"' | '\'') || c.is_whitespace());
+                        &v[..end.unwrap_or(v.len())]
+                    })
+                    .find(|href| !href.is_empty())
+                    .map(|href| (href, String::new()));
+            }
+            (b"a", true) if attributes.trim().is_empty() => {
+                if let Some((href, shown)) = link.take() {
+                    facts
+                        .anchors
+                        .push((href.to_string(), shown.trim().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// What follows each `name =` in a tag's attributes (the name matched without regard to
+/// case, at the start of a word): the raw rest of the tag, quote and all.
+fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Item = &'t str> {
+    let bytes = attributes.as_bytes();
+    (0..bytes.len().saturating_sub(name.len() - 1)).filter_map(move |i| {
+        let starts_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        if !starts_word || !bytes[i..i + name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+            return None;
+        }
+        let value =
+            attributes[i + name.len()..].trim_start_matches(|c: char| c.is_ascii_whitespace());
+        let value = value.strip_prefix('=')?;
+        Some(value.trim_start_matches(|c: char| c.is_ascii_whitespace()))
+    })
 }
 
 /// (content type, transfer encoding), lowercased, of every header block in the message:
@@ -473,19 +512,6 @@ impl Eval {
     }
 }
 
-/// (href, visible text) of every link.
-fn anchors(html: &str) -> Vec<(String, String)> {
-    ANCHOR
-        .captures_iter(html)
-        .map(|c| {
-            (
-                c.get(1).map_or("", |m| m.as_str()).to_string(),
-                TAG.replace_all(&c[2], "").trim().to_string(),
-            )
-        })
-        .collect()
-}
-
 /// An RFC 5322 date ("Thu, 22 Aug 2002 18:26:25 -0700", tolerant of common mistakes) as
 /// seconds since the epoch.
 pub fn parse_date(s: &str) -> Option<i64> {
@@ -551,6 +577,36 @@ pub fn parse_date(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_pass_reads_links_images_and_tags_as_a_lenient_reader_would() {
+        let html = "<HTML><body>Hi <A class=x HREF=\"http://a.example/x\" title='t'>Click <b>here</b></a >\
+            <a name=top>no target</a><a href=''>empty</a><a_b href=http://no.example>x</a>\
+            <a data-href=http://c.example>outer <a href=http://d.example>inner</a> tail</a>\
+            <img src=x WIDTH=\"120\" height = '1234567'><img src=y><img_x width=5 height=5>\
+            <a href=http://open.example>never closed";
+        let f = html_facts(html);
+        let links: Vec<(&str, &str)> = f
+            .anchors
+            .iter()
+            .map(|(h, t)| (h.as_str(), t.as_str()))
+            .collect();
+        assert_eq!(
+            links,
+            [
+                ("http://a.example/x", "Click here"),
+                ("http://c.example", "outer inner"),
+            ]
+        );
+        assert_eq!(f.images, 2);
+        // Five digits at most, as a height of a million pixels is no image.
+        assert_eq!(f.image_area, 120.0 * 12345.0);
+        // `<a_b` counts as an `a` tag (its name is read up to the `_`) but is no link.
+        assert_eq!(f.tags.get(&b"a"[..]), Some(&(7, 6)));
+        assert_eq!(f.tags.get(&b"html"[..]), Some(&(1, 0)));
+        let text = "Hi Click here no target empty x outer inner tail never closed";
+        assert_eq!(f.text_chars, text.replace(' ', "").len());
+    }
 
     #[test]
     fn dates() {
