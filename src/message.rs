@@ -137,25 +137,33 @@ pub fn raw_head(raw: &[u8]) -> &[u8] {
 pub fn raw_header_values<'h>(head: &'h [u8], name: &str) -> Vec<&'h [u8]> {
     let mut out = Vec::new();
     let mut current: Option<(usize, usize)> = None;
-    let mut at = 0;
-    for line in head.split_inclusive(|&b| b == b'\n') {
-        let start = at;
-        at += line.len();
-        if line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
+    let mut start = 0;
+    while start < head.len() {
+        let at = memchr::memchr(b'\n', &head[start..]).map_or(head.len(), |n| start + n + 1);
+        let line = &head[start..at];
+        if line[0] == b' ' || line[0] == b'\t' {
             if let Some((_, end)) = &mut current {
                 *end = at;
             }
-            continue;
+        } else {
+            if let Some((s, e)) = current.take() {
+                out.push(trim_line_end(&head[s..e]));
+            }
+            // Most lines are not the one asked for: compare the name before looking
+            // for the colon.
+            let named = line.len() > name.len()
+                && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+                || line.first().is_some_and(u8::is_ascii_whitespace);
+            if named {
+                let colon = memchr::memchr(b':', line);
+                if let Some(colon) =
+                    colon.filter(|&c| line[..c].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
+                {
+                    current = Some((start + colon + 1, at));
+                }
+            }
         }
-        if let Some((s, e)) = current.take() {
-            out.push(trim_line_end(&head[s..e]));
-        }
-        let colon = line.iter().position(|&b| b == b':');
-        if let Some(colon) =
-            colon.filter(|&c| line[..c].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
-        {
-            current = Some((start + colon + 1, at));
-        }
+        start = at;
     }
     if let Some((s, e)) = current {
         out.push(trim_line_end(&head[s..e]));
@@ -182,14 +190,16 @@ pub fn without_envelope_line(raw: &[u8]) -> &[u8] {
 
 /// Where the body starts: after the first empty line (CRLF or LF).
 pub fn body_offset(raw: &[u8]) -> Option<usize> {
-    let mut at = 0;
-    for line in raw.split_inclusive(|&b| b == b'\n') {
-        at += line.len();
-        if line == b"\n" || line == b"\r\n" {
-            return Some(at);
-        }
+    use memchr::memmem;
+    match raw {
+        [b'\n', ..] => return Some(1),
+        [b'\r', b'\n', ..] => return Some(2),
+        _ => {}
     }
-    None
+    // The first empty line ends the headers, whichever line ending it has.
+    let lf = memmem::find(raw, b"\n\n").map(|n| n + 2);
+    let before_lf = &raw[..lf.unwrap_or(raw.len())];
+    memmem::find(before_lf, b"\n\r\n").map(|n| n + 3).or(lf)
 }
 
 /// MIME headers parsed (bodies need them), every other header decoded as text: spamnb
@@ -421,6 +431,33 @@ mod tests {
     use super::*;
 
     const LIMIT: usize = 1 << 20;
+
+    #[test]
+    fn the_body_begins_after_the_first_empty_line_of_either_ending() {
+        let cases: [(&[u8], Option<usize>); 7] = [
+            (b"A: 1\nB: 2\n\nbody\n\n", Some(11)),
+            (b"A: 1\r\nB: 2\r\n\r\nbody", Some(14)),
+            // An LF header block with a CRLF empty line, and the other way round.
+            (b"A: 1\n\r\nbody\n\n", Some(7)),
+            (b"A: 1\r\n\nbody\r\n\r\n", Some(7)),
+            (b"\nbody", Some(1)),
+            (b"\r\nbody", Some(2)),
+            (b"A: 1\nB: 2\n", None),
+        ];
+        for (raw, at) in cases {
+            assert_eq!(body_offset(raw), at, "{:?}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
+    fn raw_header_values_are_every_folded_value_of_that_name() {
+        let head = b"To: a@x\nX-To: no\nSubject: hi\n\tto: no\nto : b@y,\n c@z\nTOO: no\n";
+        assert_eq!(
+            raw_header_values(head, "to"),
+            [&b"a@x"[..], &b"b@y,\n c@z"[..]]
+        );
+        assert!(raw_header_values(head, "cc").is_empty());
+    }
 
     #[test]
     fn own_headers_are_not_part_of_the_view() {
