@@ -2,6 +2,7 @@
 //! header once, each URL once), and `tflags multiple` rules counted past their first hit.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 use regex::bytes::{RegexSet, RegexSetBuilder};
@@ -47,9 +48,9 @@ pub(super) struct Matcher {
     entries: Vec<Entry>,
     /// Each set, and the entry of each of its patterns.
     pub(super) sets: Vec<(RegexSet, Vec<usize>)>,
-    /// A matcher of one set runs it anchored where its patterns can begin (see
-    /// [`AnchoredSet`]); the set stays for the texts on which that gives up.
-    anchored: Option<AnchoredSet>,
+    /// Instead of `sets`, the patterns of a matcher of one set may run anchored where
+    /// they can begin (see [`Anchored`]).
+    anchored: Option<Anchored>,
     /// Plain strings, case-sensitive and ASCII-case-insensitive, with their entries.
     pub(super) literals: Vec<(AhoCorasick, Vec<usize>)>,
     /// Literal triggers (lowercase) and, per trigger, the triggered patterns.
@@ -57,6 +58,16 @@ pub(super) struct Matcher {
     /// Patterns run alone when triggered: (regex, entry, whether its triggers are
     /// prefixes, so that it is tried anchored at each trigger rather than on the whole text).
     pub(super) triggered: Vec<(MetaRegex, usize, bool)>,
+}
+
+/// Patterns run anchored ([`AnchoredSet`]), with their entries, and the unanchored sets
+/// for a text on which that gives up. Those are built only then: it almost never happens,
+/// and building them took half the time of compiling spamnb's rules.
+#[derive(Debug)]
+struct Anchored {
+    set: AnchoredSet,
+    patterns: Vec<(String, usize)>,
+    fallback: OnceLock<Vec<(RegexSet, Vec<usize>)>>,
 }
 
 /// A matcher under construction.
@@ -133,6 +144,34 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
     best
 }
 
+/// `patterns` in sets of `chunk_size`.
+fn regex_sets(patterns: &[(String, usize)], chunk_size: usize) -> Vec<(RegexSet, Vec<usize>)> {
+    let mut sets = Vec::new();
+    for chunk in patterns.chunks(chunk_size) {
+        let built = RegexSetBuilder::new(chunk.iter().map(|(p, _)| p))
+            .size_limit(SIZE_LIMIT)
+            .dfa_size_limit(DFA_LIMIT)
+            .build();
+        match built {
+            Ok(set) => sets.push((set, chunk.iter().map(|(_, e)| *e).collect())),
+            // Every pattern compiled alone; a set can still exceed a limit. Fall back to
+            // one set per pattern rather than lose rules.
+            Err(_) => {
+                for (p, e) in chunk {
+                    if let Ok(set) = RegexSetBuilder::new([p])
+                        .size_limit(SIZE_LIMIT)
+                        .dfa_size_limit(DFA_LIMIT)
+                        .build()
+                    {
+                        sets.push((set, vec![*e]));
+                    }
+                }
+            }
+        }
+    }
+    sets
+}
+
 impl MatcherBuilder {
     pub(super) fn push(
         &mut self,
@@ -205,35 +244,18 @@ impl MatcherBuilder {
                 None => self.patterns.push((pattern, entry)),
             }
         }
-        let mut sets = Vec::new();
-        for chunk in self.patterns.chunks(chunk_size) {
-            let built = RegexSetBuilder::new(chunk.iter().map(|(p, _)| p))
-                .size_limit(SIZE_LIMIT)
-                .dfa_size_limit(DFA_LIMIT)
-                .build();
-            match built {
-                Ok(set) => sets.push((set, chunk.iter().map(|(_, e)| *e).collect())),
-                // Every pattern compiled alone; a set can still exceed a limit. Fall back
-                // to one set per pattern rather than lose rules.
-                Err(_) => {
-                    for (p, e) in chunk {
-                        if let Ok(set) = RegexSetBuilder::new([p])
-                            .size_limit(SIZE_LIMIT)
-                            .dfa_size_limit(DFA_LIMIT)
-                            .build()
-                        {
-                            sets.push((set, vec![*e]));
-                        }
-                    }
-                }
-            }
-        }
-        let anchored = match sets.as_slice() {
-            [(set, _)] if chunk_size == SMALL_MATCHER && set.len() >= ANCHOR_FROM => {
-                AnchoredSet::new(set.patterns(), SIZE_LIMIT, DFA_LIMIT)
-            }
-            _ => None,
-        };
+        let anchored = (chunk_size == SMALL_MATCHER && self.patterns.len() >= ANCHOR_FROM)
+            .then(|| {
+                let patterns: Vec<String> = self.patterns.iter().map(|(p, _)| p.clone()).collect();
+                AnchoredSet::new(&patterns, SIZE_LIMIT, DFA_LIMIT)
+            })
+            .flatten()
+            .map(|set| Anchored {
+                set,
+                patterns: std::mem::take(&mut self.patterns),
+                fallback: OnceLock::new(),
+            });
+        let sets = regex_sets(&self.patterns, chunk_size);
         let mut literals = Vec::new();
         for (ci, lits) in self.literal.into_iter().enumerate() {
             if lits.is_empty() {
@@ -290,11 +312,17 @@ impl Matcher {
 
     /// The same matcher, its sets run unanchored: what anchored runs must agree with.
     #[cfg(test)]
-    pub(super) fn unanchored(self) -> Matcher {
-        Matcher {
-            anchored: None,
-            ..self
+    pub(super) fn unanchored(mut self) -> Matcher {
+        if let Some(a) = self.anchored.take() {
+            self.sets = regex_sets(&a.patterns, SMALL_MATCHER);
         }
+        self
+    }
+
+    /// Patterns run as sets (anchored or not), for profiles.
+    pub(super) fn set_patterns(&self) -> usize {
+        let anchored = self.anchored.as_ref().map_or(0, |a| a.patterns.len());
+        anchored + self.sets.iter().map(|s| s.1.len()).sum::<usize>()
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -327,16 +355,19 @@ impl Matcher {
     /// Marks in `matched` (one per entry) every pattern that matches `hay`.
     fn scan(&self, hay: &[u8], matched: &mut [bool]) {
         let mut text = None;
-        for (n, (set, entries)) in self.sets.iter().enumerate() {
-            if let Some(anchored) = self.anchored.as_ref().filter(|_| n == 0) {
-                let done = anchored.matches(hay, |i| {
-                    let e = entries[i];
-                    matched[e] = matched[e] || self.confirm(e, hay, &mut text);
-                });
-                if done.is_ok() {
-                    continue;
-                }
+        let mut sets = &self.sets;
+        if let Some(a) = &self.anchored {
+            let done = a.set.matches(hay, |i| {
+                let e = a.patterns[i].1;
+                matched[e] = matched[e] || self.confirm(e, hay, &mut text);
+            });
+            if done.is_err() {
+                sets = a
+                    .fallback
+                    .get_or_init(|| regex_sets(&a.patterns, SMALL_MATCHER));
             }
+        }
+        for (set, entries) in sets {
             for i in set.matches(hay).iter() {
                 let e = entries[i];
                 matched[e] = matched[e] || self.confirm(e, hay, &mut text);

@@ -668,7 +668,7 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
             format!(
                 "header {:?}: {} in sets, {} triggered",
                 g.target,
-                g.matcher.sets.iter().map(|s| s.1.len()).sum::<usize>(),
+                g.matcher.set_patterns(),
                 g.matcher.triggered.len()
             ),
             t.elapsed(),
@@ -697,7 +697,7 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
         out.push((
             format!(
                 "{name} all: {} in sets, {} triggered, {} literal",
-                matcher.sets.iter().map(|s| s.1.len()).sum::<usize>(),
+                matcher.set_patterns(),
                 matcher.triggered.len(),
                 matcher.literals.iter().map(|s| s.1.len()).sum::<usize>()
             ),
