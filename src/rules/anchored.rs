@@ -1,7 +1,7 @@
 //! A set of patterns run from each place where one of them can begin, instead of across
 //! the whole text at once.
 //!
-//! An unanchored `RegexSet` keeps, in each state of its lazy DFA, every partial match begun
+//! An unanchored set keeps, in each state of its lazy DFA, every partial match begun
 //! at every earlier byte. With a few dozen patterns those combinations are endless: the
 //! full DFA of spamnb's 59 body patterns would take 935 MB. So every new text builds new
 //! states, and building them was most of what body rules cost. Run anchored from each place
@@ -9,17 +9,14 @@
 //! for `\$…`), the DFA follows one beginning at a time. Its states stay few and are soon all
 //! built, and most runs die after a byte or two.
 
-use std::panic::{RefUnwindSafe, UnwindSafe};
-
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::nfa::thompson;
-use regex_automata::util::pool::Pool;
 use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
-type CachePool = Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>>;
+use super::set::{CachePool, cache_pool};
 
 /// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
 const ANYWHERE: u8 = 1;
@@ -86,12 +83,10 @@ impl AnchoredSet {
             )
             .build_from_nfa(nfa)
             .ok()?;
-        let for_caches = dfa.clone();
-        let caches: CachePool = Pool::new(Box::new(move || for_caches.create_cache()));
         Some(AnchoredSet {
+            caches: cache_pool(&dfa),
             dfa,
             starts,
-            caches,
         })
     }
 

@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
-use regex::bytes::{RegexSet, RegexSetBuilder};
 use regex_automata::meta::Regex as MetaRegex;
 
 use super::anchored::AnchoredSet;
+use super::set::PatternSet;
 use super::{Kind, first_line, perl};
 
-/// Patterns per `RegexSet`: one huge set makes the lazy DFA thrash its cache; many small ones
+/// Patterns per set: one huge set makes the lazy DFA thrash its cache; many small ones
 /// each scan the text again.
 const SET_CHUNK: usize = 8;
 /// Compiled size limit per pattern and set; SpamAssassin's obfuscation classes are large.
@@ -37,17 +37,17 @@ struct Entry {
 /// - patterns every match of which starts (or ends) with one of a few literals of three
 ///   bytes or more: one case-insensitive Aho-Corasick automaton over all those literals
 ///   says which patterns can match at all, and only those run, each on its own;
-/// - the rest: `RegexSet`s, a few dozen patterns each; when they make one set of a few
+/// - the rest: sets ([`PatternSet`]), a few dozen patterns each; when they make one set of a few
 ///   dozen, it runs anchored from where its patterns can begin ([`AnchoredSet`]).
 ///
-/// A `RegexSet` of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
+/// A set of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
 /// explode and it falls back to the PikeVM, 100× slower); most patterns name a literal,
 /// and most literals never occur in a given message.
 #[derive(Debug, Default)]
 pub(super) struct Matcher {
     entries: Vec<Entry>,
     /// Each set, and the entry of each of its patterns.
-    pub(super) sets: Vec<(RegexSet, Vec<usize>)>,
+    pub(super) sets: Vec<(PatternSet, Vec<usize>)>,
     /// Instead of `sets`, the patterns of a matcher of one set may run anchored where
     /// they can begin (see [`Anchored`]).
     anchored: Option<Anchored>,
@@ -67,7 +67,7 @@ pub(super) struct Matcher {
 struct Anchored {
     set: AnchoredSet,
     patterns: Vec<(String, usize)>,
-    fallback: OnceLock<Vec<(RegexSet, Vec<usize>)>>,
+    fallback: OnceLock<Vec<(PatternSet, Vec<usize>)>>,
 }
 
 /// A matcher under construction.
@@ -94,7 +94,7 @@ fn meta_regex(pattern: &str) -> Option<MetaRegex> {
         .ok()
 }
 
-/// Matchers with at most this many patterns are one `RegexSet`.
+/// Matchers with at most this many patterns are one set.
 const SMALL_MATCHER: usize = 64;
 /// One set of at least this many patterns runs anchored ([`AnchoredSet`]). Fewer partial
 /// matches combine into few states, and the unanchored set, one pass over the text, is
@@ -145,23 +145,17 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
 }
 
 /// `patterns` in sets of `chunk_size`.
-fn regex_sets(patterns: &[(String, usize)], chunk_size: usize) -> Vec<(RegexSet, Vec<usize>)> {
+fn regex_sets(patterns: &[(String, usize)], chunk_size: usize) -> Vec<(PatternSet, Vec<usize>)> {
     let mut sets = Vec::new();
     for chunk in patterns.chunks(chunk_size) {
-        let built = RegexSetBuilder::new(chunk.iter().map(|(p, _)| p))
-            .size_limit(SIZE_LIMIT)
-            .dfa_size_limit(DFA_LIMIT)
-            .build();
-        match built {
+        let sources: Vec<String> = chunk.iter().map(|(p, _)| p.clone()).collect();
+        match PatternSet::new(&sources, SIZE_LIMIT, DFA_LIMIT) {
             Ok(set) => sets.push((set, chunk.iter().map(|(_, e)| *e).collect())),
             // Every pattern compiled alone; a set can still exceed a limit. Fall back to
             // one set per pattern rather than lose rules.
             Err(_) => {
                 for (p, e) in chunk {
-                    if let Ok(set) = RegexSetBuilder::new([p])
-                        .size_limit(SIZE_LIMIT)
-                        .dfa_size_limit(DFA_LIMIT)
-                        .build()
+                    if let Ok(set) = PatternSet::new(std::slice::from_ref(p), SIZE_LIMIT, DFA_LIMIT)
                     {
                         sets.push((set, vec![*e]));
                     }
@@ -368,10 +362,10 @@ impl Matcher {
             }
         }
         for (set, entries) in sets {
-            for i in set.matches(hay).iter() {
+            set.matches(hay, |i| {
                 let e = entries[i];
                 matched[e] = matched[e] || self.confirm(e, hay, &mut text);
-            }
+            });
         }
         for (ac, entries) in &self.literals {
             for m in ac.find_overlapping_iter(hay) {
