@@ -145,7 +145,7 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
 }
 
 /// `patterns` in sets of `chunk_size`.
-fn regex_sets(patterns: &[(String, usize)], chunk_size: usize) -> Vec<(PatternSet, Vec<usize>)> {
+fn pattern_sets(patterns: &[(String, usize)], chunk_size: usize) -> Vec<(PatternSet, Vec<usize>)> {
     let mut sets = Vec::new();
     for chunk in patterns.chunks(chunk_size) {
         let sources: Vec<String> = chunk.iter().map(|(p, _)| p.clone()).collect();
@@ -249,7 +249,7 @@ impl MatcherBuilder {
                 patterns: std::mem::take(&mut self.patterns),
                 fallback: OnceLock::new(),
             });
-        let sets = regex_sets(&self.patterns, chunk_size);
+        let sets = pattern_sets(&self.patterns, chunk_size);
         let mut literals = Vec::new();
         for (ci, lits) in self.literal.into_iter().enumerate() {
             if lits.is_empty() {
@@ -308,7 +308,7 @@ impl Matcher {
     #[cfg(test)]
     pub(super) fn unanchored(mut self) -> Matcher {
         if let Some(a) = self.anchored.take() {
-            self.sets = regex_sets(&a.patterns, SMALL_MATCHER);
+            self.sets = pattern_sets(&a.patterns, SMALL_MATCHER);
         }
         self
     }
@@ -358,7 +358,7 @@ impl Matcher {
             if done.is_err() {
                 sets = a
                     .fallback
-                    .get_or_init(|| regex_sets(&a.patterns, SMALL_MATCHER));
+                    .get_or_init(|| pattern_sets(&a.patterns, SMALL_MATCHER));
             }
         }
         for (set, entries) in sets {
