@@ -48,32 +48,24 @@ impl AnchoredSet {
     /// The patterns as one anchored set, or `None` when where they begin cannot be told (a
     /// pattern that matches the empty string begins everywhere) or is almost anywhere: the
     /// unanchored set is then as good.
-    pub(super) fn new(patterns: &[String], size_limit: usize, cache_limit: usize) -> Option<Self> {
+    pub(super) fn new(hirs: &[&Hir], size_limit: usize, cache_limit: usize) -> Option<Self> {
         let mut starts = [0u8; 256];
-        let mut hirs = Vec::with_capacity(patterns.len());
-        for pattern in patterns {
-            let hir = regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .build()
-                .parse(pattern)
-                .ok()?;
+        for hir in hirs {
             if hir.properties().minimum_len() == Some(0) {
                 return None;
             }
-            mark_starts(&hir, &mut starts)?;
-            hirs.push(hir);
+            mark_starts(hir, &mut starts)?;
         }
         if starts.iter().filter(|&&s| s & ANYWHERE != 0).count() > MAX_BEGIN_ANYWHERE {
             return None;
         }
-        // From the trees just parsed: parsing is a good part of building.
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
                     .which_captures(thompson::WhichCaptures::None)
                     .nfa_size_limit(Some(size_limit)),
             )
-            .build_many_from_hir(&hirs)
+            .build_many_from_hir(hirs)
             .ok()?;
         let dfa = DFA::builder()
             .configure(
@@ -229,9 +221,21 @@ fn first_bytes(hir: &Hir) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    fn trees(patterns: &[String]) -> Vec<Hir> {
+        patterns
+            .iter()
+            .map(|p| super::super::set::parse(p).unwrap())
+            .collect()
+    }
+
     fn both(patterns: &[&str], hay: &str) -> (Vec<usize>, Vec<usize>) {
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
-        let anchored = AnchoredSet::new(&patterns, 1 << 26, 1 << 23).expect("can be anchored");
+        let anchored = AnchoredSet::new(
+            &trees(&patterns).iter().collect::<Vec<_>>(),
+            1 << 26,
+            1 << 23,
+        )
+        .expect("can be anchored");
         let mut got = Vec::new();
         anchored.matches(hay.as_bytes(), |i| got.push(i)).unwrap();
         got.sort();
@@ -283,7 +287,12 @@ mod tests {
         for anywhere in [r"a*", r"(?i)[a-z]<!--", r"(?-u)\b\W{0,3}via"] {
             let patterns = [r"\bfree\b".to_string(), anywhere.to_string()];
             assert!(
-                AnchoredSet::new(&patterns, 1 << 26, 1 << 23).is_none(),
+                AnchoredSet::new(
+                    &trees(&patterns).iter().collect::<Vec<_>>(),
+                    1 << 26,
+                    1 << 23
+                )
+                .is_none(),
                 "{anywhere}"
             );
         }

@@ -6,9 +6,10 @@ use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 use regex_automata::meta::Regex as MetaRegex;
+use regex_syntax::hir::Hir;
 
 use super::anchored::AnchoredSet;
-use super::set::PatternSet;
+use super::set::{PatternSet, parse};
 use super::{Kind, first_line, perl};
 
 /// Patterns per set: one huge set makes the lazy DFA thrash its cache; many small ones
@@ -66,18 +67,27 @@ pub(super) struct Matcher {
 #[derive(Debug)]
 struct Anchored {
     set: AnchoredSet,
-    patterns: Vec<(String, usize)>,
+    patterns: Vec<Pattern>,
     fallback: OnceLock<Vec<(PatternSet, Vec<usize>)>>,
+}
+
+/// A pattern for a set: its source, parsed once (parsing was a third of compiling
+/// spamnb's rules when each stage did it again), and its entry.
+#[derive(Debug)]
+struct Pattern {
+    source: String,
+    hir: Hir,
+    entry: usize,
 }
 
 /// A matcher under construction.
 #[derive(Default)]
 pub(super) struct MatcherBuilder {
     entries: Vec<Entry>,
-    patterns: Vec<(String, usize)>,
+    patterns: Vec<Pattern>,
     literal: [Vec<(String, usize)>; 2],
-    /// (entry, prefix triggers?, triggers, pattern)
-    triggered: Vec<(usize, bool, Vec<Vec<u8>>, String)>,
+    /// (prefix triggers?, triggers, pattern)
+    triggered: Vec<(bool, Vec<Vec<u8>>, Pattern)>,
 }
 
 /// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
@@ -145,22 +155,20 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
 }
 
 /// `patterns` in sets of `chunk_size`.
-fn pattern_sets(patterns: &[(String, usize)], chunk_size: usize) -> Vec<(PatternSet, Vec<usize>)> {
+fn pattern_sets(patterns: &[Pattern], chunk_size: usize) -> Vec<(PatternSet, Vec<usize>)> {
+    let set = |chunk: &[Pattern]| {
+        let hirs: Vec<&Hir> = chunk.iter().map(|p| &p.hir).collect();
+        let sources = chunk.iter().map(|p| p.source.clone()).collect();
+        let set = PatternSet::new(&hirs, sources, SIZE_LIMIT, DFA_LIMIT)?;
+        Ok::<_, String>((set, chunk.iter().map(|p| p.entry).collect()))
+    };
     let mut sets = Vec::new();
     for chunk in patterns.chunks(chunk_size) {
-        let sources: Vec<String> = chunk.iter().map(|(p, _)| p.clone()).collect();
-        match PatternSet::new(&sources, SIZE_LIMIT, DFA_LIMIT) {
-            Ok(set) => sets.push((set, chunk.iter().map(|(_, e)| *e).collect())),
+        match set(chunk) {
+            Ok(built) => sets.push(built),
             // Every pattern compiled alone; a set can still exceed a limit. Fall back to
             // one set per pattern rather than lose rules.
-            Err(_) => {
-                for (p, e) in chunk {
-                    if let Ok(set) = PatternSet::new(std::slice::from_ref(p), SIZE_LIMIT, DFA_LIMIT)
-                    {
-                        sets.push((set, vec![*e]));
-                    }
-                }
-            }
+            Err(_) => sets.extend(chunk.chunks(1).filter_map(|one| set(one).ok())),
         }
     }
     sets
@@ -190,14 +198,16 @@ impl MatcherBuilder {
                 // Parsed alone, so that one bad pattern is reported and never breaks the
                 // set it would join. Compiling waits for `build`, which knows how the
                 // pattern will run.
-                let hir = regex_syntax::ParserBuilder::new()
-                    .utf8(false)
-                    .build()
-                    .parse(&t.rust)
-                    .map_err(|e| first_line(&e.to_string()))?;
-                match triggers(&hir) {
-                    Some((prefix, lits)) => self.triggered.push((entry, prefix, lits, t.rust)),
-                    None => self.patterns.push((t.rust, entry)),
+                let hir = parse(&t.rust).map_err(|e| first_line(&e.to_string()))?;
+                let triggers = triggers(&hir);
+                let pattern = Pattern {
+                    source: t.rust,
+                    hir,
+                    entry,
+                };
+                match triggers {
+                    Some((prefix, lits)) => self.triggered.push((prefix, lits, pattern)),
+                    None => self.patterns.push(pattern),
                 }
             }
         }
@@ -224,24 +234,24 @@ impl MatcherBuilder {
         // A few dozen patterns make one healthy lazy DFA that reads the text once, cheaper
         // than trigger bookkeeping; hundreds make it explode, and triggers win.
         let chunk_size = if self.patterns.len() + self.triggered.len() <= SMALL_MATCHER {
-            for (entry, _, _, pattern) in std::mem::take(&mut self.triggered) {
-                self.patterns.push((pattern, entry));
+            for (_, _, pattern) in std::mem::take(&mut self.triggered) {
+                self.patterns.push(pattern);
             }
             SMALL_MATCHER
         } else {
             SET_CHUNK
         };
         let mut triggered_in = Vec::new();
-        for (entry, prefix, lits, pattern) in std::mem::take(&mut self.triggered) {
-            match meta_regex(&pattern) {
-                Some(re) => triggered_in.push((re, entry, prefix, lits)),
-                None => self.patterns.push((pattern, entry)),
+        for (prefix, lits, pattern) in std::mem::take(&mut self.triggered) {
+            match meta_regex(&pattern.source) {
+                Some(re) => triggered_in.push((re, pattern.entry, prefix, lits)),
+                None => self.patterns.push(pattern),
             }
         }
         let anchored = (chunk_size == SMALL_MATCHER && self.patterns.len() >= ANCHOR_FROM)
             .then(|| {
-                let patterns: Vec<String> = self.patterns.iter().map(|(p, _)| p.clone()).collect();
-                AnchoredSet::new(&patterns, SIZE_LIMIT, DFA_LIMIT)
+                let hirs: Vec<&Hir> = self.patterns.iter().map(|p| &p.hir).collect();
+                AnchoredSet::new(&hirs, SIZE_LIMIT, DFA_LIMIT)
             })
             .flatten()
             .map(|set| Anchored {
@@ -352,7 +362,7 @@ impl Matcher {
         let mut sets = &self.sets;
         if let Some(a) = &self.anchored {
             let done = a.set.matches(hay, |i| {
-                let e = a.patterns[i].1;
+                let e = a.patterns[i].entry;
                 matched[e] = matched[e] || self.confirm(e, hay, &mut text);
             });
             if done.is_err() {

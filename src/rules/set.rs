@@ -15,6 +15,8 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{Input, MatchKind};
+use regex_syntax::hir::Hir;
+use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
 
 pub(super) type CachePool =
     Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>>;
@@ -35,6 +37,37 @@ pub(super) struct PatternSet {
     fallback: OnceLock<Option<RegexSet>>,
 }
 
+/// A pattern's syntax tree, for byte regexes (it may match invalid UTF-8).
+pub(super) fn parse(pattern: &str) -> Result<Hir, regex_syntax::Error> {
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+}
+
+/// The literals that every match of some pattern starts with, found within tight limits:
+/// the search skips to them. Unlimited, finding them took two thirds of compiling a set,
+/// and the long lists it finds for case-insensitive words make slow prefilters anyway.
+fn prefilter(hirs: &[&Hir]) -> Option<Prefilter> {
+    let mut extractor = Extractor::new();
+    extractor
+        .kind(ExtractKind::Prefix)
+        .limit_class(4)
+        .limit_repeat(2)
+        .limit_literal_len(8)
+        .limit_total(64);
+    let mut prefixes = Seq::empty();
+    for hir in hirs {
+        prefixes.union(&mut extractor.extract(hir));
+        if !prefixes.is_finite() {
+            return None;
+        }
+    }
+    prefixes.sort();
+    prefixes.dedup();
+    Prefilter::new(MatchKind::All, prefixes.literals()?)
+}
+
 impl std::fmt::Debug for PatternSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PatternSet")
@@ -44,29 +77,21 @@ impl std::fmt::Debug for PatternSet {
 }
 
 impl PatternSet {
-    /// The patterns (byte regexes) as one set, or the reason they cannot be.
+    /// The patterns (byte regexes: their syntax trees and their sources) as one set, or
+    /// the reason they cannot be.
     pub(super) fn new(
-        patterns: &[String],
+        hirs: &[&Hir],
+        patterns: Vec<String>,
         size_limit: usize,
         cache_limit: usize,
     ) -> Result<PatternSet, String> {
-        let hirs = patterns
-            .iter()
-            .map(|p| {
-                regex_syntax::ParserBuilder::new()
-                    .utf8(false)
-                    .build()
-                    .parse(p)
-                    .map_err(|e| e.to_string())
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
                     .which_captures(thompson::WhichCaptures::None)
                     .nfa_size_limit(Some(size_limit)),
             )
-            .build_many_from_hir(&hirs)
+            .build_many_from_hir(hirs)
             .map_err(|e| e.to_string())?;
         let dfa = DFA::builder()
             .configure(
@@ -75,7 +100,7 @@ impl PatternSet {
                     .cache_capacity(cache_limit)
                     // Where every pattern begins with one of a few literals, the search
                     // skips to them.
-                    .prefilter(Prefilter::from_hirs_prefix(MatchKind::All, &hirs))
+                    .prefilter(prefilter(hirs))
                     // Rather than refuse a Unicode `\b`, quit at non-ASCII bytes.
                     .unicode_word_boundary(true),
             )
@@ -84,7 +109,7 @@ impl PatternSet {
         Ok(PatternSet {
             caches: cache_pool(&dfa),
             dfa,
-            patterns: patterns.to_vec(),
+            patterns,
             limits: (size_limit, cache_limit),
             fallback: OnceLock::new(),
         })
@@ -123,6 +148,12 @@ impl PatternSet {
 mod tests {
     use super::*;
 
+    fn set_of(patterns: &[String]) -> PatternSet {
+        let hirs: Vec<Hir> = patterns.iter().map(|p| parse(p).unwrap()).collect();
+        let hirs: Vec<&Hir> = hirs.iter().collect();
+        PatternSet::new(&hirs, patterns.to_vec(), 1 << 20, 1 << 20).unwrap()
+    }
+
     fn hits(set: &PatternSet, hay: &str) -> Vec<usize> {
         let mut out = Vec::new();
         set.matches(hay.as_bytes(), |p| out.push(p));
@@ -140,7 +171,7 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        let set = PatternSet::new(&patterns, 1 << 20, 1 << 20).unwrap();
+        let set = set_of(&patterns);
         assert_eq!(set.len(), 5);
         assert_eq!(hits(&set, "FREE $5 and a b"), [0, 2, 3, 4]);
         assert_eq!(hits(&set, "freedom, subject"), [4]);
@@ -153,7 +184,7 @@ mod tests {
     #[test]
     fn a_text_the_dfa_gives_up_on_is_answered_by_the_fallback() {
         let patterns = vec![r"\bcafé\b".to_string(), r"(?-u)\bfree\b".to_string()];
-        let set = PatternSet::new(&patterns, 1 << 20, 1 << 20).unwrap();
+        let set = set_of(&patterns);
         assert_eq!(hits(&set, "un café libre"), [0]);
         assert_eq!(hits(&set, "ein Café free"), [1]);
         assert!(set.fallback.get().is_some_and(Option::is_some));
