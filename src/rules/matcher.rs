@@ -198,7 +198,7 @@ impl MatcherBuilder {
                 // Parsed alone, so that one bad pattern is reported and never breaks the
                 // set it would join. Compiling waits for `build`, which knows how the
                 // pattern will run.
-                let hir = parse(&t.rust).map_err(|e| first_line(&e.to_string()))?;
+                let hir = parse(&t.rust).map_err(|e| first_line(&e))?;
                 let triggers = triggers(&hir);
                 let pattern = Pattern {
                     source: t.rust,

@@ -37,12 +37,14 @@ pub(super) struct PatternSet {
     fallback: OnceLock<Option<RegexSet>>,
 }
 
-/// A pattern's syntax tree, for byte regexes (it may match invalid UTF-8).
-pub(super) fn parse(pattern: &str) -> Result<Hir, regex_syntax::Error> {
+/// A pattern's syntax tree, for byte regexes (it may match invalid UTF-8), or what is
+/// wrong with it.
+pub(super) fn parse(pattern: &str) -> Result<Hir, String> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .build()
         .parse(pattern)
+        .map_err(|e| e.to_string())
 }
 
 /// The literals that every match of some pattern starts with, found within tight limits:
