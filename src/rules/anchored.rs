@@ -10,13 +10,12 @@
 //! built, and most runs die after a byte or two.
 
 use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson;
 use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
-use super::set::{CachePool, cache_pool};
+use super::set::{CachePool, cache_pool, set_nfa};
 
 /// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
 const ANYWHERE: u8 = 1;
@@ -59,14 +58,7 @@ impl AnchoredSet {
         if starts.iter().filter(|&&s| s & ANYWHERE != 0).count() > MAX_BEGIN_ANYWHERE {
             return None;
         }
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .which_captures(thompson::WhichCaptures::None)
-                    .nfa_size_limit(Some(size_limit)),
-            )
-            .build_many_from_hir(hirs)
-            .ok()?;
+        let nfa = set_nfa(hirs, size_limit).ok()?;
         let dfa = DFA::builder()
             .configure(
                 DFA::config()

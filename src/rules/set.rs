@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use regex::bytes::{RegexSet, RegexSetBuilder};
 use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson;
+use regex_automata::nfa::thompson::{self, NFA};
 use regex_automata::util::pool::Pool;
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{Input, MatchKind};
@@ -44,6 +44,18 @@ pub(super) fn parse(pattern: &str) -> Result<Hir, String> {
         .utf8(false)
         .build()
         .parse(pattern)
+        .map_err(|e| e.to_string())
+}
+
+/// The automaton of a set that asks only which patterns match: no capture groups.
+pub(super) fn set_nfa(hirs: &[&Hir], size_limit: usize) -> Result<NFA, String> {
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .which_captures(thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(size_limit)),
+        )
+        .build_many_from_hir(hirs)
         .map_err(|e| e.to_string())
 }
 
@@ -87,14 +99,7 @@ impl PatternSet {
         size_limit: usize,
         cache_limit: usize,
     ) -> Result<PatternSet, String> {
-        let nfa = thompson::Compiler::new()
-            .configure(
-                thompson::Config::new()
-                    .which_captures(thompson::WhichCaptures::None)
-                    .nfa_size_limit(Some(size_limit)),
-            )
-            .build_many_from_hir(hirs)
-            .map_err(|e| e.to_string())?;
+        let nfa = set_nfa(hirs, size_limit)?;
         let dfa = DFA::builder()
             .configure(
                 DFA::config()
