@@ -120,6 +120,11 @@ impl<'a> Message<'a> {
         raw_header_values(self.raw_head(), name)
     }
 
+    /// [`raw_fields`] of the top-level header block.
+    pub fn raw_fields(&self, names: &[&str]) -> Vec<(usize, &'a [u8])> {
+        raw_fields(self.raw_head(), names)
+    }
+
     /// The raw body: everything after the header block, undecoded.
     pub fn raw_body(&self) -> &'a [u8] {
         body_offset(self.raw).map_or(&[][..], |at| &self.raw[at..])
@@ -135,38 +140,50 @@ pub fn raw_head(raw: &[u8]) -> &[u8] {
 /// The raw (undecoded, still folded) values of every header called `name` in the header
 /// block `head`.
 pub fn raw_header_values<'h>(head: &'h [u8], name: &str) -> Vec<&'h [u8]> {
+    raw_fields(head, &[name])
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The raw values of every header called one of `names`, in order, each with the index of
+/// its name: one pass over the header block for several names.
+pub fn raw_fields<'h>(head: &'h [u8], names: &[&str]) -> Vec<(usize, &'h [u8])> {
     let mut out = Vec::new();
-    let mut current: Option<(usize, usize)> = None;
+    let mut current: Option<(usize, usize, usize)> = None;
     let mut start = 0;
     while start < head.len() {
         let at = memchr::memchr(b'\n', &head[start..]).map_or(head.len(), |n| start + n + 1);
         let line = &head[start..at];
         if line[0] == b' ' || line[0] == b'\t' {
-            if let Some((_, end)) = &mut current {
+            if let Some((_, _, end)) = &mut current {
                 *end = at;
             }
         } else {
-            if let Some((s, e)) = current.take() {
-                out.push(trim_line_end(&head[s..e]));
+            if let Some((n, s, e)) = current.take() {
+                out.push((n, trim_line_end(&head[s..e])));
             }
-            // Most lines are not the one asked for: compare the name before looking
+            // Most lines are none of those asked for: compare the names before looking
             // for the colon.
-            let named = line.len() > name.len()
-                && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
-                || line.first().is_some_and(u8::is_ascii_whitespace);
-            if named {
-                let colon = memchr::memchr(b':', line);
-                if let Some(colon) =
-                    colon.filter(|&c| line[..c].trim_ascii().eq_ignore_ascii_case(name.as_bytes()))
+            let named = line.first().is_some_and(u8::is_ascii_whitespace)
+                || names.iter().any(|name| {
+                    line.len() > name.len()
+                        && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+                });
+            if let Some(colon) = memchr::memchr(b':', line).filter(|_| named) {
+                let field = line[..colon].trim_ascii();
+                if let Some(n) = names
+                    .iter()
+                    .position(|name| field.eq_ignore_ascii_case(name.as_bytes()))
                 {
-                    current = Some((start + colon + 1, at));
+                    current = Some((n, start + colon + 1, at));
                 }
             }
         }
         start = at;
     }
-    if let Some((s, e)) = current {
-        out.push(trim_line_end(&head[s..e]));
+    if let Some((n, s, e)) = current {
+        out.push((n, trim_line_end(&head[s..e])));
     }
     out
 }
@@ -457,6 +474,11 @@ mod tests {
             [&b"a@x"[..], &b"b@y,\n c@z"[..]]
         );
         assert!(raw_header_values(head, "cc").is_empty());
+        let head = b"Cc: c@z\nSubject: hi\nTo: a@x\nCC: d@z\n";
+        assert_eq!(
+            raw_fields(head, &["to", "cc"]),
+            [(1, &b"c@z"[..]), (0, &b"a@x"[..]), (1, &b"d@z"[..])]
+        );
     }
 
     #[test]

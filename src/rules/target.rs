@@ -88,18 +88,19 @@ impl Target {
             ),
             // Raw, unfolded: re-rendered address lists lose group names such as
             // "undisclosed-recipients:;".
-            Target::ToCc => join(
-                msg.raw_header_values("to")
-                    .into_iter()
-                    .chain(msg.raw_header_values("cc"))
+            Target::ToCc => join({
+                let fields = msg.raw_fields(&["to", "cc"]);
+                let of = |n: usize| fields.iter().filter(move |f| f.0 == n).map(|f| f.1);
+                of(0)
+                    .chain(of(1))
                     .map(|v| {
                         String::from_utf8_lossy(v)
                             .split_whitespace()
                             .collect::<Vec<_>>()
                             .join(" ")
                     })
-                    .collect(),
-            ),
+                    .collect()
+            }),
             Target::EnvelopeFrom => msg
                 .header("return-path")
                 .or_else(|| msg.header("x-envelope-from"))
