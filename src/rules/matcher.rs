@@ -86,8 +86,6 @@ pub(super) struct MatcherBuilder {
     entries: Vec<Entry>,
     patterns: Vec<Pattern>,
     literal: [Vec<(String, usize)>; 2],
-    /// (prefix triggers?, triggers, pattern)
-    triggered: Vec<(bool, Vec<Vec<u8>>, Pattern)>,
 }
 
 /// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
@@ -199,16 +197,11 @@ impl MatcherBuilder {
                 // set it would join. Compiling waits for `build`, which knows how the
                 // pattern will run.
                 let hir = parse(&t.rust).map_err(|e| first_line(&e))?;
-                let triggers = triggers(&hir);
-                let pattern = Pattern {
+                self.patterns.push(Pattern {
                     source: t.rust,
                     hir,
                     entry,
-                };
-                match triggers {
-                    Some((prefix, lits)) => self.triggered.push((prefix, lits, pattern)),
-                    None => self.patterns.push(pattern),
-                }
+                });
             }
         }
         let exact = match &t.exact {
@@ -233,19 +226,20 @@ impl MatcherBuilder {
     pub(super) fn build(mut self) -> Matcher {
         // A few dozen patterns make one healthy lazy DFA that reads the text once, cheaper
         // than trigger bookkeeping; hundreds make it explode, and triggers win.
-        let chunk_size = if self.patterns.len() + self.triggered.len() <= SMALL_MATCHER {
-            for (_, _, pattern) in std::mem::take(&mut self.triggered) {
-                self.patterns.push(pattern);
-            }
-            SMALL_MATCHER
-        } else {
-            SET_CHUNK
-        };
+        // (Finding triggers is a good part of compiling: only then.)
+        let small = self.patterns.len() <= SMALL_MATCHER;
+        let chunk_size = if small { SMALL_MATCHER } else { SET_CHUNK };
         let mut triggered_in = Vec::new();
-        for (prefix, lits, pattern) in std::mem::take(&mut self.triggered) {
-            match meta_regex(&pattern.source) {
-                Some(re) => triggered_in.push((re, pattern.entry, prefix, lits)),
-                None => self.patterns.push(pattern),
+        if !small {
+            for pattern in std::mem::take(&mut self.patterns) {
+                let trigger = triggers(&pattern.hir)
+                    .and_then(|(prefix, lits)| Some((meta_regex(&pattern.source)?, prefix, lits)));
+                match trigger {
+                    Some((re, prefix, lits)) => {
+                        triggered_in.push((re, pattern.entry, prefix, lits))
+                    }
+                    None => self.patterns.push(pattern),
+                }
             }
         }
         let anchored = (chunk_size == SMALL_MATCHER && self.patterns.len() >= ANCHOR_FROM)
