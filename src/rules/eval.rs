@@ -3,7 +3,6 @@
 //! arguments; a name or an argument spamnb does not know is a load-time skip, never a
 //! silent "no hit".
 
-use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -194,8 +193,7 @@ struct HtmlFacts {
     image_area: f64,
     images: usize,
     text_chars: usize,
-    /// Opening and closing tags by lowercase name.
-    tags: HashMap<Vec<u8>, (usize, usize)>,
+    tags: TagCounts,
     /// (href, visible text) of every link.
     anchors: Vec<(String, String)>,
 }
@@ -234,6 +232,48 @@ impl<'m> Facts<'m> {
     }
 }
 
+/// Opening and closing tags by name, without regard to case. A name (at most 16 bytes) is
+/// packed into a number: a message has a few dozen names, and comparing numbers in a list
+/// beats hashing strings into a map.
+#[derive(Default)]
+struct TagCounts(Vec<(u128, usize, usize)>);
+
+impl TagCounts {
+    fn key(name: &[u8]) -> Option<u128> {
+        let mut key = [0u8; 16];
+        for (k, b) in key.get_mut(..name.len())?.iter_mut().zip(name) {
+            *k = b.to_ascii_lowercase();
+        }
+        Some(u128::from_le_bytes(key))
+    }
+
+    fn add(&mut self, name: &[u8], closing: bool) {
+        let Some(key) = TagCounts::key(name) else {
+            return;
+        };
+        let at = match self.0.iter().position(|e| e.0 == key) {
+            Some(at) => at,
+            None => {
+                self.0.push((key, 0, 0));
+                self.0.len() - 1
+            }
+        };
+        let e = &mut self.0[at];
+        if closing {
+            e.2 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+
+    /// (opening, closing) tags called `name`.
+    fn get(&self, name: &[u8]) -> (usize, usize) {
+        TagCounts::key(name)
+            .and_then(|key| self.0.iter().find(|e| e.0 == key))
+            .map_or((0, 0), |e| (e.1, e.2))
+    }
+}
+
 /// One pass over the markup's bytes, the way a lenient reader sees it: a tag runs from
 /// `<` to the next `>`, text is what lies between tags. Tag counts, text bytes outside
 /// tags (UTF-8 bytes, not characters: a ratio does not need more), image areas from
@@ -243,16 +283,15 @@ fn html_facts(html: &str) -> HtmlFacts {
         image_area: 0.0,
         images: 0,
         text_chars: 0,
-        tags: HashMap::new(),
+        tags: TagCounts::default(),
         anchors: Vec::new(),
     };
     // The link being read: its target and the text so far. A link opened inside another
     // belongs to the outer one, which the first `</a>` closes.
     let mut link: Option<(&str, String)> = None;
     let mut rest = html;
-    let mut name = [0u8; 16];
     loop {
-        let lt = rest.find('<').unwrap_or(rest.len());
+        let lt = memchr::memchr(b'<', rest.as_bytes()).unwrap_or(rest.len());
         let text = &rest[..lt];
         facts.text_chars += text.bytes().filter(|b| !b.is_ascii_whitespace()).count();
         if let Some((_, shown)) = &mut link {
@@ -262,7 +301,7 @@ fn html_facts(html: &str) -> HtmlFacts {
             break;
         }
         let after = &rest[lt + 1..];
-        let (tag, closed) = match after.find('>') {
+        let (tag, closed) = match memchr::memchr(b'>', after.as_bytes()) {
             Some(e) => (&after[..e], true),
             None => (after, false),
         };
@@ -277,19 +316,12 @@ fn html_facts(html: &str) -> HtmlFacts {
         if n == 0 {
             continue;
         }
+        facts.tags.add(&bytes[..n], closing);
+        let mut name = [0u8; 16];
         for (d, b) in name.iter_mut().zip(&bytes[..n]) {
             *d = b.to_ascii_lowercase();
         }
         let name = &name[..n];
-        let counts = match facts.tags.get_mut(name) {
-            Some(e) => e,
-            None => facts.tags.entry(name.to_vec()).or_default(),
-        };
-        if closing {
-            counts.1 += 1;
-        } else {
-            counts.0 += 1;
-        }
         let attributes = &tag[n..];
         if attributes.starts_with('_') || !closed {
             continue;
@@ -336,9 +368,17 @@ fn html_facts(html: &str) -> HtmlFacts {
 /// case, at the start of a word): the raw rest of the tag, quote and all.
 fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Item = &'t str> {
     let bytes = attributes.as_bytes();
-    (0..bytes.len().saturating_sub(name.len() - 1)).filter_map(move |i| {
+    let first = name.as_bytes()[0];
+    // Where the name's first letter is, in either case: few places in a tag.
+    memchr::memchr2_iter(
+        first.to_ascii_lowercase(),
+        first.to_ascii_uppercase(),
+        bytes,
+    )
+    .filter_map(move |i| {
         let starts_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
-        if !starts_word || !bytes[i..i + name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+        let candidate = bytes.get(i..i + name.len())?;
+        if !starts_word || !candidate.eq_ignore_ascii_case(name.as_bytes()) {
             return None;
         }
         let value =
@@ -401,21 +441,11 @@ impl Eval {
                 if msg.html.is_empty() {
                     return false;
                 }
-                let (open, close) = facts
-                    .html()
-                    .tags
-                    .get(tag.as_bytes())
-                    .copied()
-                    .unwrap_or_default();
+                let (open, close) = facts.html().tags.get(tag.as_bytes());
                 cmp.holds(open as f64 - close as f64, *n)
             }
             Eval::HtmlTagExists(tag) => {
-                !msg.html.is_empty()
-                    && facts
-                        .html()
-                        .tags
-                        .get(tag.as_bytes())
-                        .is_some_and(|(open, _)| *open > 0)
+                !msg.html.is_empty() && facts.html().tags.get(tag.as_bytes()).0 > 0
             }
             Eval::SubjectAllCaps => {
                 let Some(subject) = msg.header("subject") else {
@@ -609,8 +639,10 @@ mod tests {
         // Five digits at most, as a height of a million pixels is no image.
         assert_eq!(f.image_area, 120.0 * 12345.0);
         // `<a_b` counts as an `a` tag (its name is read up to the `_`) but is no link.
-        assert_eq!(f.tags.get(&b"a"[..]), Some(&(7, 6)));
-        assert_eq!(f.tags.get(&b"html"[..]), Some(&(1, 0)));
+        assert_eq!(f.tags.get(b"a"), (7, 6));
+        assert_eq!(f.tags.get(b"HTML"), (1, 0));
+        assert_eq!(f.tags.get(b"body"), (1, 0));
+        assert_eq!(f.tags.get(b"head"), (0, 0));
         let text = "Hi Click here no target empty x outer inner tail never closed";
         assert_eq!(f.text_chars, text.replace(' ', "").len());
     }
