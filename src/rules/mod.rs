@@ -469,8 +469,21 @@ pub fn body_text(msg: &Message) -> String {
         out.push('\n');
     }
     let mut in_para = false;
-    for line in msg.text.lines() {
-        let line = line.trim();
+    let text = msg.text.as_str();
+    let mut start = 0;
+    while start < text.len() {
+        // `str::lines`, with memchr's faster search for the line end.
+        let end =
+            memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |n| start + n);
+        let line = &text[start..end];
+        start = end + 1;
+        // Most lines neither begin nor end with white space: trim only those that do.
+        let edges = [line.as_bytes().first(), line.as_bytes().last()];
+        let line = if edges.iter().flatten().all(|b| b.is_ascii_graphic()) {
+            line
+        } else {
+            line.trim()
+        };
         if line.is_empty() {
             if in_para {
                 out.push('\n');
