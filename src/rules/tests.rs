@@ -623,3 +623,14 @@ fn the_built_in_body_rules_run_anchored_and_match_as_a_set_would() {
         "the texts hit the rules only {matched} times"
     );
 }
+
+#[test]
+fn body_text_is_the_subject_then_each_paragraph_on_one_line() {
+    let raw = "Subject: Hello there\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n  \
+        First line\r\n\tsecond line  \r\n\r\n\r\n\u{a0}Next paragraph\u{a0}\r\nlast\r\n \r\nend";
+    let msg = Message::parse(raw.as_bytes(), LIMIT);
+    assert_eq!(
+        body_text(&msg),
+        "Hello there\nFirst line second line\nNext paragraph last\nend"
+    );
+}
