@@ -187,6 +187,8 @@ pub struct Facts<'m> {
     html: Option<HtmlFacts>,
     /// Transfer encodings of text parts, from the raw MIME headers.
     parts: Option<Vec<(String, String)>>,
+    /// Hours from the Date header to the newest Received line's date, when both parse.
+    date_shift: Option<Option<f64>>,
 }
 
 struct HtmlFacts {
@@ -214,7 +216,22 @@ impl<'m> Facts<'m> {
             msg,
             html: None,
             parts: None,
+            date_shift: None,
         }
+    }
+
+    /// Both date tests read it: parsed once.
+    fn date_shift(&mut self) -> Option<f64> {
+        let msg = self.msg;
+        *self.date_shift.get_or_insert_with(|| {
+            let sent = msg.header("date").and_then(parse_date)?;
+            let received = msg
+                .header_values("received")
+                .next()
+                .and_then(|r| r.rsplit(';').next())
+                .and_then(parse_date)?;
+            Some((sent - received) as f64 / 3600.0)
+        })
     }
 
     fn html(&mut self) -> &HtmlFacts {
@@ -451,32 +468,18 @@ impl Eval {
                 let Some(subject) = msg.header("subject") else {
                     return false;
                 };
-                let letters: Vec<char> = subject.chars().filter(|c| c.is_alphabetic()).collect();
-                letters.len() >= 10
-                    && subject.split_whitespace().count() >= 2
-                    && letters
-                        .iter()
-                        .all(|c| c.is_uppercase() || !c.is_lowercase())
+                let mut letters = subject.chars().filter(|c| c.is_alphabetic());
+                letters.clone().count() >= 10
+                    && subject.split_whitespace().nth(1).is_some()
+                    && letters.all(|c| c.is_uppercase() || !c.is_lowercase())
             }
             Eval::FromLocalDigits(n) => msg
                 .header("from")
                 .and_then(Target::address)
                 .is_some_and(|a| a.chars().take_while(char::is_ascii_digit).count() >= *n),
-            Eval::ShiftedDate(min, max) => {
-                let Some(sent) = msg.header("date").and_then(parse_date) else {
-                    return false;
-                };
-                let received = msg
-                    .header_values("received")
-                    .next()
-                    .and_then(|r| r.rsplit(';').next())
-                    .and_then(parse_date);
-                let Some(received) = received else {
-                    return false;
-                };
-                let hours = (sent - received) as f64 / 3600.0;
-                hours >= *min && hours < *max
-            }
+            Eval::ShiftedDate(min, max) => facts
+                .date_shift()
+                .is_some_and(|hours| hours >= *min && hours < *max),
             Eval::MissingHeader(name) => msg.header(name).is_none(),
             Eval::MissingTo => {
                 msg.header("to").is_none()
