@@ -634,3 +634,22 @@ fn body_text_is_the_subject_then_each_paragraph_on_one_line() {
         "Hello there\nFirst line second line\nNext paragraph last\nend"
     );
 }
+
+/// Both date tests read one shared parse: each must still judge its own range.
+#[test]
+fn date_tests_in_one_set_judge_their_own_ranges() {
+    let s = set("header PAST eval:check_for_shifted_date('undef', '-48')\n\
+         header FUTURE eval:check_for_shifted_date('12', 'undef')\n");
+    let received = "Received: from a by b; Thu, 22 Aug 2002 18:26:25 -0700";
+    let past = mail(
+        &format!("{received}\nDate: Mon, 1 Jul 2002 10:00:00 -0700"),
+        "x",
+    );
+    let future = mail(
+        &format!("{received}\nDate: Sat, 24 Aug 2002 10:00:00 -0700"),
+        "x",
+    );
+    assert_eq!(hits(&s, &past), ["PAST"]);
+    assert_eq!(hits(&s, &future), ["FUTURE"]);
+    assert!(hits(&s, &mail(received, "x")).is_empty());
+}
