@@ -25,6 +25,26 @@ const AT_LINE_START: u8 = 4;
 /// would start a run at most bytes of ordinary text: the unanchored set is then cheaper.
 const MAX_BEGIN_ANYWHERE: usize = 16;
 
+/// Per byte, the places a match may begin right after it: anywhere, a word start after a
+/// byte not of a word, a line start after a line end. With [`AnchoredSet::starts`] it makes
+/// the test at each byte two lookups and an AND, not a chain of branches.
+const BEGINS_AFTER: [u8; 256] = {
+    let mut after = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        let word = byte.is_ascii_alphanumeric() || byte == b'_';
+        let line_end = byte == b'\n' || byte == b'\r';
+        after[b] = ANYWHERE
+            | if word { 0 } else { AT_WORD_START }
+            | if line_end { AT_LINE_START } else { 0 };
+        b += 1;
+    }
+    after
+};
+/// The places a match may begin at the start of the text.
+const BEGINS_FIRST: u8 = ANYWHERE | AT_WORD_START | AT_LINE_START;
+
 pub(super) struct AnchoredSet {
     dfa: DFA,
     /// Per byte, where a match of some pattern may begin with it.
@@ -79,16 +99,13 @@ impl AnchoredSet {
     pub(super) fn matches(&self, hay: &[u8], mut hit: impl FnMut(usize)) -> Result<(), GaveUp> {
         let mut cache = self.caches.get();
         let cache = &mut *cache;
-        let mut behind: Option<u8> = None;
+        let mut allowed = BEGINS_FIRST;
         for (at, &byte) in hay.iter().enumerate() {
-            let starts = self.starts[usize::from(byte)];
-            let begins = starts & ANYWHERE != 0
-                || (starts & AT_WORD_START != 0 && !behind.is_some_and(is_word_byte))
-                || (starts & AT_LINE_START != 0 && behind.is_none_or(|b| b == b'\n' || b == b'\r'));
-            if begins {
+            if self.starts[usize::from(byte)] & allowed != 0 {
+                let behind = at.checked_sub(1).map(|b| hay[b]);
                 self.run(cache, hay, at, behind, &mut hit)?;
             }
-            behind = Some(byte);
+            allowed = BEGINS_AFTER[usize::from(byte)];
         }
         Ok(())
     }
