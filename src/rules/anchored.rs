@@ -9,13 +9,13 @@
 //! for `\$…`), the DFA follows one beginning at a time. Its states stay few and are soon all
 //! built, and most runs die after a byte or two.
 
+use regex_automata::Anchored;
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::util::start;
-use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
-use super::set::{CachePool, cache_pool, set_nfa};
+use super::set::{PerThread, per_thread, set_dfa};
 
 /// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
 const ANYWHERE: u8 = 1;
@@ -33,7 +33,7 @@ const BEGINS_AFTER: [u8; 256] = {
     let mut b = 0;
     while b < 256 {
         let byte = b as u8;
-        let word = byte.is_ascii_alphanumeric() || byte == b'_';
+        let word = is_word_byte(byte);
         let line_end = byte == b'\n' || byte == b'\r';
         after[b] = ANYWHERE
             | if word { 0 } else { AT_WORD_START }
@@ -49,7 +49,7 @@ pub(super) struct AnchoredSet {
     dfa: DFA,
     /// Per byte, where a match of some pattern may begin with it.
     starts: [u8; 256],
-    caches: CachePool,
+    caches: PerThread<Cache>,
 }
 
 impl std::fmt::Debug for AnchoredSet {
@@ -78,17 +78,10 @@ impl AnchoredSet {
         if starts.iter().filter(|&&s| s & ANYWHERE != 0).count() > MAX_BEGIN_ANYWHERE {
             return None;
         }
-        let nfa = set_nfa(hirs, size_limit).ok()?;
-        let dfa = DFA::builder()
-            .configure(
-                DFA::config()
-                    .match_kind(MatchKind::All)
-                    .cache_capacity(cache_limit),
-            )
-            .build_from_nfa(nfa)
-            .ok()?;
+        let dfa = set_dfa(hirs, size_limit, DFA::config().cache_capacity(cache_limit)).ok()?;
+        let for_caches = dfa.clone();
         Some(AnchoredSet {
-            caches: cache_pool(&dfa),
+            caches: per_thread(move || for_caches.create_cache()),
             dfa,
             starts,
         })
@@ -160,7 +153,7 @@ impl AnchoredSet {
     }
 }
 
-fn is_word_byte(b: u8) -> bool {
+const fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 

@@ -10,26 +10,29 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::OnceLock;
 
 use regex::bytes::{RegexSet, RegexSetBuilder};
+use regex_automata::hybrid;
 use regex_automata::hybrid::dfa::{Cache, DFA};
-use regex_automata::nfa::thompson::{self, NFA};
+use regex_automata::nfa::thompson;
 use regex_automata::util::pool::Pool;
 use regex_automata::util::prefilter::Prefilter;
 use regex_automata::{Input, MatchKind};
 use regex_syntax::hir::Hir;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
 
-pub(super) type CachePool =
-    Pool<Cache, Box<dyn Fn() -> Cache + Send + Sync + UnwindSafe + RefUnwindSafe>>;
+/// What a search needs of its own on each thread that runs it (a lazy DFA's cache).
+pub(super) type PerThread<T> =
+    Pool<T, Box<dyn Fn() -> T + Send + Sync + UnwindSafe + RefUnwindSafe>>;
 
-/// A cache for each thread that runs `dfa`.
-pub(super) fn cache_pool(dfa: &DFA) -> CachePool {
-    let dfa = dfa.clone();
-    Pool::new(Box::new(move || dfa.create_cache()))
+pub(super) fn per_thread<T: Send>(
+    make: impl Fn() -> T + Send + Sync + UnwindSafe + RefUnwindSafe + 'static,
+) -> PerThread<T> {
+    Pool::new(Box::new(make))
 }
 
 pub(super) struct PatternSet {
     dfa: DFA,
-    caches: CachePool,
+    /// Each thread's cache and result set: a search allocates nothing.
+    scratch: PerThread<(Cache, regex_automata::PatternSet)>,
     patterns: Vec<String>,
     limits: (usize, usize),
     /// For a text on which the lazy DFA gives up (a byte it must quit on): the same
@@ -47,15 +50,24 @@ pub(super) fn parse(pattern: &str) -> Result<Hir, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The automaton of a set that asks only which patterns match: no capture groups.
-pub(super) fn set_nfa(hirs: &[&Hir], size_limit: usize) -> Result<NFA, String> {
-    thompson::Compiler::new()
+/// The lazy DFA of a set that asks only which patterns match (no capture groups, every
+/// pattern's matches), with the rest of its configuration from `config`.
+pub(super) fn set_dfa(
+    hirs: &[&Hir],
+    size_limit: usize,
+    config: hybrid::dfa::Config,
+) -> Result<DFA, String> {
+    let nfa = thompson::Compiler::new()
         .configure(
             thompson::Config::new()
                 .which_captures(thompson::WhichCaptures::None)
                 .nfa_size_limit(Some(size_limit)),
         )
         .build_many_from_hir(hirs)
+        .map_err(|e| e.to_string())?;
+    DFA::builder()
+        .configure(config.match_kind(MatchKind::All))
+        .build_from_nfa(nfa)
         .map_err(|e| e.to_string())
 }
 
@@ -99,22 +111,19 @@ impl PatternSet {
         size_limit: usize,
         cache_limit: usize,
     ) -> Result<PatternSet, String> {
-        let nfa = set_nfa(hirs, size_limit)?;
-        let dfa = DFA::builder()
-            .configure(
-                DFA::config()
-                    .match_kind(MatchKind::All)
-                    .cache_capacity(cache_limit)
-                    // Where every pattern begins with one of a few literals, the search
-                    // skips to them.
-                    .prefilter(prefilter(hirs))
-                    // Rather than refuse a Unicode `\b`, quit at non-ASCII bytes.
-                    .unicode_word_boundary(true),
-            )
-            .build_from_nfa(nfa)
-            .map_err(|e| e.to_string())?;
+        let config = DFA::config()
+            .cache_capacity(cache_limit)
+            // Where every pattern begins with one of a few literals, the search skips to them.
+            .prefilter(prefilter(hirs))
+            // Rather than refuse a Unicode `\b`, quit at non-ASCII bytes.
+            .unicode_word_boundary(true);
+        let dfa = set_dfa(hirs, size_limit, config)?;
+        let (for_scratch, len) = (dfa.clone(), patterns.len());
         Ok(PatternSet {
-            caches: cache_pool(&dfa),
+            scratch: per_thread(move || {
+                let found = regex_automata::PatternSet::new(len);
+                (for_scratch.create_cache(), found)
+            }),
             dfa,
             patterns,
             limits: (size_limit, cache_limit),
@@ -128,15 +137,17 @@ impl PatternSet {
 
     /// Calls `hit` with the index of each pattern that matches somewhere in `hay`.
     pub(super) fn matches(&self, hay: &[u8], mut hit: impl FnMut(usize)) {
-        let mut found = regex_automata::PatternSet::new(self.patterns.len());
-        let searched = {
-            let mut cache = self.caches.get();
-            self.dfa
-                .try_which_overlapping_matches(&mut cache, &Input::new(hay), &mut found)
-        };
-        if searched.is_ok() {
-            found.iter().for_each(|p| hit(p.as_usize()));
-            return;
+        {
+            let mut scratch = self.scratch.get();
+            let (cache, found) = &mut *scratch;
+            found.clear();
+            let searched = self
+                .dfa
+                .try_which_overlapping_matches(cache, &Input::new(hay), found);
+            if searched.is_ok() {
+                found.iter().for_each(|p| hit(p.as_usize()));
+                return;
+            }
         }
         let fallback = self.fallback.get_or_init(|| {
             RegexSetBuilder::new(&self.patterns)
