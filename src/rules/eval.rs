@@ -264,10 +264,7 @@ impl TagCounts {
         Some(u128::from_le_bytes(key))
     }
 
-    fn add(&mut self, name: &[u8], closing: bool) {
-        let Some(key) = TagCounts::key(name) else {
-            return;
-        };
+    fn add(&mut self, key: u128, closing: bool) {
         let at = match self.0.iter().position(|e| e.0 == key) {
             Some(at) => at,
             None => {
@@ -333,12 +330,12 @@ fn html_facts(html: &str) -> HtmlFacts {
         if n == 0 {
             continue;
         }
-        facts.tags.add(&bytes[..n], closing);
-        let mut name = [0u8; 16];
-        for (d, b) in name.iter_mut().zip(&bytes[..n]) {
-            *d = b.to_ascii_lowercase();
-        }
-        let name = &name[..n];
+        let Some(key) = TagCounts::key(&bytes[..n]) else {
+            continue;
+        };
+        facts.tags.add(key, closing);
+        let lowercase = key.to_le_bytes();
+        let name = &lowercase[..n];
         let attributes = &tag[n..];
         if attributes.starts_with('_') || !closed {
             continue;
