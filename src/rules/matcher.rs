@@ -89,16 +89,15 @@ pub(super) struct MatcherBuilder {
 }
 
 /// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
-fn meta_regex(pattern: &str) -> Option<MetaRegex> {
+fn meta_regex(pattern: &Hir) -> Option<MetaRegex> {
     MetaRegex::builder()
-        .syntax(regex_automata::util::syntax::Config::new().utf8(false))
         .configure(
             MetaRegex::config()
                 .utf8_empty(false)
                 .nfa_size_limit(Some(SIZE_LIMIT))
                 .hybrid_cache_capacity(DFA_LIMIT),
         )
-        .build(pattern)
+        .build_from_hir(pattern)
         .ok()
 }
 
@@ -233,7 +232,7 @@ impl MatcherBuilder {
         if !small {
             for pattern in std::mem::take(&mut self.patterns) {
                 let trigger = triggers(&pattern.hir)
-                    .and_then(|(prefix, lits)| Some((meta_regex(&pattern.source)?, prefix, lits)));
+                    .and_then(|(prefix, lits)| Some((meta_regex(&pattern.hir)?, prefix, lits)));
                 match trigger {
                     Some((re, prefix, lits)) => {
                         triggered_in.push((re, pattern.entry, prefix, lits))
@@ -242,7 +241,7 @@ impl MatcherBuilder {
                 }
             }
         }
-        let anchored = (chunk_size == SMALL_MATCHER && self.patterns.len() >= ANCHOR_FROM)
+        let anchored = (small && self.patterns.len() >= ANCHOR_FROM)
             .then(|| {
                 let hirs: Vec<&Hir> = self.patterns.iter().map(|p| &p.hir).collect();
                 AnchoredSet::new(&hirs, SIZE_LIMIT, DFA_LIMIT)
