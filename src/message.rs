@@ -335,9 +335,15 @@ fn push_text(out: &mut String, text: &str) {
 }
 
 fn raw_header_value(raw: &[u8], start: usize, end: usize) -> String {
-    let bytes = raw.get(start..end.min(raw.len())).unwrap_or_default();
-    let value = String::from_utf8_lossy(bytes);
-    value.split_whitespace().collect::<Vec<_>>().join(" ")
+    unfold(raw.get(start..end.min(raw.len())).unwrap_or_default())
+}
+
+/// A raw header value as one line: its words, one space apart.
+pub fn unfold(value: &[u8]) -> String {
+    String::from_utf8_lossy(value)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 // ASCII word boundaries: a Unicode `\b` stops the lazy DFA at the first non-ASCII byte.

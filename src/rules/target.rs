@@ -1,7 +1,7 @@
 //! The header text that header and mimeheader rules read: `Subject`, `From:addr`, `ALL`,
 //! `ToCc`, the fields of each MIME part…
 
-use crate::message::Message;
+use crate::message::{Message, unfold};
 
 /// Which header text a header rule reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -91,15 +91,7 @@ impl Target {
             Target::ToCc => join({
                 let fields = msg.raw_fields(&["to", "cc"]);
                 let of = |n: usize| fields.iter().filter(move |f| f.0 == n).map(|f| f.1);
-                of(0)
-                    .chain(of(1))
-                    .map(|v| {
-                        String::from_utf8_lossy(v)
-                            .split_whitespace()
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .collect()
+                of(0).chain(of(1)).map(unfold).collect()
             }),
             Target::EnvelopeFrom => msg
                 .header("return-path")
