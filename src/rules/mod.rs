@@ -477,13 +477,7 @@ pub fn body_text(msg: &Message) -> String {
             memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |n| start + n);
         let line = &text[start..end];
         start = end + 1;
-        // Most lines neither begin nor end with white space: trim only those that do.
-        let edges = [line.as_bytes().first(), line.as_bytes().last()];
-        let line = if edges.iter().flatten().all(|b| b.is_ascii_graphic()) {
-            line
-        } else {
-            line.trim()
-        };
+        let line = line.trim();
         if line.is_empty() {
             if in_para {
                 out.push('\n');
