@@ -54,7 +54,7 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     words(&msg.text, opts, &mut |w| {
         if opts.pair_tokens {
             if let Some(prev) = &previous {
-                out.add(&format!("{prev}+{w}"));
+                out.add_joined(&[prev, "+", w]);
             }
             previous = Some(w.to_string());
         }
@@ -72,20 +72,20 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         }
     }
     for anomaly in &msg.anomalies {
-        out.add(&format!("anomaly:{}", anomaly.name()));
+        out.add_joined(&["anomaly:", anomaly.name()]);
     }
     for att in &msg.attachments {
-        out.add(&format!("att:type:{}", att.content_type));
+        out.add_joined(&["att:type:", &att.content_type]);
         if let Some(ext) = att.name.as_deref().and_then(|n| n.rsplit_once('.')) {
-            out.add(&format!("att:ext:{}", ext.1.to_lowercase()));
+            out.add_joined(&["att:ext:", &ext.1.to_lowercase()]);
         }
     }
 }
 
 fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     for h in &msg.headers {
-        out.add(&format!("hdr:{}", h.name.to_ascii_lowercase()));
         let name = h.name.to_ascii_lowercase();
+        out.add_joined(&["hdr:", &name]);
         let tag = match name.as_str() {
             "subject" => "subj",
             "from" => "from",
@@ -98,15 +98,15 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
             }
             "message-id" => {
                 if let Some((_, domain)) = h.value.trim_matches(['<', '>', ' ']).rsplit_once('@') {
-                    out.add(&format!("mid:{}", domain.to_ascii_lowercase()));
+                    out.add_joined(&["mid:", &domain.to_ascii_lowercase()]);
                 }
                 continue;
             }
             "content-type" => {
                 let ct = h.value.split(';').next().unwrap_or_default().trim();
-                out.add(&format!("ct:{}", ct.to_ascii_lowercase()));
+                out.add_joined(&["ct:", &ct.to_ascii_lowercase()]);
                 if let Some(cs) = charset_of(&h.value) {
-                    out.add(&format!("charset:{cs}"));
+                    out.add_joined(&["charset:", &cs]);
                 }
                 continue;
             }
@@ -115,16 +115,16 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         let mut rest = h.value.clone();
         if matches!(tag, "from" | "replyto" | "to") {
             for addr in addresses(&h.value) {
-                out.add(&format!("{tag}:addr:{addr}"));
+                out.add_joined(&[tag, ":addr:", &addr]);
                 if let Some((_, domain)) = addr.rsplit_once('@') {
-                    out.add(&format!("{tag}:dom:{domain}"));
+                    out.add_joined(&[tag, ":dom:", domain]);
                 }
                 rest = rest.to_lowercase().replace(&addr, " ");
             }
         }
         // Words of what is left: the subject, a display name; not the address again.
         if tag != "to" {
-            words(&rest, opts, &mut |w| out.add(&format!("{tag}:{w}")));
+            words(&rest, opts, &mut |w| out.add_joined(&[tag, ":", w]));
         }
     }
 }
@@ -186,15 +186,15 @@ fn received_tokens(value: &str, out: &mut Features) {
         if part.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
             // Class-C network of an IPv4 address: the host part changes, the network doesn't.
             if let Some((net, _)) = part.rsplit_once('.') {
-                out.add(&format!("rcvd:ip:{net}"));
+                out.add_joined(&["rcvd:ip:", net]);
             }
             continue;
         }
-        out.add(&format!("rcvd:{part}"));
+        out.add_joined(&["rcvd:", &part]);
         if let Some(parent) = registered_domain(&part)
             && parent != part
         {
-            out.add(&format!("rcvd:{parent}"));
+            out.add_joined(&["rcvd:", parent]);
         }
     }
 }
@@ -207,14 +207,14 @@ fn url_tokens(url: &str, out: &mut Features) {
         out.add("url:ip-literal");
         return;
     }
-    out.add(&format!("url:{host}"));
+    out.add_joined(&["url:", &host]);
     // Every parent domain down to two labels: mail from one sender's many hosts shares them.
     let mut rest = host.as_str();
     while let Some((_, parent)) = rest.split_once('.') {
         if !parent.contains('.') {
             break;
         }
-        out.add(&format!("url:{parent}"));
+        out.add_joined(&["url:", parent]);
         rest = parent;
     }
 }
