@@ -13,7 +13,7 @@ pub(super) const META_SCHEMA: &[u8] = b"mschema";
 pub(super) const META_TOTALS: &[u8] = b"mtotals";
 
 /// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
-pub(super) const BUCKET_BITS: u32 = 12;
+pub(super) const BUCKET_BITS: u32 = 8;
 
 pub(super) fn bucket_of(hash: u64) -> u16 {
     (hash >> (64 - BUCKET_BITS)) as u16

@@ -16,8 +16,9 @@ use crate::features::Features;
 use crate::message::Digest;
 use crate::model::{Class, CountSource, TokenCounts, Totals};
 
-/// The database layout this spamnb reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The database layout this spamnb reads and writes. Version 1 databases are upgraded
+/// when opened (see `SledStore::open`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
