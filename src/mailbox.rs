@@ -29,7 +29,7 @@ impl MailSource {
 }
 
 /// An input that could not be read, and why.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Unreadable {
     pub name: String,
     pub reason: String,
@@ -212,19 +212,32 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
 }
 
 /// Reads many messages, each mbox file once, in the order given: each input's name and
-/// its bytes, or why there are none.
-pub fn read_all(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u8>, Unreadable>)> {
+/// its bytes, or why there are none. Files are read on every core, which matters at the
+/// start of a run, when nothing else is there to do yet.
+pub fn read_all(inputs: &[Input]) -> Vec<(String, Result<Vec<u8>, Unreadable>)> {
+    let any_mbox = inputs
+        .iter()
+        .any(|i| matches!(i, Ok(MailSource::Mbox { .. })));
+    if any_mbox || inputs.len() < 2 {
+        return read_in_order(inputs).collect();
+    }
+    use rayon::prelude::*;
+    inputs
+        .par_iter()
+        .map(|input| match input {
+            Ok(source) => (source.name(), read(source)),
+            Err(e) => (e.name.clone(), Err(e.clone())),
+        })
+        .collect()
+}
+
+/// [`read_all`] on one thread, an mbox split once for all its messages.
+fn read_in_order(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u8>, Unreadable>)> {
     let mut open_mbox: Option<(PathBuf, std::vec::IntoIter<Vec<u8>>)> = None;
     inputs.iter().map(move |input| {
         let source = match input {
             Ok(source) => source,
-            Err(e) => {
-                let again = Unreadable {
-                    name: e.name.clone(),
-                    reason: e.reason.clone(),
-                };
-                return (e.name.clone(), Err(again));
-            }
+            Err(e) => return (e.name.clone(), Err(e.clone())),
         };
         let name = source.name();
         let MailSource::Mbox { path, .. } = source else {
@@ -307,6 +320,7 @@ mod tests {
         ];
         let inputs = expand(&inputs);
         let names: Vec<String> = read_all(&inputs)
+            .into_iter()
             .map(|(name, _)| name.replace(&root.display().to_string(), ""))
             .collect();
         let expected = [
@@ -332,7 +346,10 @@ mod tests {
             missing.to_string().contains("missing: no such file"),
             "{missing}"
         );
-        let read: Vec<Vec<u8>> = read_all(&inputs[..8]).filter_map(|(_, r)| r.ok()).collect();
+        let read: Vec<Vec<u8>> = read_all(&inputs[..8])
+            .into_iter()
+            .filter_map(|(_, r)| r.ok())
+            .collect();
         assert!(
             read[3].starts_with(b"Subject: two"),
             "read through the link"

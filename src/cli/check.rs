@@ -52,9 +52,7 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // A pipeline: while one chunk is scored, the next is read, so that neither core waits
     // on the file system.
     let chunks: Vec<&[mailbox::Input]> = inputs.chunks(CHUNK).collect();
-    let mut next = chunks
-        .first()
-        .map(|c| mailbox::read_all(c).collect::<Vec<_>>());
+    let mut next = chunks.first().map(|c| mailbox::read_all(c));
     for i in 0..chunks.len() {
         let read = next.take().expect("each chunk is read before it is scored");
         let score = || -> anyhow::Result<Vec<Verdict>> {
@@ -64,11 +62,7 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 .collect();
             route.check(&readable)
         };
-        let read_next = || {
-            chunks
-                .get(i + 1)
-                .map(|c| mailbox::read_all(c).collect::<Vec<_>>())
-        };
+        let read_next = || chunks.get(i + 1).map(|c| mailbox::read_all(c));
         // One message (a hook) needs no thread pool.
         let (scored, following) = if inputs.len() < 2 {
             (score(), read_next())

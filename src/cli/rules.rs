@@ -171,7 +171,7 @@ fn stats(
         let mut hits = vec![0usize; set.len()];
         let mut n = 0;
         for chunk in inputs.chunks(256) {
-            let read: Vec<_> = mailbox::read_all(chunk).collect();
+            let read: Vec<_> = mailbox::read_all(chunk);
             let per: Vec<Vec<u32>> = read
                 .par_iter()
                 .filter_map(|(_, raw)| raw.as_ref().ok())
