@@ -11,7 +11,7 @@
 //! ```
 //!
 //! - [`message`]: raw bytes to a decoded [`message::Message`] view (mail-parser).
-//! - [`tokenize`]: words, header-tagged and URL tokens.
+//! - [`tokenize`]: words, header-tagged and URL tokens; `segment` finds the words.
 //! - [`features`]: the bag of features, and the [`features::Extractor`] that makes one.
 //! - [`rules`]: SpamAssassin-style rule files, compiled once, evaluated per message.
 //! - [`model`]: multinomial naive Bayes: scoring, decision, explanation.
@@ -36,6 +36,7 @@ pub mod message;
 pub mod milter;
 pub mod model;
 pub mod rules;
+mod segment;
 pub mod spam_headers;
 pub mod spamd;
 pub mod store;

@@ -6,7 +6,6 @@
 //! character bigrams, the way search engines index them (Lucene's CJK analyzer).
 
 use serde::Deserialize;
-use unicode_segmentation::UnicodeSegmentation;
 
 use crate::features::Features;
 use crate::message::{Message, url_host};
@@ -242,7 +241,7 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
             bigrams(run, emit);
             continue;
         }
-        for word in run.unicode_words() {
+        crate::segment::for_each_word(run, |word| {
             let ascii = word.is_ascii();
             let chars = if ascii {
                 word.len()
@@ -250,12 +249,12 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
                 word.chars().count()
             };
             if chars < opts.min_token_chars {
-                continue;
+                return;
             }
             if chars > opts.max_token_chars {
                 let first = word.chars().next().unwrap_or('?').to_lowercase();
                 emit(&format!("long:{first}:{}", chars / 10));
-                continue;
+                return;
             }
             buf.clear();
             if ascii {
@@ -271,7 +270,7 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
                 buf.extend(word.chars().flat_map(char::to_lowercase));
             }
             emit(&buf);
-        }
+        });
     }
 }
 
