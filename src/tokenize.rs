@@ -182,9 +182,21 @@ fn addresses(value: &str) -> impl Iterator<Item = String> + '_ {
 /// Host names and addresses a message passed through: `rcvd:mail.example.org`, and
 /// `rcvd:example.org` for the domain around it.
 fn received_tokens(value: &str, out: &mut Features) {
-    let is_host_char = |c: char| c.is_ascii_alphanumeric() || c == '.' || c == '-';
-    for part in value.split(|c: char| !is_host_char(c)) {
-        let part = part.trim_matches('.');
+    // Host names are ASCII: runs of host bytes, found a byte at a time, start and end at
+    // character boundaries.
+    let is_host_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
+    let bytes = value.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !is_host_byte(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && is_host_byte(bytes[at]) {
+            at += 1;
+        }
+        let part = value[start..at].trim_matches('.');
         if part.len() < 4 || part.len() > 80 || !part.contains('.') {
             continue;
         }
