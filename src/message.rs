@@ -5,6 +5,7 @@
 //! in [`Message::anomalies`] so that it can itself count as evidence.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::LazyLock;
 
@@ -360,11 +361,13 @@ static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// URLs written in the text, and the targets of links, images and forms in the HTML.
-fn find_urls(text: &str, html: &str) -> Vec<String> {
+fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     let mut urls: Vec<String> = Vec::new();
-    let mut push = |u: &str| {
+    // A page of links names most of them many times: seen ones are found by hash.
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut push = |u: &'t str| {
         let u = u.trim_end_matches(['.', ',', ';', ':', '!', '?']);
-        if !u.is_empty() && !urls.iter().any(|seen| seen == u) && urls.len() < 1000 {
+        if !u.is_empty() && urls.len() < 1000 && seen.insert(u) {
             urls.push(u.to_string());
         }
     };
