@@ -409,28 +409,47 @@ pub type Digest = [u8; 16];
 
 pub fn digest(raw: &[u8]) -> Digest {
     let mut hasher = Sha256::new();
-    let mut in_headers = true;
     let mut skipping = false;
-    for line in raw.split_inclusive(|&b| b == b'\n') {
+    let mut at = 0;
+    // The header block, a line at a time: spamnb's own fields are left out.
+    while at < raw.len() {
+        let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |n| at + n + 1);
+        let line = &raw[at..end];
+        at = end;
         let content = line.strip_suffix(b"\n").unwrap_or(line);
         let content = content.strip_suffix(b"\r").unwrap_or(content);
-        if in_headers {
-            if content.is_empty() {
-                in_headers = false;
-            } else if content[0] == b' ' || content[0] == b'\t' {
-                if skipping {
-                    continue;
-                }
-            } else {
-                let name = content.split(|&b| b == b':').next().unwrap_or_default();
-                skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
-                if skipping {
-                    continue;
-                }
+        if content.is_empty() {
+            hasher.update(b"\n");
+            break;
+        }
+        if content[0] == b' ' || content[0] == b'\t' {
+            if skipping {
+                continue;
+            }
+        } else {
+            let name = content.split(|&b| b == b':').next().unwrap_or_default();
+            skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
+            if skipping {
+                continue;
             }
         }
         hasher.update(content);
         hasher.update(b"\n");
+    }
+    // The body as it is but for its line endings: a CR before each LF is left out, and the
+    // last line ends in LF whether or not it did.
+    let body = &raw[at..];
+    let mut from = 0;
+    for cr in memchr::memmem::find_iter(body, b"\r\n") {
+        hasher.update(&body[from..cr]);
+        from = cr + 1;
+    }
+    let tail = &body[from..];
+    if !tail.is_empty() && !tail.ends_with(b"\n") {
+        hasher.update(tail.strip_suffix(b"\r").unwrap_or(tail));
+        hasher.update(b"\n");
+    } else {
+        hasher.update(tail);
     }
     let full = hasher.finalize();
     let mut out = [0u8; 16];
@@ -583,6 +602,67 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         assert_ne!(digest(plain), digest(b"Subject: hi\nFrom: a@b\n\nbody!\n"));
         // A body line that looks like our header is content, not ours.
         assert_ne!(digest(b"S: x\n\nX-Spam-Flag: YES\n"), digest(b"S: x\n\n"));
+    }
+
+    /// The digest is the ledger's key, so it may never change: the body hashed in runs
+    /// between CRLFs is what hashing it a line at a time gave, for every mix of line
+    /// endings (lone CRs, CR CR LF, no final newline, a final CR, no body, no blank line).
+    #[test]
+    fn digest_is_the_line_by_line_digest() {
+        fn by_lines(raw: &[u8]) -> Digest {
+            let mut hasher = Sha256::new();
+            let (mut in_headers, mut skipping) = (true, false);
+            for line in raw.split_inclusive(|&b| b == b'\n') {
+                let content = line.strip_suffix(b"\n").unwrap_or(line);
+                let content = content.strip_suffix(b"\r").unwrap_or(content);
+                if in_headers {
+                    if content.is_empty() {
+                        in_headers = false;
+                    } else if content[0] == b' ' || content[0] == b'\t' {
+                        if skipping {
+                            continue;
+                        }
+                    } else {
+                        let name = content.split(|&b| b == b':').next().unwrap_or_default();
+                        skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
+                        if skipping {
+                            continue;
+                        }
+                    }
+                }
+                hasher.update(content);
+                hasher.update(b"\n");
+            }
+            hasher.finalize()[..16].try_into().unwrap()
+        }
+        let pieces: [&[u8]; 9] = [
+            b"a",
+            b"\r",
+            b"\n",
+            b"\r\n",
+            b" ",
+            b"X-Spam-Flag: YES",
+            b"Subject: x",
+            b"\t",
+            b"",
+        ];
+        let mut seed: u64 = 12345;
+        for _ in 0..20_000 {
+            let mut raw = Vec::new();
+            for _ in 0..(seed % 16) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                raw.extend_from_slice(pieces[(seed % pieces.len() as u64) as usize]);
+            }
+            seed = seed.wrapping_add(1);
+            assert_eq!(
+                digest(&raw),
+                by_lines(&raw),
+                "{:?}",
+                String::from_utf8_lossy(&raw)
+            );
+        }
     }
 
     #[test]
