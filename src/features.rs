@@ -88,8 +88,18 @@ impl Features {
     /// [`Features::iter`] with each feature's [`feature_hash`], taken once when it was
     /// added: the store places and finds counts by it.
     pub fn iter_hashed(&self) -> impl Iterator<Item = (u64, &str, u32)> {
+        self.iter_hashed_if(|_| true)
+    }
+
+    /// [`Features::iter_hashed`] of the features whose hash `keep` accepts; the others'
+    /// names are never read (the store merges a batch in shards by hash).
+    pub fn iter_hashed_if(
+        &self,
+        keep: impl Fn(u64) -> bool,
+    ) -> impl Iterator<Item = (u64, &str, u32)> {
         self.table
             .iter()
+            .filter(move |e| keep(e.hash))
             .map(|e| (e.hash, &self.text[e.start..e.end], e.count))
     }
 

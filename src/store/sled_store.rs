@@ -131,11 +131,10 @@ impl SledStore {
         // Per feature: its hash, and the occurrences and messages per class to add (or,
         // negative, take away). Found by the hash each lesson's features already carry.
         let mut delta: hashbrown::HashTable<(u64, &str, CountDelta)> = Default::default();
+        let in_shard = |hash: u64| usize::from(bucket_of(hash)) % shards == shard;
         for (lesson, moves) in steps {
-            for (hash, feature, n) in lesson.features.iter_hashed() {
-                if usize::from(bucket_of(hash)) % shards != shard
-                    || feature.len() > MAX_FEATURE_BYTES
-                {
+            for (hash, feature, n) in lesson.features.iter_hashed_if(in_shard) {
+                if feature.len() > MAX_FEATURE_BYTES {
                     continue;
                 }
                 let (_, _, d) = delta
