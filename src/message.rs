@@ -610,27 +610,29 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
     #[test]
     fn digest_is_the_line_by_line_digest() {
         fn by_lines(raw: &[u8]) -> Digest {
-            let mut hasher = Sha256::new();
-            let (mut in_headers, mut skipping) = (true, false);
-            for line in raw.split_inclusive(|&b| b == b'\n') {
-                let content = line.strip_suffix(b"\n").unwrap_or(line);
-                let content = content.strip_suffix(b"\r").unwrap_or(content);
-                if in_headers {
-                    if content.is_empty() {
-                        in_headers = false;
-                    } else if content[0] == b' ' || content[0] == b'\t' {
-                        if skipping {
-                            continue;
-                        }
-                    } else {
-                        let name = content.split(|&b| b == b':').next().unwrap_or_default();
-                        skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
-                        if skipping {
-                            continue;
-                        }
-                    }
+            let mut lines = raw.split_inclusive(|&b| b == b'\n').map(|line| {
+                let line = line.strip_suffix(b"\n").unwrap_or(line);
+                line.strip_suffix(b"\r").unwrap_or(line)
+            });
+            let mut kept: Vec<&[u8]> = Vec::new();
+            let mut ours = false;
+            for line in lines.by_ref() {
+                if line.is_empty() {
+                    kept.push(line);
+                    break;
                 }
-                hasher.update(content);
+                if !matches!(line[0], b' ' | b'\t') {
+                    let name = line.split(|&b| b == b':').next().unwrap_or_default();
+                    ours = std::str::from_utf8(name).is_ok_and(is_own_header);
+                }
+                if !ours {
+                    kept.push(line);
+                }
+            }
+            kept.extend(lines);
+            let mut hasher = Sha256::new();
+            for line in kept {
+                hasher.update(line);
                 hasher.update(b"\n");
             }
             hasher.finalize()[..16].try_into().unwrap()
