@@ -33,10 +33,12 @@ impl Engine {
         target: Option<Class>,
         user: Option<&str>,
     ) -> Lesson {
+        let mut features = self.extractor.features(raw);
+        features.shrink_to_fit();
         Lesson {
             digest,
             target,
-            features: self.extractor.features(raw),
+            features,
             user: user.map(str::to_string),
         }
     }

@@ -37,6 +37,13 @@ impl Features {
         }
     }
 
+    /// Gives back the room [`Features::with_capacity`] reserved and no feature took: a
+    /// batch of lessons holds a thousand of these at once.
+    pub fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.table.shrink_to_fit(|e| e.hash);
+    }
+
     pub fn add(&mut self, feature: &str) {
         self.add_n(feature, 1);
     }
@@ -243,6 +250,21 @@ mod tests {
         for (hash, feature, _) in f.iter_hashed() {
             assert_eq!(hash, feature_hash(feature));
         }
+    }
+
+    #[test]
+    fn a_shrunk_table_keeps_every_feature_and_takes_more() {
+        let mut f = Features::with_capacity(4096, 1 << 16);
+        for i in 0..100 {
+            f.add_n(&format!("w{i}"), i);
+        }
+        f.shrink_to_fit();
+        assert!(f.table.capacity() < 4096 && f.text.capacity() < 1 << 16);
+        assert_eq!(f.len(), 100);
+        assert!((0..100).all(|i| f.count(&format!("w{i}")) == i));
+        f.add("w7");
+        f.add("new");
+        assert_eq!((f.count("w7"), f.count("new"), f.len()), (8, 1, 101));
     }
 
     /// Random bytes, cut and bit-flipped messages, deep MIME nesting: features, never a
