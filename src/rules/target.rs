@@ -141,7 +141,6 @@ pub(super) fn mime_header_blocks(
     starts_in_headers: bool,
     keep: impl Fn(&str) -> bool,
 ) -> Vec<Vec<(String, String)>> {
-    let text = String::from_utf8_lossy(raw);
     let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
     if starts_in_headers {
         blocks.push(Vec::new());
@@ -149,7 +148,24 @@ pub(super) fn mime_header_blocks(
     let mut in_headers = starts_in_headers;
     // Whether the field being read is kept, so that its folded lines join it.
     let mut kept = false;
-    for line in text.lines() {
+    let mut at = 0;
+    while at < raw.len() {
+        // In a body only a boundary line matters: the next line that starts with `--` is
+        // found with memmem, past the base64 of attachments a line at a time.
+        if !in_headers && !raw[at..].starts_with(b"--") {
+            match memchr::memmem::find(&raw[at..], b"\n--") {
+                Some(n) => at += n + 1,
+                None => break,
+            }
+        }
+        let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |n| at + n + 1);
+        let text = String::from_utf8_lossy(&raw[at..end]);
+        at = end;
+        // As `str::lines` ends a line: at LF, or CRLF.
+        let line = match text.strip_suffix('\n') {
+            Some(line) => line.strip_suffix('\r').unwrap_or(line),
+            None => &text,
+        };
         if in_headers {
             let block = blocks.last_mut().expect("a block is open while in headers");
             if line.trim().is_empty() {

@@ -653,3 +653,33 @@ fn date_tests_in_one_set_judge_their_own_ranges() {
     assert_eq!(hits(&s, &future), ["FUTURE"]);
     assert!(hits(&s, &mail(received, "x")).is_empty());
 }
+
+/// Each MIME part's header block, found past bodies of any size: folded fields joined,
+/// CRLF or LF, a body line that merely starts with `--` and has a space skipped.
+#[test]
+fn mime_header_blocks_are_found_past_the_bodies() {
+    let attachment = "QUJD\r\n".repeat(5000);
+    let raw = format!(
+        "Subject: x\r\nContent-Type: multipart/mixed;\r\n boundary=\"b\"\r\n\r\npreamble\r\n\
+         -- not a boundary\r\n--b\r\nContent-Type: application/pdf\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{attachment}--b\nContent-Type: text/plain;\n\
+         \tcharset=utf-8\nContent-Transfer-Encoding: BASE64\n\naGk=\n--b--"
+    );
+    let blocks = target::mime_header_blocks(raw.as_bytes(), true, |n| {
+        n.eq_ignore_ascii_case("content-type")
+            || n.eq_ignore_ascii_case("content-transfer-encoding")
+    });
+    let field = |b: usize, i: usize| (blocks[b][i].0.as_str(), blocks[b][i].1.as_str());
+    assert_eq!(blocks.len(), 4, "{blocks:?}");
+    assert_eq!(
+        field(0, 0),
+        ("Content-Type", "multipart/mixed; boundary=\"b\"")
+    );
+    assert_eq!(field(1, 1), ("Content-Transfer-Encoding", "base64"));
+    assert_eq!(field(2, 0), ("Content-Type", "text/plain; charset=utf-8"));
+    assert_eq!(field(2, 1), ("Content-Transfer-Encoding", "BASE64"));
+    assert!(
+        blocks[3].is_empty(),
+        "the closing boundary opens an empty block"
+    );
+}
