@@ -222,27 +222,25 @@ pub fn read_all(inputs: &[Input]) -> Vec<(String, Result<Vec<u8>, Unreadable>)> 
         return read_in_order(inputs).collect();
     }
     use rayon::prelude::*;
-    inputs
-        .par_iter()
-        .map(|input| match input {
-            Ok(source) => (source.name(), read(source)),
-            Err(e) => (e.name.clone(), Err(e.clone())),
-        })
-        .collect()
+    inputs.par_iter().map(read_input).collect()
+}
+
+/// One input's name and bytes: [`read`], or the reason it could not even be listed.
+fn read_input(input: &Input) -> (String, Result<Vec<u8>, Unreadable>) {
+    match input {
+        Ok(source) => (source.name(), read(source)),
+        Err(e) => (e.name.clone(), Err(e.clone())),
+    }
 }
 
 /// [`read_all`] on one thread, an mbox split once for all its messages.
 fn read_in_order(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u8>, Unreadable>)> {
     let mut open_mbox: Option<(PathBuf, std::vec::IntoIter<Vec<u8>>)> = None;
     inputs.iter().map(move |input| {
-        let source = match input {
-            Ok(source) => source,
-            Err(e) => return (e.name.clone(), Err(e.clone())),
+        let Ok(source @ MailSource::Mbox { path, .. }) = input else {
+            return read_input(input);
         };
         let name = source.name();
-        let MailSource::Mbox { path, .. } = source else {
-            return (name, read(source));
-        };
         if open_mbox.as_ref().is_none_or(|(p, _)| p != path) {
             match mbox_messages(path) {
                 Ok(messages) => open_mbox = Some((path.clone(), messages.into_iter())),
@@ -345,6 +343,29 @@ mod tests {
         assert!(
             missing.to_string().contains("missing: no such file"),
             "{missing}"
+        );
+        // Without an mbox among them, files are read on every core, in input order still.
+        let files: Vec<String> = read_all(&inputs[..6])
+            .into_iter()
+            .map(|(name, r)| match r {
+                Ok(raw) => String::from_utf8_lossy(&raw)
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                Err(e) => format!("{name}: {}", e.reason).replace(&root.display().to_string(), ""),
+            })
+            .collect();
+        assert_eq!(
+            files,
+            [
+                "Subject: one",
+                "Subject: two",
+                "Subject: m1",
+                "Subject: two",
+                "Subject: m3",
+                "/tree/dangling: no such file or directory"
+            ]
         );
         let read: Vec<Vec<u8>> = read_all(&inputs[..8])
             .into_iter()
