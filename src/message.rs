@@ -147,6 +147,11 @@ pub fn raw_header_values<'h>(head: &'h [u8], name: &str) -> Vec<&'h [u8]> {
         .collect()
 }
 
+/// Where the line that starts at `from` ends: past its LF, or at the end of `bytes`.
+pub fn line_end(bytes: &[u8], from: usize) -> usize {
+    memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |n| from + n + 1)
+}
+
 /// The raw values of every header called one of `names`, in order, each with the index of
 /// its name: one pass over the header block for several names.
 pub fn raw_fields<'h>(head: &'h [u8], names: &[&str]) -> Vec<(usize, &'h [u8])> {
@@ -154,7 +159,7 @@ pub fn raw_fields<'h>(head: &'h [u8], names: &[&str]) -> Vec<(usize, &'h [u8])> 
     let mut current: Option<(usize, usize, usize)> = None;
     let mut start = 0;
     while start < head.len() {
-        let at = memchr::memchr(b'\n', &head[start..]).map_or(head.len(), |n| start + n + 1);
+        let at = line_end(head, start);
         let line = &head[start..at];
         if line[0] == b' ' || line[0] == b'\t' {
             if let Some((_, _, end)) = &mut current {
@@ -413,7 +418,7 @@ pub fn digest(raw: &[u8]) -> Digest {
     let mut at = 0;
     // The header block, a line at a time: spamnb's own fields are left out.
     while at < raw.len() {
-        let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |n| at + n + 1);
+        let end = line_end(raw, at);
         let line = &raw[at..end];
         at = end;
         let content = line.strip_suffix(b"\n").unwrap_or(line);

@@ -15,6 +15,7 @@ use regex_automata::util::start;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Hir, HirKind, Look};
 
+use super::is_word_byte;
 use super::set::{PerThread, per_thread, set_dfa};
 
 /// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
@@ -151,10 +152,6 @@ impl AnchoredSet {
             hit(self.dfa.match_pattern(cache, state, i).as_usize());
         }
     }
-}
-
-const fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// Marks in `starts` each byte a match of `hir` can begin with, and where; `None` when that

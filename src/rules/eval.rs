@@ -390,7 +390,7 @@ fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Ite
         bytes,
     )
     .filter_map(move |i| {
-        let starts_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let starts_word = i == 0 || !super::is_word_byte(bytes[i - 1]);
         let candidate = bytes.get(i..i + name.len())?;
         if !starts_word || !candidate.eq_ignore_ascii_case(name.as_bytes()) {
             return None;

@@ -460,6 +460,11 @@ fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> impl Iterator<Item 
     whole.into_iter().flatten().chain(urls)
 }
 
+/// A byte of a word as an ASCII `\b` sees it: a letter, a digit or `_`.
+const fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
 /// The text `body` rules read, as SpamAssassin renders it: the Subject first, then each
 /// paragraph on one line (line breaks inside a paragraph become spaces).
 pub fn body_text(msg: &Message) -> String {
@@ -472,12 +477,10 @@ pub fn body_text(msg: &Message) -> String {
     let text = msg.text.as_str();
     let mut start = 0;
     while start < text.len() {
-        // `str::lines`, with memchr's faster search for the line end.
-        let end =
-            memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |n| start + n);
-        let line = &text[start..end];
-        start = end + 1;
-        let line = line.trim();
+        // `str::lines`, with memchr's faster search for the line end (which `trim` drops).
+        let end = crate::message::line_end(text.as_bytes(), start);
+        let line = text[start..end].trim();
+        start = end;
         if line.is_empty() {
             if in_para {
                 out.push('\n');

@@ -1,7 +1,7 @@
 //! The header text that header and mimeheader rules read: `Subject`, `From:addr`, `ALL`,
 //! `ToCc`, the fields of each MIME part…
 
-use crate::message::{Message, unfold};
+use crate::message::{Message, line_end, unfold};
 
 /// Which header text a header rule reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -158,7 +158,7 @@ pub(super) fn mime_header_blocks(
                 None => break,
             }
         }
-        let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |n| at + n + 1);
+        let end = line_end(raw, at);
         let text = String::from_utf8_lossy(&raw[at..end]);
         at = end;
         // As `str::lines` ends a line: at LF, or CRLF.

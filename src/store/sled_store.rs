@@ -302,7 +302,7 @@ impl SledStore {
             }
         }
         // New buckets overwrite old ones of the same key in the batch.
-        for (key, bucket) in encode_buckets(tokens) {
+        for (key, bucket) in encode_buckets(&tokens) {
             batch.insert(&key[..], bucket);
         }
         batch.insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes());
@@ -602,7 +602,7 @@ impl Store for SledStore {
             });
         }
         let mut batch = sled::Batch::default();
-        for (key, bucket) in encode_buckets(tokens.to_vec()) {
+        for (key, bucket) in encode_buckets(tokens) {
             batch.insert(&key[..], bucket);
         }
         for (digest, entry) in ledger {
@@ -623,13 +623,13 @@ impl Store for SledStore {
 
 /// Features and their counts as the buckets that hold them: sorted within each bucket, a
 /// feature given twice kept once.
-fn encode_buckets(tokens: Vec<(String, TokenCounts)>) -> Vec<([u8; 3], Vec<u8>)> {
-    let mut buckets: HashMap<u16, Vec<(String, TokenCounts)>> = HashMap::new();
-    for (feature, counts) in tokens {
+fn encode_buckets(tokens: &[(String, TokenCounts)]) -> Vec<([u8; 3], Vec<u8>)> {
+    let mut buckets: HashMap<u16, Vec<&(String, TokenCounts)>> = HashMap::new();
+    for token in tokens {
         buckets
-            .entry(bucket_of(feature_hash(&feature)))
+            .entry(bucket_of(feature_hash(&token.0)))
             .or_default()
-            .push((feature, counts));
+            .push(token);
     }
     buckets
         .into_iter()
@@ -637,7 +637,7 @@ fn encode_buckets(tokens: Vec<(String, TokenCounts)>) -> Vec<([u8; 3], Vec<u8>)>
             entries.sort_by(|a, b| a.0.cmp(&b.0));
             entries.dedup_by(|a, b| a.0 == b.0);
             let mut out = Vec::new();
-            for (feature, counts) in &entries {
+            for (feature, counts) in entries {
                 encode_entry(&mut out, feature, counts);
             }
             (bucket_key(bucket), out)
