@@ -276,13 +276,7 @@ mod tests {
             rules: Some(std::sync::Arc::new(crate::rules::RuleSet::built_in().0)),
             ..extractor()
         };
-        let mut seed: u64 = 7;
-        let mut rand = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut rand = crate::xorshift(7);
         // What the evals look at, half-formed, dropped anywhere.
         let snippets: [&[u8]; 8] = [
             b"<img width=99999999999999999999 height=",

@@ -42,3 +42,15 @@ pub mod spamd;
 pub mod store;
 pub mod tokenize;
 pub mod watch;
+
+/// A seeded xorshift64 generator: repeatable random input for the tests that feed
+/// mixtures and garbage to a parser.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

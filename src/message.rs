@@ -653,16 +653,12 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             b"\t",
             b"",
         ];
-        let mut seed: u64 = 12345;
+        let mut next = crate::xorshift(12345);
         for _ in 0..20_000 {
             let mut raw = Vec::new();
-            for _ in 0..(seed % 16) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                raw.extend_from_slice(pieces[(seed % pieces.len() as u64) as usize]);
+            for _ in 0..next() % 16 {
+                raw.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
             }
-            seed = seed.wrapping_add(1);
             assert_eq!(
                 digest(&raw),
                 by_lines(&raw),

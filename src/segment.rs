@@ -133,13 +133,7 @@ mod tests {
             "aZ9_.,;:'\"!-@/ \t\n\r\u{b}\u{c}éü€日ก\u{301}\u{200d}\u{a0}\u{3000}"
                 .chars()
                 .collect();
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..50_000 {
             let len = next() % 24;
             let text: String = (0..len)
