@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 use regex_automata::meta::Regex as MetaRegex;
-use regex_syntax::hir::Hir;
+use regex_syntax::hir::{Hir, HirKind};
 
 use super::anchored::AnchoredSet;
 use super::set::{PatternSet, parse};
@@ -114,6 +114,23 @@ const MAX_ANCHORED_RUNS: u8 = 4;
 const MIN_TRIGGER: usize = 3;
 /// More literals than this per pattern are not worth the automaton's size.
 const MAX_TRIGGERS: usize = 64;
+
+/// A counted repetition this long (`[^/]{60}`) multiplies the lazy DFA states of every
+/// pattern that shares its set by its count: the pattern gets a set of its own. Among
+/// spamnb's URL rules, one such pattern made the set of sixteen build and read twice as
+/// slowly.
+const LONG_COUNT: u32 = 16;
+
+fn counts_far(hir: &Hir) -> bool {
+    match hir.kind() {
+        HirKind::Repetition(r) => {
+            r.min >= LONG_COUNT || r.max.is_some_and(|m| m >= LONG_COUNT) || counts_far(&r.sub)
+        }
+        HirKind::Capture(c) => counts_far(&c.sub),
+        HirKind::Concat(parts) | HirKind::Alternation(parts) => parts.iter().any(counts_far),
+        _ => false,
+    }
+}
 
 /// Literals of which every match of `pattern` contains one (a prefix set, else a suffix
 /// set: the flag says which), lowercased, if there are few and long enough ones.
@@ -252,7 +269,13 @@ impl MatcherBuilder {
                 patterns: std::mem::take(&mut self.patterns),
                 fallback: OnceLock::new(),
             });
-        let sets = pattern_sets(&self.patterns, chunk_size);
+        // (Anchored runs die within a few bytes, counting or not; sets of a few
+        // patterns hold no more than a few counts.)
+        let (counting, rest) = std::mem::take(&mut self.patterns)
+            .into_iter()
+            .partition::<Vec<_>, _>(|p| small && counts_far(&p.hir));
+        let mut sets = pattern_sets(&rest, chunk_size);
+        sets.extend(pattern_sets(&counting, 1));
         let mut literals = Vec::new();
         for (ci, lits) in self.literal.into_iter().enumerate() {
             if lits.is_empty() {
@@ -311,7 +334,7 @@ impl Matcher {
     #[cfg(test)]
     pub(super) fn unanchored(mut self) -> Matcher {
         if let Some(a) = self.anchored.take() {
-            self.sets = pattern_sets(&a.patterns, SMALL_MATCHER);
+            self.sets.extend(pattern_sets(&a.patterns, SMALL_MATCHER));
         }
         self
     }
@@ -352,19 +375,19 @@ impl Matcher {
     /// Marks in `matched` (one per entry) every pattern that matches `hay`.
     fn scan(&self, hay: &[u8], matched: &mut [bool]) {
         let mut text = None;
-        let mut sets = &self.sets;
+        let mut fallback: &[(PatternSet, Vec<usize>)] = &[];
         if let Some(a) = &self.anchored {
             let done = a.set.matches(hay, |i| {
                 let e = a.patterns[i].entry;
                 matched[e] = matched[e] || self.confirm(e, hay, &mut text);
             });
             if done.is_err() {
-                sets = a
+                fallback = a
                     .fallback
                     .get_or_init(|| pattern_sets(&a.patterns, SMALL_MATCHER));
             }
         }
-        for (set, entries) in sets {
+        for (set, entries) in fallback.iter().chain(&self.sets) {
             set.matches(hay, |i| {
                 let e = entries[i];
                 matched[e] = matched[e] || self.confirm(e, hay, &mut text);

@@ -584,6 +584,30 @@ fn the_built_in_rules_are_the_repository_rules() {
     );
 }
 
+/// A pattern that counts far multiplies the states of the patterns it shares a lazy DFA
+/// with: it runs in a set of its own, and still hits beside the others.
+#[test]
+fn a_pattern_that_counts_far_runs_in_a_set_of_its_own() {
+    let rules = "uri LONG m{^https?://[^/]{30}}i\n\
+        uri SHORT m{^https?://bit\\.ly/}i\n\
+        uri EXE /\\.exe$/i\n";
+    let s = set(rules);
+    let sizes: Vec<usize> = s.uri.sets.iter().map(|(set, _)| set.len()).collect();
+    assert_eq!(sizes, [2, 1]);
+    let long = "https://a-very-long-host-name-for-a-test.example/x.exe";
+    assert_eq!(
+        hits(
+            &s,
+            &mail("Subject: a", &format!("see {long} and https://bit.ly/x"))
+        ),
+        ["LONG", "SHORT", "EXE"]
+    );
+    assert_eq!(
+        hits(&s, &mail("Subject: a", "see https://short.example/x")),
+        Vec::<String>::new()
+    );
+}
+
 /// Anchored runs are an optimisation: a rule edit that quietly turned them off (a body
 /// pattern whose beginning cannot be told) would cost a tenth of `check`.
 #[test]
