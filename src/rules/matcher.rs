@@ -38,8 +38,8 @@ struct Entry {
 /// - patterns every match of which starts (or ends) with one of a few literals of three
 ///   bytes or more: one case-insensitive Aho-Corasick automaton over all those literals
 ///   says which patterns can match at all, and only those run, each on its own;
-/// - the rest: sets ([`PatternSet`]), a few dozen patterns each; when they make one set of a few
-///   dozen, it runs anchored from where its patterns can begin ([`AnchoredSet`]).
+/// - the rest: sets ([`PatternSet`]), a few dozen patterns each; when they make one set, it
+///   runs anchored from where its patterns can begin ([`AnchoredSet`]) if that can be told.
 ///
 /// A set of hundreds of SpamAssassin patterns defeats the lazy DFA (the states
 /// explode and it falls back to the PikeVM, 100× slower); most patterns name a literal,
@@ -103,11 +103,6 @@ fn meta_regex(pattern: &Hir) -> Option<MetaRegex> {
 
 /// Matchers with at most this many patterns are one set.
 const SMALL_MATCHER: usize = 64;
-/// One set of at least this many patterns runs anchored ([`AnchoredSet`]). Fewer partial
-/// matches combine into few states, and the unanchored set, one pass over the text, is
-/// cheaper: with spamnb's own rules, anchoring header or rawbody sets (at most 18 patterns)
-/// cost time, anchoring the 59 body patterns saved 8% of `check`.
-const ANCHOR_FROM: usize = 32;
 /// Anchored tries of one pattern per text before one unanchored search replaces them.
 const MAX_ANCHORED_RUNS: u8 = 4;
 /// Fewer bytes than this make a trigger that fires on almost every message.
@@ -116,9 +111,9 @@ const MIN_TRIGGER: usize = 3;
 const MAX_TRIGGERS: usize = 64;
 
 /// A counted repetition this long (`[^/]{60}`) multiplies the lazy DFA states of every
-/// pattern that shares its set by its count: the pattern gets a set of its own. Among
-/// spamnb's URL rules, one such pattern made the set of sixteen build and read twice as
-/// slowly.
+/// pattern that shares its set by its count: where a set runs unanchored, the pattern gets a
+/// set of its own. spamnb's sixteen URL rules, run as one unanchored set, built and read it
+/// twice as slowly for one such pattern.
 const LONG_COUNT: u32 = 16;
 
 fn counts_far(hir: &Hir) -> bool {
@@ -258,7 +253,11 @@ impl MatcherBuilder {
                 }
             }
         }
-        let anchored = (small && self.patterns.len() >= ANCHOR_FROM)
+        // Anchored where the patterns' beginnings can be told: from each place where one
+        // may begin, the DFA follows one beginning at a time, and most places are passed
+        // over by their first bytes. With spamnb's rules that beat one unanchored pass
+        // over every text, the longest (bodies, HTML, Received lines) most.
+        let anchored = (small && !self.patterns.is_empty())
             .then(|| {
                 let hirs: Vec<&Hir> = self.patterns.iter().map(|p| &p.hir).collect();
                 AnchoredSet::new(&hirs, SIZE_LIMIT, DFA_LIMIT)

@@ -585,66 +585,76 @@ fn the_built_in_rules_are_the_repository_rules() {
 }
 
 /// A pattern that counts far multiplies the states of the patterns it shares a lazy DFA
-/// with: it runs in a set of its own, and still hits beside the others.
+/// with: where they run unanchored (here `[a-z]` may begin a match anywhere), it runs in a
+/// set of its own, and still hits beside the others.
 #[test]
 fn a_pattern_that_counts_far_runs_in_a_set_of_its_own() {
     let rules = "uri LONG m{^https?://[^/]{30}}i\n\
         uri SHORT m{^https?://bit\\.ly/}i\n\
-        uri EXE /\\.exe$/i\n";
+        uri EXAMPLE m{[a-z]\\.example/}i\n";
     let s = set(rules);
+    assert!(!s.uri.is_anchored());
     let sizes: Vec<usize> = s.uri.sets.iter().map(|(set, _)| set.len()).collect();
     assert_eq!(sizes, [2, 1]);
-    let long = "https://a-very-long-host-name-for-a-test.example/x.exe";
+    let long = "https://a-very-long-host-name-for-a-test.example/x";
     assert_eq!(
         hits(
             &s,
             &mail("Subject: a", &format!("see {long} and https://bit.ly/x"))
         ),
-        ["LONG", "SHORT", "EXE"]
+        ["LONG", "SHORT", "EXAMPLE"]
     );
     assert_eq!(
-        hits(&s, &mail("Subject: a", "see https://short.example/x")),
+        hits(&s, &mail("Subject: a", "see https://short.test/x")),
         Vec::<String>::new()
     );
 }
 
-/// Anchored runs are an optimisation: a rule edit that quietly turned them off (a body
-/// pattern whose beginning cannot be told) would cost a tenth of `check`.
+/// Anchored runs are an optimisation: a rule edit that quietly turned them off (a pattern
+/// whose beginning cannot be told) would cost a tenth of `check`.
 #[test]
-fn the_built_in_body_rules_run_anchored_and_match_as_a_set_would() {
+fn the_built_in_text_rules_run_anchored_and_match_as_sets_would() {
     let (set, _) = RuleSet::built_in();
-    assert!(set.body.is_anchored());
     let (mut plain, _) = RuleSet::built_in();
-    plain.body = std::mem::take(&mut plain.body).unanchored();
-    // Every body pattern, on text made of the words and bytes they look for.
+    for matcher in [&mut plain.body, &mut plain.rawbody, &mut plain.uri] {
+        *matcher = std::mem::take(matcher).unanchored();
+    }
+    // Text made of the words, tags and URL pieces the patterns look for.
     let words: Vec<&str> = "free gift $$$ !!!! click here dear friend you have been selected \
         lottery winner 1,000,000 dollars v1agra no prescription needed act now \
-        one hundred percent guaranteed urgent reply \n \t . , : ' - _ x y 7"
+        one hundred percent guaranteed urgent reply <font size=1> <img width=1> <!-- x --> \
+        &#104;&#105;&#106;&#107; color:#fff;background:white <script <form action= \
+        https:// bit.ly/ 10.0.0.1 .exe ?url=http: xn-- paypal-login.top \
+        \n \t . , : ' - _ x y 7"
         .split(' ')
         .collect();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    let mut matched = 0;
+    let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
+    let mut matched = [0; 3];
     for _ in 0..3000 {
         let text: Vec<&str> = (0..(next() % 12))
             .map(|_| words[(next() % words.len() as u64) as usize])
             .collect();
-        let text = text.join(if next() % 3 == 0 { "" } else { " " });
-        let mut anchored = vec![0u32; set.rules.len()];
-        set.body.run([text.as_bytes()], &mut anchored);
-        let mut expected = vec![0u32; set.rules.len()];
-        plain.body.run([text.as_bytes()], &mut expected);
-        matched += usize::from(expected.iter().any(|&h| h > 0));
-        assert_eq!(anchored, expected, "{text:?}");
+        let text = text.join(if next().is_multiple_of(3) { "" } else { " " });
+        for (i, (anchored, unanchored)) in [
+            (&set.body, &plain.body),
+            (&set.rawbody, &plain.rawbody),
+            (&set.uri, &plain.uri),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(anchored.is_anchored(), "matcher {i}");
+            let mut got = vec![0u32; set.rules.len()];
+            anchored.run([text.as_bytes()], &mut got);
+            let mut expected = vec![0u32; set.rules.len()];
+            unanchored.run([text.as_bytes()], &mut expected);
+            matched[i] += usize::from(expected.iter().any(|&h| h > 0));
+            assert_eq!(got, expected, "{text:?}");
+        }
     }
     assert!(
-        matched > 100,
-        "the texts hit the rules only {matched} times"
+        matched.iter().all(|&m| m > 100),
+        "the texts hit body, rawbody and uri rules only {matched:?} times"
     );
 }
 
@@ -706,4 +716,32 @@ fn mime_header_blocks_are_found_past_the_bodies() {
         blocks[3].is_empty(),
         "the closing boundary opens an empty block"
     );
+}
+
+#[test]
+#[ignore]
+fn tmp_cold() {
+    let files: Vec<String> = profile_messages().lines().map(String::from).collect();
+    let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
+    let (set, _) = RuleSet::load(&[concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into()]);
+    let bodies: Vec<String> = msgs.iter().map(body_text).collect();
+    let mut hits = vec![0u32; set.rules.len()];
+    for pass in 0..2 {
+        for g in &set.headers {
+            let t = std::time::Instant::now();
+            for m in &msgs {
+                let v = g.target.text(m).unwrap_or_default();
+                g.matcher.run([v.as_bytes()], &mut hits);
+            }
+            println!("{pass} {:?} {:?}", t.elapsed(), g.target);
+        }
+        for (kind, matcher) in set.text_matchers() {
+            let t = std::time::Instant::now();
+            for (m, body) in msgs.iter().zip(&bodies) {
+                matcher.run(texts(kind, m, body), &mut hits);
+            }
+            println!("{pass} {:?} {}", t.elapsed(), kind.name());
+        }
+    }
 }
