@@ -18,6 +18,12 @@ use regex_syntax::hir::{Hir, HirKind, Look};
 use super::is_word_byte;
 use super::set::{PerThread, per_thread, set_dfa};
 
+/// Steps of all runs over a text, per byte of it, before the unanchored set, one pass, is
+/// the cheaper: a pattern such as `(?s)^.*x` runs from every line start to the end of the
+/// text. spamnb's body rules take half a step per byte.
+const STEPS_PER_BYTE: usize = 8;
+const MIN_STEPS: usize = 4096;
+
 /// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
 const ANYWHERE: u8 = 1;
 const AT_WORD_START: u8 = 2;
@@ -61,8 +67,8 @@ impl std::fmt::Debug for AnchoredSet {
     }
 }
 
-/// The lazy DFA gave up (its cache thrashed, or it met a byte it cannot handle): the caller
-/// runs its unanchored set instead.
+/// The lazy DFA gave up (its cache thrashed, or it met a byte it cannot handle), or the runs
+/// took too many steps: the caller runs its unanchored set instead.
 #[derive(Debug)]
 pub(super) struct GaveUp;
 
@@ -97,6 +103,7 @@ impl AnchoredSet {
         let mut cache = self.caches.get();
         let cache = &mut *cache;
         let mut allowed = BEGINS_FIRST;
+        let mut steps = hay.len().saturating_mul(STEPS_PER_BYTE).max(MIN_STEPS);
         // Where a run may begin, found 64 bytes at a time without a branch per byte: one
         // in six bytes begins a word, too many and too irregular to predict.
         for (block, bytes) in hay.chunks(64).enumerate() {
@@ -114,7 +121,7 @@ impl AnchoredSet {
                     .is_none_or(|b| b.may_begin(&hay[at..]))
                 {
                     let behind = at.checked_sub(1).map(|b| hay[b]);
-                    self.run(cache, hay, at, behind, &mut hit)?;
+                    self.run(cache, hay, at, behind, &mut steps, &mut hit)?;
                 }
             }
         }
@@ -128,6 +135,7 @@ impl AnchoredSet {
         hay: &[u8],
         at: usize,
         behind: Option<u8>,
+        steps: &mut usize,
         hit: &mut impl FnMut(usize),
     ) -> Result<(), GaveUp> {
         let config = start::Config::new()
@@ -135,6 +143,7 @@ impl AnchoredSet {
             .look_behind(behind);
         let mut state = self.dfa.start_state(cache, &config).map_err(|_| GaveUp)?;
         for &byte in &hay[at..] {
+            *steps = steps.checked_sub(1).ok_or(GaveUp)?;
             state = self
                 .dfa
                 .next_state(cache, state, byte)
@@ -399,6 +408,21 @@ mod tests {
             let (anchored, unanchored) = both(&PATTERNS, &hay);
             assert_eq!(anchored, unanchored, "{hay:?}");
         }
+    }
+
+    /// From every line start to the end of the text is quadratic: the runs give up, and the
+    /// caller's unanchored set answers.
+    #[test]
+    fn runs_that_read_on_to_the_end_give_up() {
+        let patterns = trees(&[r"(?-u)(?sm)^.*zz".to_string()]);
+        let set = AnchoredSet::new(&patterns.iter().collect::<Vec<_>>(), 1 << 26, 1 << 23)
+            .expect("can be anchored");
+        let long = "a line\n".repeat(2000);
+        assert!(set.matches(long.as_bytes(), |_| {}).is_err());
+        let short = "a line\n".repeat(3) + "zz";
+        let mut hits = Vec::new();
+        assert!(set.matches(short.as_bytes(), |i| hits.push(i)).is_ok());
+        assert!(hits.contains(&0));
     }
 
     #[test]

@@ -376,9 +376,21 @@ impl Matcher {
         let mut text = None;
         let mut fallback: &[(PatternSet, Vec<usize>)] = &[];
         if let Some(a) = &self.anchored {
+            // Anchored runs name a pattern at each place it matches: a pattern whose
+            // prefilter matches and whose confirmation fails must not be confirmed again
+            // (over the whole text) at each place. Allocated at the first: most texts have none.
+            let mut tried: Vec<bool> = Vec::new();
             let done = a.set.matches(hay, |i| {
                 let e = a.patterns[i].entry;
-                matched[e] = matched[e] || self.confirm(e, hay, &mut text);
+                if matched[e] {
+                    return;
+                }
+                if tried.is_empty() {
+                    tried = vec![false; a.patterns.len()];
+                }
+                if !std::mem::replace(&mut tried[i], true) {
+                    matched[e] = self.confirm(e, hay, &mut text);
+                }
             });
             if done.is_err() {
                 fallback = a
