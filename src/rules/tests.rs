@@ -717,31 +717,3 @@ fn mime_header_blocks_are_found_past_the_bodies() {
         "the closing boundary opens an empty block"
     );
 }
-
-#[test]
-#[ignore]
-fn tmp_cold() {
-    let files: Vec<String> = profile_messages().lines().map(String::from).collect();
-    let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
-    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
-    let (set, _) = RuleSet::load(&[concat!(env!("CARGO_MANIFEST_DIR"), "/rules").into()]);
-    let bodies: Vec<String> = msgs.iter().map(body_text).collect();
-    let mut hits = vec![0u32; set.rules.len()];
-    for pass in 0..2 {
-        for g in &set.headers {
-            let t = std::time::Instant::now();
-            for m in &msgs {
-                let v = g.target.text(m).unwrap_or_default();
-                g.matcher.run([v.as_bytes()], &mut hits);
-            }
-            println!("{pass} {:?} {:?}", t.elapsed(), g.target);
-        }
-        for (kind, matcher) in set.text_matchers() {
-            let t = std::time::Instant::now();
-            for (m, body) in msgs.iter().zip(&bodies) {
-                matcher.run(texts(kind, m, body), &mut hits);
-            }
-            println!("{pass} {:?} {}", t.elapsed(), kind.name());
-        }
-    }
-}
