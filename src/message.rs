@@ -74,6 +74,9 @@ pub struct Message<'a> {
     pub headers: Vec<Header>,
     /// Decoded text of every text part, and HTML parts rendered to text.
     pub text: String,
+    /// Where in `text` the text parts are, as sent (not HTML rendered): with `html`, what
+    /// rawbody rules read.
+    pub plain: Vec<std::ops::Range<usize>>,
     /// The HTML parts as sent, for rules that look at markup.
     pub html: String,
     /// Every URL found in the text and in the HTML's attributes.
@@ -274,6 +277,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             PartType::Text(text) if !is_attachment => {
                 has_plain = true;
                 push_text(&mut msg.text, text);
+                msg.plain.push(msg.text.len() - text.len()..msg.text.len());
             }
             PartType::Html(html) if !is_attachment => {
                 msg.html.push_str(html);
@@ -316,8 +320,10 @@ fn raw_text_message(raw: &[u8], why: Anomaly) -> Message<'_> {
         anomalies.push(Anomaly::BinaryGarbage);
     }
     let urls = find_urls(&text, "");
+    let all_of_it = 0..text.len();
     Message {
         raw,
+        plain: vec![all_of_it],
         text: text.into_owned(),
         urls,
         anomalies,

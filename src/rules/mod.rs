@@ -450,14 +450,16 @@ impl RuleSet {
 /// What rules of `kind` (body, rawbody, uri or full) read in `msg`; `body` is its
 /// [`body_text`], made once by the caller.
 fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> impl Iterator<Item = &'m [u8]> {
-    let (whole, urls): ([Option<&[u8]>; 2], usize) = match kind {
-        Kind::Body => ([Some(body.as_bytes()), None], 0),
-        Kind::Rawbody => ([Some(msg.html.as_bytes()), Some(msg.text.as_bytes())], 0),
-        Kind::Uri => ([None, None], MAX_URLS),
-        _ => ([Some(msg.raw), None], 0),
+    let (whole, plain, urls): (Option<&[u8]>, &[std::ops::Range<usize>], usize) = match kind {
+        Kind::Body => (Some(body.as_bytes()), &[], 0),
+        // As SpamAssassin reads it: text parts and the HTML's markup, not HTML rendered.
+        Kind::Rawbody => (Some(msg.html.as_bytes()), &msg.plain, 0),
+        Kind::Uri => (None, &[], MAX_URLS),
+        _ => (Some(msg.raw), &[], 0),
     };
+    let plain = plain.iter().map(|r| &msg.text.as_bytes()[r.clone()]);
     let urls = msg.urls.iter().take(urls).map(|u| u.as_bytes());
-    whole.into_iter().flatten().chain(urls)
+    whole.into_iter().chain(plain).chain(urls)
 }
 
 /// A byte of a word as an ASCII `\b` sees it: a letter, a digit or `_`.

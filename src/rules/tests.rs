@@ -136,6 +136,14 @@ fn body_rawbody_uri_full_rules() {
         &html,
         &mail("Subject: a", "no markup"),
     );
+    // Rawbody is the markup and the text parts as sent, not HTML rendered: escaped markup
+    // shown as text is no markup.
+    check(
+        "rawbody SCRIPT /<script\\b/i",
+        "SCRIPT",
+        &mail("Subject: a", "a plain <script> part"),
+        &mail(HTML_HEAD, "<p>a &lt;script&gt; shown</p>"),
+    );
     check(
         "uri SHORT m{^https?://(?:bit\\.ly|tinyurl\\.com)/}i",
         "SHORT",
