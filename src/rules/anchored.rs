@@ -261,9 +261,8 @@ fn mark_starts(hir: &Hir, starts: &mut [u8; 256]) -> Option<()> {
         HirKind::Concat(parts) => {
             // Leading assertions say where a match can begin; the rest, with what byte.
             let mut place = ANYWHERE;
-            let mut rest = parts.as_slice();
-            while let Some((first, tail)) = rest.split_first() {
-                let HirKind::Look(look) = first.kind() else {
+            for part in parts {
+                let HirKind::Look(look) = part.kind() else {
                     break;
                 };
                 match look {
@@ -275,9 +274,9 @@ fn mark_starts(hir: &Hir, starts: &mut [u8; 256]) -> Option<()> {
                     }
                     _ => {}
                 }
-                rest = tail;
             }
-            let first = first_bytes(&Hir::concat(rest.to_vec()));
+            // The assertions match the empty string: the bytes the whole begins with.
+            let first = first_bytes(hir);
             // After `^`, any byte may come: line starts are few.
             let first = match first {
                 None if place == AT_LINE_START => (0..=255).collect(),
