@@ -329,6 +329,14 @@ impl Matcher {
         self.anchored.is_some()
     }
 
+    /// Whether the anchored runs gave up on some text, so that the unanchored sets were built.
+    #[cfg(test)]
+    pub(super) fn gave_up_anchoring(&self) -> bool {
+        self.anchored
+            .as_ref()
+            .is_some_and(|a| a.fallback.get().is_some())
+    }
+
     /// The same matcher, its sets run unanchored: what anchored runs must agree with.
     #[cfg(test)]
     pub(super) fn unanchored(mut self) -> Matcher {

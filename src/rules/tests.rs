@@ -666,6 +666,21 @@ fn the_built_in_text_rules_run_anchored_and_match_as_sets_would() {
     );
 }
 
+/// A run of one byte that a pattern repeats (`\${3,}`) made the anchored body set read
+/// from every `$` to the end of the run: quadratic, over ten minutes for 900 KB of `$`.
+/// The runs give up, the unanchored sets answer, and the rule still hits.
+#[test]
+fn a_long_run_of_one_byte_makes_the_anchored_runs_give_up() {
+    let (set, _) = RuleSet::built_in();
+    assert!(!set.body.gave_up_anchoring());
+    let text = "$".repeat(100_000);
+    let mut hits = vec![0u32; set.rules.len()];
+    set.body.run([text.as_bytes()], &mut hits);
+    assert!(set.body.gave_up_anchoring());
+    let run = set.rules.iter().position(|r| r.name == "MONEY_SYMBOLS_RUN");
+    assert_eq!(run.map(|i| hits[i]), Some(1));
+}
+
 #[test]
 fn body_text_is_the_subject_then_each_paragraph_on_one_line() {
     let raw = "Subject: Hello there\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n  \
