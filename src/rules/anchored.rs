@@ -19,8 +19,9 @@ use super::is_word_byte;
 use super::set::{PerThread, per_thread, set_dfa};
 
 /// Steps of all runs over a text, per byte of it, before the unanchored set, one pass, is
-/// the cheaper: a pattern such as `(?s)^.*x` runs from every line start to the end of the
-/// text. spamnb's body rules take half a step per byte.
+/// the cheaper: `(?s)^.*x` runs from every line start to the end of the text, and `\${3,}`
+/// over a long run of `$` from every `$` to its end (quadratic: minutes for a megabyte).
+/// spamnb's body rules take half a step per byte of ordinary mail.
 const STEPS_PER_BYTE: usize = 8;
 const MIN_STEPS: usize = 4096;
 
