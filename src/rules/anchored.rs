@@ -73,6 +73,20 @@ impl std::fmt::Debug for AnchoredSet {
 #[derive(Debug)]
 pub(super) struct GaveUp;
 
+/// Whether runs of `hir` would begin at few places: it matches no empty string, where it
+/// begins can be told, and few bytes may begin it anywhere. A set is anchored without the
+/// patterns that fail this, which run unanchored beside it.
+pub(super) fn begins_at_few_places(hir: &Hir) -> bool {
+    let mut starts = [0u8; 256];
+    hir.properties().minimum_len() != Some(0)
+        && mark_starts(hir, &mut starts).is_some()
+        && anywhere(&starts) <= MAX_BEGIN_ANYWHERE
+}
+
+fn anywhere(starts: &[u8; 256]) -> usize {
+    starts.iter().filter(|&&s| s & ANYWHERE != 0).count()
+}
+
 impl AnchoredSet {
     /// The patterns as one anchored set, or `None` when where they begin cannot be told (a
     /// pattern that matches the empty string begins everywhere) or is almost anywhere: the
@@ -85,7 +99,7 @@ impl AnchoredSet {
             }
             mark_starts(hir, &mut starts)?;
         }
-        if starts.iter().filter(|&&s| s & ANYWHERE != 0).count() > MAX_BEGIN_ANYWHERE {
+        if anywhere(&starts) > MAX_BEGIN_ANYWHERE {
             return None;
         }
         let dfa = set_dfa(hirs, size_limit, DFA::config().cache_capacity(cache_limit)).ok()?;

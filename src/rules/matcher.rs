@@ -8,7 +8,7 @@ use aho_corasick::AhoCorasick;
 use regex_automata::meta::Regex as MetaRegex;
 use regex_syntax::hir::{Hir, HirKind};
 
-use super::anchored::AnchoredSet;
+use super::anchored::{AnchoredSet, begins_at_few_places};
 use super::set::{PatternSet, parse};
 use super::{Kind, first_line, perl};
 
@@ -49,8 +49,8 @@ pub(super) struct Matcher {
     entries: Vec<Entry>,
     /// Each set, and the entry of each of its patterns.
     pub(super) sets: Vec<(PatternSet, Vec<usize>)>,
-    /// Instead of `sets`, the patterns of a matcher of one set may run anchored where
-    /// they can begin (see [`Anchored`]).
+    /// In a small matcher, the patterns whose beginnings can be told, run anchored where
+    /// they can begin (see [`Anchored`]); the others are in `sets`.
     anchored: Option<Anchored>,
     /// Plain strings, case-sensitive and ASCII-case-insensitive, with their entries.
     pub(super) literals: Vec<(AhoCorasick, Vec<usize>)>,
@@ -256,18 +256,31 @@ impl MatcherBuilder {
         // Anchored where the patterns' beginnings can be told: from each place where one
         // may begin, the DFA follows one beginning at a time, and most places are passed
         // over by their first bytes. With spamnb's rules that beat one unanchored pass
-        // over every text, the longest (bodies, HTML, Received lines) most.
-        let anchored = (small && !self.patterns.is_empty())
-            .then(|| {
-                let hirs: Vec<&Hir> = self.patterns.iter().map(|p| &p.hir).collect();
-                AnchoredSet::new(&hirs, SIZE_LIMIT, DFA_LIMIT)
-            })
-            .flatten()
-            .map(|set| Anchored {
-                set,
-                patterns: std::mem::take(&mut self.patterns),
-                fallback: OnceLock::new(),
-            });
+        // over every text, the longest (bodies, HTML, Received lines) most. A pattern that
+        // may begin almost anywhere (`[a-z]<!--`) runs unanchored beside the others rather
+        // than keep them all from anchoring.
+        let mut anchored = None;
+        if small {
+            let (anchorable, rest): (Vec<Pattern>, Vec<Pattern>) =
+                std::mem::take(&mut self.patterns)
+                    .into_iter()
+                    .partition(|p| begins_at_few_places(&p.hir));
+            self.patterns = rest;
+            let hirs: Vec<&Hir> = anchorable.iter().map(|p| &p.hir).collect();
+            match (!hirs.is_empty())
+                .then(|| AnchoredSet::new(&hirs, SIZE_LIMIT, DFA_LIMIT))
+                .flatten()
+            {
+                Some(set) => {
+                    anchored = Some(Anchored {
+                        set,
+                        patterns: anchorable,
+                        fallback: OnceLock::new(),
+                    })
+                }
+                None => self.patterns.extend(anchorable),
+            }
+        }
         // (Anchored runs die within a few bytes, counting or not; sets of a few
         // patterns hold no more than a few counts.)
         let (counting, rest) = std::mem::take(&mut self.patterns)

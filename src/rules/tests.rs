@@ -593,27 +593,47 @@ fn the_built_in_rules_are_the_repository_rules() {
 }
 
 /// A pattern that counts far multiplies the states of the patterns it shares a lazy DFA
-/// with: where they run unanchored (here `[a-z]` may begin a match anywhere), it runs in a
-/// set of its own, and still hits beside the others.
+/// with: where they run unanchored (here each may begin at any letter), it runs in a set
+/// of its own, and still hits beside the others.
 #[test]
 fn a_pattern_that_counts_far_runs_in_a_set_of_its_own() {
-    let rules = "uri LONG m{^https?://[^/]{30}}i\n\
+    let rules = "uri LONG /[a-z0-9]{30}/i\n\
         uri SHORT m{^https?://bit\\.ly/}i\n\
-        uri EXAMPLE m{[a-z]\\.example/}i\n";
+        uri EXAMPLE m{[a-z]\\.example/}i\n\
+        uri EXE /[a-z]\\.exe$/i\n";
     let s = set(rules);
-    assert!(!s.uri.is_anchored());
     let sizes: Vec<usize> = s.uri.sets.iter().map(|(set, _)| set.len()).collect();
     assert_eq!(sizes, [2, 1]);
-    let long = "https://a-very-long-host-name-for-a-test.example/x";
+    let long = "https://averyveryverylonghostnameforatest.example/x.exe";
     assert_eq!(
         hits(
             &s,
             &mail("Subject: a", &format!("see {long} and https://bit.ly/x"))
         ),
-        ["LONG", "SHORT", "EXAMPLE"]
+        ["LONG", "SHORT", "EXAMPLE", "EXE"]
     );
     assert_eq!(
         hits(&s, &mail("Subject: a", "see https://short.test/x")),
+        Vec::<String>::new()
+    );
+}
+
+/// One pattern that may begin at any letter keeps no other pattern of its set from
+/// running anchored: it runs unanchored beside them, and all still hit.
+#[test]
+fn a_pattern_that_begins_anywhere_runs_beside_the_anchored_set() {
+    let s = set("body FREE /\\bfree\\b/i\n\
+        body SPLIT /[a-z]<!--/i\n\
+        body GIFT /\\bgift\\b/\n");
+    assert!(s.body.is_anchored());
+    let sizes: Vec<usize> = s.body.sets.iter().map(|(set, _)| set.len()).collect();
+    assert_eq!(sizes, [1]);
+    assert_eq!(
+        hits(&s, &mail("Subject: a", "a FREE gift: x<!-- y")),
+        ["FREE", "SPLIT", "GIFT"]
+    );
+    assert_eq!(
+        hits(&s, &mail("Subject: a", "freedom, gifts, <!--")),
         Vec::<String>::new()
     );
 }
