@@ -182,21 +182,14 @@ fn addresses(value: &str) -> impl Iterator<Item = String> + '_ {
 /// Host names and addresses a message passed through: `rcvd:mail.example.org`, and
 /// `rcvd:example.org` for the domain around it.
 fn received_tokens(value: &str, out: &mut Features) {
-    // Host names are ASCII: runs of host bytes, found a byte at a time, start and end at
-    // character boundaries.
-    let is_host_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-';
-    let bytes = value.as_bytes();
-    let mut at = 0;
-    while at < bytes.len() {
-        if !is_host_byte(bytes[at]) {
-            at += 1;
+    // Host names are ASCII: runs of host bytes, found a byte at a time (splitting on
+    // chars decoded every character of the header).
+    let is_host_byte = |b: &u8| b.is_ascii_alphanumeric() || *b == b'.' || *b == b'-';
+    for run in value.as_bytes().split(|b| !is_host_byte(b)) {
+        let Ok(run) = std::str::from_utf8(run) else {
             continue;
-        }
-        let start = at;
-        while at < bytes.len() && is_host_byte(bytes[at]) {
-            at += 1;
-        }
-        let part = value[start..at].trim_matches('.');
+        };
+        let part = run.trim_matches('.');
         if part.len() < 4 || part.len() > 80 || !part.contains('.') {
             continue;
         }
