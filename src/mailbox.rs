@@ -66,24 +66,40 @@ pub fn expand(inputs: &[PathBuf]) -> Vec<Input> {
 }
 
 /// A path's messages: the files under a directory, the messages of an mbox, or the file.
-/// A directory is found by reading it (which fails as one), not by a stat beforehand: one
-/// system call fewer for each of the thousands of files a command line can name.
 fn expand_path(path: &Path) -> Vec<Input> {
-    match mbox_kind(path) {
-        Err(e) if e.kind() == io::ErrorKind::IsADirectory => {
+    match fs::metadata(path) {
+        Err(e) => vec![Err(unreadable(path, &e))],
+        Ok(meta) if meta.is_dir() => {
             let mut files = Vec::new();
             expand_dir(path, &mut files);
             use rayon::prelude::*;
             files
                 .into_par_iter()
                 .flat_map_iter(|listed| match listed {
-                    Ok(file) => file_messages(&file, mbox_kind(&file)),
+                    Ok(file) => match fs::metadata(&file) {
+                        Ok(meta) => file_inputs(&file, meta.len()),
+                        Err(e) => vec![Err(unreadable(&file, &e))],
+                    },
                     Err(e) => vec![Err(e)],
                 })
                 .collect()
         }
-        kind => file_messages(path, kind),
+        Ok(meta) => file_inputs(path, meta.len()),
     }
+}
+
+/// Files up to this size are one input each, whether a message or an mbox: which, is told
+/// when the file is read (see [`read_all`]), so that listing thousands of messages does
+/// not read each one twice. A bigger file is told apart when listed, so that a big mbox
+/// is read a batch of messages at a time.
+const TOLD_WHEN_READ: u64 = 1 << 20;
+
+/// A file's inputs: itself, or, when it is big, the messages of the mbox it may be.
+fn file_inputs(path: &Path, size: u64) -> Vec<Input> {
+    if size <= TOLD_WHEN_READ {
+        return vec![Ok(MailSource::File(path.to_path_buf()))];
+    }
+    file_messages(path, mbox_kind(path))
 }
 
 /// A file found in a directory, or why it could not be listed.
@@ -170,20 +186,34 @@ fn mbox_kind(path: &Path) -> io::Result<MboxKind> {
     }
     let mut rest = Vec::new();
     file.read_to_end(&mut rest)?;
-    Ok(match memchr::memmem::find(&rest, b"\nFrom ") {
+    Ok(kind_after_separator(&rest))
+}
+
+fn kind_of(raw: &[u8]) -> MboxKind {
+    match raw.strip_prefix(b"From ") {
+        Some(rest) => kind_after_separator(rest),
+        None => MboxKind::No,
+    }
+}
+
+fn kind_after_separator(rest: &[u8]) -> MboxKind {
+    match memchr::memmem::find(rest, b"\nFrom ") {
         None => MboxKind::One,
         Some(_) => MboxKind::Many,
-    })
+    }
 }
 
 /// The messages of an mbox, split with mail-parser's reader (mboxrd `>From ` unquoting). A
 /// file cut off mid-message yields what it holds: the last message is shorter, not lost.
 fn mbox_messages(path: &Path) -> io::Result<Vec<Vec<u8>>> {
-    let file = io::BufReader::new(fs::File::open(path)?);
-    Ok(mail_parser::mailbox::mbox::MessageIterator::new(file)
+    Ok(split_mbox(io::BufReader::new(fs::File::open(path)?)))
+}
+
+fn split_mbox(mbox: impl io::BufRead) -> Vec<Vec<u8>> {
+    mail_parser::mailbox::mbox::MessageIterator::new(mbox)
         .filter_map(|m| m.ok())
         .map(|m| m.unwrap_contents())
-        .collect())
+        .collect()
 }
 
 /// Reads one message. Mbox messages are read by splitting the whole file again; callers
@@ -211,34 +241,65 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
     }
 }
 
-/// Reads many messages, each mbox file once, in the order given: each input's name and
-/// its bytes, or why there are none. Files are read on every core, which matters at the
-/// start of a run, when nothing else is there to do yet.
-pub fn read_all(inputs: &[Input]) -> Vec<(String, Result<Vec<u8>, Unreadable>)> {
+/// A message's name and bytes, or why there are none.
+pub type Named = (String, Result<Vec<u8>, Unreadable>);
+
+/// Reads many messages, each mbox file once, in the order given: each message's name and
+/// its bytes, or why there are none. A file listed as one input may be an mbox of many
+/// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core,
+/// which matters at the start of a run, when nothing else is there to do yet.
+pub fn read_all(inputs: &[Input]) -> Vec<Named> {
     let any_mbox = inputs
         .iter()
         .any(|i| matches!(i, Ok(MailSource::Mbox { .. })));
     if any_mbox || inputs.len() < 2 {
-        return read_in_order(inputs).collect();
+        return read_in_order(inputs);
     }
     use rayon::prelude::*;
-    inputs.par_iter().map(read_input).collect()
+    inputs.par_iter().flat_map_iter(read_input).collect()
 }
 
-/// One input's name and bytes: [`read`], or the reason it could not even be listed.
-fn read_input(input: &Input) -> (String, Result<Vec<u8>, Unreadable>) {
+/// One input's messages: [`read_file`], [`read`], or the reason it could not be listed.
+fn read_input(input: &Input) -> Vec<Named> {
     match input {
-        Ok(source) => (source.name(), read(source)),
-        Err(e) => (e.name.clone(), Err(e.clone())),
+        Ok(MailSource::File(path)) => read_file(path),
+        Ok(source) => vec![(source.name(), read(source))],
+        Err(e) => vec![(e.name.clone(), Err(e.clone()))],
     }
+}
+
+/// A file's message, or each message of the mbox it turns out to be.
+fn read_file(path: &Path) -> Vec<Named> {
+    let name = path.display().to_string();
+    let raw = match fs::read(path) {
+        Ok(raw) => raw,
+        Err(e) => return vec![(name, Err(unreadable(path, &e)))],
+    };
+    if let MboxKind::Many = kind_of(&raw) {
+        let messages = split_mbox(raw.as_slice());
+        // One message saved with its envelope line, as many archives keep them, is a file.
+        if messages.len() > 1 {
+            return messages
+                .into_iter()
+                .enumerate()
+                .map(|(index, message)| {
+                    let path = path.to_path_buf();
+                    (MailSource::Mbox { path, index }.name(), Ok(message))
+                })
+                .collect();
+        }
+    }
+    vec![(name, Ok(strip_envelope_line(raw)))]
 }
 
 /// [`read_all`] on one thread, an mbox split once for all its messages.
-fn read_in_order(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u8>, Unreadable>)> {
+fn read_in_order(inputs: &[Input]) -> Vec<Named> {
     let mut open_mbox: Option<(PathBuf, std::vec::IntoIter<Vec<u8>>)> = None;
-    inputs.iter().map(move |input| {
+    let mut out = Vec::with_capacity(inputs.len());
+    for input in inputs {
         let Ok(source @ MailSource::Mbox { path, .. }) = input else {
-            return read_input(input);
+            out.extend(read_input(input));
+            continue;
         };
         let name = source.name();
         if open_mbox.as_ref().is_none_or(|(p, _)| p != path) {
@@ -246,7 +307,8 @@ fn read_in_order(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u
                 Ok(messages) => open_mbox = Some((path.clone(), messages.into_iter())),
                 Err(e) => {
                     let reason = describe(&e);
-                    return (name.clone(), Err(Unreadable { name, reason }));
+                    out.push((name.clone(), Err(Unreadable { name, reason })));
+                    continue;
                 }
             }
         }
@@ -255,8 +317,9 @@ fn read_in_order(inputs: &[Input]) -> impl Iterator<Item = (String, Result<Vec<u
             name: name.clone(),
             reason: "the mbox changed while it was read".into(),
         });
-        (name, read)
-    })
+        out.push((name, read));
+    }
+    out
 }
 
 /// Drops an mbox `From ` envelope line: it belongs to the mailbox, not to the message.
@@ -337,7 +400,9 @@ mod tests {
             panic!("a dangling link is listed as unreadable")
         };
         assert!(dangling.to_string().contains("no such file"), "{dangling}");
-        let Err(missing) = &inputs[8] else {
+        // The small mbox is one input, split when read; the rest are a file each.
+        assert_eq!(inputs.len(), 8);
+        let Err(missing) = &inputs[7] else {
             panic!("the missing input keeps its place")
         };
         assert!(
@@ -384,5 +449,37 @@ mod tests {
             String::from_utf8_lossy(&read[6]).contains("cut off"),
             "a truncated mbox keeps its last message"
         );
+    }
+
+    /// A big mbox is split when listed, so that a run reads it a batch at a time rather
+    /// than all its messages at once; what is read is the same either way.
+    #[test]
+    fn a_big_mbox_is_listed_message_by_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let message = |i: usize| {
+            format!(
+                "From a@b Mon Jan  1 00:00:00 2024\nSubject: {i}\n\n{}\n",
+                "body text ".repeat(100)
+            )
+        };
+        let small: String = (0..3).map(message).collect();
+        let big: String = (0..2000).map(message).collect();
+        assert!(big.len() as u64 > TOLD_WHEN_READ && small.len() as u64 <= TOLD_WHEN_READ);
+        fs::write(dir.path().join("small"), &small).unwrap();
+        fs::write(dir.path().join("big"), &big).unwrap();
+        let small_inputs = expand(&[dir.path().join("small")]);
+        let big_inputs = expand(&[dir.path().join("big")]);
+        assert_eq!(small_inputs.len(), 1);
+        assert_eq!(big_inputs.len(), 2000);
+        for (inputs, n) in [(small_inputs, 3), (big_inputs, 2000)] {
+            let read = read_all(&inputs);
+            assert_eq!(read.len(), n);
+            for (i, (name, raw)) in read.into_iter().enumerate() {
+                assert!(name.ends_with(&format!("#{}", i + 1)), "{name}");
+                let raw = raw.unwrap();
+                let subject = format!("Subject: {i}\n");
+                assert!(raw.starts_with(subject.as_bytes()), "{name}");
+            }
+        }
     }
 }
