@@ -391,14 +391,16 @@ impl RuleSet {
                     .filter(|(n, _)| n.eq_ignore_ascii_case(name))
                     .map(|(_, v)| v.as_str())
                     .collect();
-                (!vals.is_empty()).then(|| vals.join("\n"))
+                (!vals.is_empty()).then(|| std::borrow::Cow::Owned(vals.join("\n")))
             } else {
                 g.target.text(msg)
             };
             if value.is_none() && g.skip_if_missing {
                 continue;
             }
-            let value = value.or_else(|| g.if_unset.clone()).unwrap_or_default();
+            let value = value
+                .or_else(|| g.if_unset.as_deref().map(std::borrow::Cow::Borrowed))
+                .unwrap_or_default();
             g.matcher.run([value.as_bytes()], &mut hits);
         }
         for (id, name) in &self.exists {

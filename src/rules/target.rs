@@ -1,7 +1,9 @@
 //! The header text that header and mimeheader rules read: `Subject`, `From:addr`, `ALL`,
 //! `ToCc`, the fields of each MIME part…
 
-use crate::message::{Message, line_end, unfold};
+use std::borrow::Cow;
+
+use crate::message::{Message, line_end};
 
 /// Which header text a header rule reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -77,59 +79,96 @@ impl Target {
             })
     }
 
-    pub(super) fn text(&self, msg: &Message) -> Option<String> {
-        let join = |vals: Vec<String>| (!vals.is_empty()).then(|| vals.join("\n"));
+    /// The text, borrowed from the message when it is one header value as it stands (most
+    /// are): a header rule set reads a dozen of them from every message.
+    pub(super) fn text<'m>(&'m self, msg: &'m Message) -> Option<Cow<'m, str>> {
         match self {
-            Target::All => join(
+            Target::All => joined(
                 msg.headers
                     .iter()
-                    .map(|h| format!("{}: {}", h.name, h.value))
-                    .collect(),
+                    .map(|h| format!("{}: {}", h.name, h.value)),
             ),
             // Raw, unfolded: re-rendered address lists lose group names such as
             // "undisclosed-recipients:;".
-            Target::ToCc => join({
+            Target::ToCc => {
                 let fields = msg.raw_fields(&["to", "cc"]);
                 let of = |n: usize| fields.iter().filter(move |f| f.0 == n).map(|f| f.1);
-                of(0).chain(of(1)).map(unfold).collect()
-            }),
+                let mut out = String::new();
+                for (i, value) in of(0).chain(of(1)).enumerate() {
+                    if i > 0 {
+                        out.push('\n');
+                    }
+                    unfold_into(&mut out, value);
+                }
+                (!fields.is_empty()).then_some(Cow::Owned(out))
+            }
             Target::EnvelopeFrom => msg
                 .header("return-path")
                 .or_else(|| msg.header("x-envelope-from"))
-                .map(|v| Target::address(v).unwrap_or_else(|| v.to_string())),
-            Target::MessageId => join(
+                .map(|v| Cow::Owned(Target::address(v).unwrap_or_else(|| v.to_string()))),
+            Target::MessageId => joined(
                 ["message-id", "resent-message-id", "x-message-id"]
                     .iter()
                     .flat_map(|h| msg.header_values(h))
-                    .map(str::to_string)
-                    .collect(),
+                    .map(Cow::Borrowed),
             ),
             Target::Header { name, raw, part } => {
-                let values: Vec<String> = if *raw {
-                    msg.raw_header_values(name)
-                        .into_iter()
-                        .map(|v| String::from_utf8_lossy(v).into_owned())
-                        .collect()
+                let mut values: Box<dyn Iterator<Item = Cow<'m, str>>> = if *raw {
+                    Box::new(
+                        msg.raw_header_values(name)
+                            .into_iter()
+                            .map(String::from_utf8_lossy),
+                    )
                 } else {
-                    msg.header_values(name).map(str::to_string).collect()
+                    Box::new(msg.header_values(name).map(Cow::Borrowed))
                 };
-                let first = values.first();
-                match part {
-                    Part::Whole => join(values),
-                    Part::Addr => first.map(|v| Target::address(v).unwrap_or_default()),
-                    Part::Host => first.and_then(|v| Target::address(v)).map(|a| {
-                        a.rsplit('@')
-                            .next()
-                            .unwrap_or_default()
-                            .to_ascii_lowercase()
-                    }),
-                    Part::Name => first.map(|v| match v.find('<') {
-                        Some(at) => v[..at].trim().trim_matches('"').to_string(),
+                let first = match part {
+                    Part::Whole => return joined(values),
+                    _ => values.next()?,
+                };
+                let text = match part {
+                    Part::Host => Target::address(&first)?
+                        .rsplit('@')
+                        .next()
+                        .unwrap_or_default()
+                        .to_ascii_lowercase(),
+                    Part::Name => match first.find('<') {
+                        Some(at) => first[..at].trim().trim_matches('"').to_string(),
                         None => String::new(),
-                    }),
-                }
+                    },
+                    Part::Addr | Part::Whole => Target::address(&first).unwrap_or_default(),
+                };
+                Some(Cow::Owned(text))
             }
         }
+    }
+}
+
+/// Values one a line; one value as it is.
+fn joined<'m, S: Into<Cow<'m, str>>>(values: impl Iterator<Item = S>) -> Option<Cow<'m, str>> {
+    let mut values = values.map(Into::into);
+    let first = values.next()?;
+    let Some(second) = values.next() else {
+        return Some(first);
+    };
+    let mut out = first.into_owned();
+    for v in std::iter::once(second).chain(values) {
+        out.push('\n');
+        out.push_str(&v);
+    }
+    Some(Cow::Owned(out))
+}
+
+/// [`unfold`] into `out`: the value's words, one space apart.
+fn unfold_into(out: &mut String, value: &[u8]) {
+    for (i, word) in String::from_utf8_lossy(value)
+        .split_whitespace()
+        .enumerate()
+    {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
     }
 }
 

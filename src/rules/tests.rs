@@ -496,7 +496,7 @@ fn rules_profile_patterns() {
     let mut times = Vec::new();
     let alls: Vec<String> = msgs
         .iter()
-        .map(|m| Target::All.text(m).unwrap_or_default())
+        .map(|m| Target::All.text(m).unwrap_or_default().into_owned())
         .collect();
     for def in parsed
         .rules
