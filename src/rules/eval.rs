@@ -17,6 +17,7 @@ const KNOWN: &[&str] = &[
     "html_image_only",
     "html_tag_balance",
     "html_tag_exists",
+    "html_tag_reopened",
     "subject_is_all_caps",
     "check_from_local_digits",
     "check_for_shifted_date",
@@ -46,6 +47,8 @@ pub enum Eval {
     /// Opening minus closing tags of a name, compared.
     HtmlTagBalance(String, Cmp, f64),
     HtmlTagExists(String),
+    /// A tag opened again after one of its name closed (a second `<head>` after `</head>`).
+    HtmlTagReopened(String),
     SubjectAllCaps,
     FromLocalDigits(usize),
     /// Date header minus the time the mail was received, in hours, in [min, max).
@@ -160,6 +163,7 @@ pub fn compile(call: &str) -> Result<Eval, String> {
             Eval::HtmlTagBalance(text(0)?.to_ascii_lowercase(), cmp, n)
         }
         "html_tag_exists" => Eval::HtmlTagExists(text(0)?.to_ascii_lowercase()),
+        "html_tag_reopened" => Eval::HtmlTagReopened(text(0)?.to_ascii_lowercase()),
         "subject_is_all_caps" => Eval::SubjectAllCaps,
         "check_from_local_digits" => Eval::FromLocalDigits(num(0)? as usize),
         "check_for_shifted_date" => Eval::ShiftedDate(num(0)?, num(1)?),
@@ -253,7 +257,16 @@ impl<'m> Facts<'m> {
 /// packed into a number: a message has a few dozen names, and comparing numbers in a list
 /// beats hashing strings into a map.
 #[derive(Default)]
-struct TagCounts(Vec<(u128, usize, usize)>);
+struct TagCounts(Vec<(u128, Tag)>);
+
+/// What the markup did with one tag name.
+#[derive(Default, Clone, Copy)]
+struct Tag {
+    opened: usize,
+    closed: usize,
+    /// Opened again after it had been closed.
+    reopened: bool,
+}
 
 impl TagCounts {
     fn key(name: &[u8]) -> Option<u128> {
@@ -268,23 +281,23 @@ impl TagCounts {
         let at = match self.0.iter().position(|e| e.0 == key) {
             Some(at) => at,
             None => {
-                self.0.push((key, 0, 0));
+                self.0.push((key, Tag::default()));
                 self.0.len() - 1
             }
         };
-        let e = &mut self.0[at];
+        let tag = &mut self.0[at].1;
         if closing {
-            e.2 += 1;
+            tag.closed += 1;
         } else {
-            e.1 += 1;
+            tag.reopened |= tag.closed > 0;
+            tag.opened += 1;
         }
     }
 
-    /// (opening, closing) tags called `name`.
-    fn get(&self, name: &[u8]) -> (usize, usize) {
+    fn get(&self, name: &[u8]) -> Tag {
         TagCounts::key(name)
             .and_then(|key| self.0.iter().find(|e| e.0 == key))
-            .map_or((0, 0), |e| (e.1, e.2))
+            .map_or(Tag::default(), |e| e.1)
     }
 }
 
@@ -455,11 +468,14 @@ impl Eval {
                 if msg.html.is_empty() {
                     return false;
                 }
-                let (open, close) = facts.html().tags.get(tag.as_bytes());
-                cmp.holds(open as f64 - close as f64, *n)
+                let t = facts.html().tags.get(tag.as_bytes());
+                cmp.holds(t.opened as f64 - t.closed as f64, *n)
             }
             Eval::HtmlTagExists(tag) => {
-                !msg.html.is_empty() && facts.html().tags.get(tag.as_bytes()).0 > 0
+                !msg.html.is_empty() && facts.html().tags.get(tag.as_bytes()).opened > 0
+            }
+            Eval::HtmlTagReopened(tag) => {
+                !msg.html.is_empty() && facts.html().tags.get(tag.as_bytes()).reopened
             }
             Eval::SubjectAllCaps => {
                 let Some(subject) = msg.header("subject") else {
@@ -639,10 +655,14 @@ mod tests {
         // Five digits at most, as a height of a million pixels is no image.
         assert_eq!(f.image_area, 120.0 * 12345.0);
         // `<a_b` counts as an `a` tag (its name is read up to the `_`) but is no link.
-        assert_eq!(f.tags.get(b"a"), (7, 6));
-        assert_eq!(f.tags.get(b"HTML"), (1, 0));
-        assert_eq!(f.tags.get(b"body"), (1, 0));
-        assert_eq!(f.tags.get(b"head"), (0, 0));
+        let tag = |name: &[u8]| {
+            let t = f.tags.get(name);
+            (t.opened, t.closed, t.reopened)
+        };
+        assert_eq!(tag(b"a"), (7, 6, true));
+        assert_eq!(tag(b"HTML"), (1, 0, false));
+        assert_eq!(tag(b"body"), (1, 0, false));
+        assert_eq!(tag(b"head"), (0, 0, false));
         let text = "Hi Click here no target empty x outer inner tail never closed";
         assert_eq!(f.text_chars, text.replace(' ', "").len());
     }

@@ -288,6 +288,17 @@ fn builtin_evals() {
             ),
         ),
         (
+            "html_tag_reopened('head')",
+            mail(
+                HTML_HEAD,
+                "<html><head><title>x</title></head><HEAD >\n<body>x</body></html>",
+            ),
+            mail(
+                HTML_HEAD,
+                "<html><head><title>x</title></head><headline>x</headline></html>",
+            ),
+        ),
+        (
             "html_tag_exists('iframe')",
             mail(
                 HTML_HEAD,
