@@ -38,11 +38,40 @@ pub(super) fn ledger_key(digest: &Digest) -> Vec<u8> {
     k
 }
 
-/// A bucket on disk: entries sorted by feature, each `len: u16 LE, feature, 4 × u32 LE`.
+/// A bucket on disk: entries sorted by feature, each `len, feature, 4 counts`, the numbers
+/// in LEB128: most counts fit a byte, which halves what a batch writes and sled keeps.
 pub(super) fn encode_entry(out: &mut Vec<u8>, feature: &str, counts: &TokenCounts) {
-    out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+    put_varint(out, feature.len() as u32);
     out.extend_from_slice(feature.as_bytes());
-    out.extend_from_slice(&encode_counts(counts));
+    for v in [
+        counts.occurrences[0],
+        counts.occurrences[1],
+        counts.messages[0],
+        counts.messages[1],
+    ] {
+        put_varint(out, v);
+    }
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(b: &mut &[u8]) -> Option<u32> {
+    let mut v = 0u64;
+    for shift in (0..35).step_by(7) {
+        let (&byte, rest) = b.split_first()?;
+        *b = rest;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return u32::try_from(v).ok();
+        }
+    }
+    None
 }
 
 /// The entries of a bucket, read in place; `None` where the bytes are damaged.
@@ -55,10 +84,50 @@ impl<'a> Iterator for BucketEntries<'a> {
         if self.0.is_empty() {
             return None;
         }
+        let mut b = self.0;
+        let entry = (|| {
+            let len = get_varint(&mut b)? as usize;
+            let feature = std::str::from_utf8(b.get(..len)?).ok()?;
+            b = &b[len..];
+            let counts = TokenCounts {
+                occurrences: [get_varint(&mut b)?, get_varint(&mut b)?],
+                messages: [get_varint(&mut b)?, get_varint(&mut b)?],
+            };
+            Some((feature, counts))
+        })();
+        match entry {
+            Some((feature, counts)) => {
+                self.0 = b;
+                Some(Some((feature, counts)))
+            }
+            None => {
+                self.0 = &[];
+                Some(None)
+            }
+        }
+    }
+}
+
+/// The entries of a bucket as schemas 1 and 2 wrote them (`len: u16 LE, feature,
+/// 4 × u32 LE`), read only to upgrade a database; `None` where the bytes are damaged.
+pub(super) struct FixedEntries<'a>(pub(super) &'a [u8]);
+
+impl<'a> Iterator for FixedEntries<'a> {
+    type Item = Option<(&'a str, TokenCounts)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_empty() {
+            return None;
+        }
         let entry = (|| {
             let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
             let feature = std::str::from_utf8(self.0.get(2..2 + len)?).ok()?;
-            let counts = decode_counts(self.0.get(2 + len..2 + len + 16)?)?;
+            let counts = self.0.get(2 + len..2 + len + 16)?;
+            let word = |i: usize| u32::from_le_bytes(counts[i * 4..i * 4 + 4].try_into().unwrap());
+            let counts = TokenCounts {
+                occurrences: [word(0), word(1)],
+                messages: [word(2), word(3)],
+            };
             Some((feature, counts, 2 + len + 16))
         })();
         match entry {
@@ -72,34 +141,6 @@ impl<'a> Iterator for BucketEntries<'a> {
             }
         }
     }
-}
-
-fn encode_counts(c: &TokenCounts) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    for (i, v) in [
-        c.occurrences[0],
-        c.occurrences[1],
-        c.messages[0],
-        c.messages[1],
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        out[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    out
-}
-
-fn decode_counts(b: &[u8]) -> Option<TokenCounts> {
-    let word = |i: usize| {
-        Some(u32::from_le_bytes(
-            b.get(i * 4..i * 4 + 4)?.try_into().ok()?,
-        ))
-    };
-    Some(TokenCounts {
-        occurrences: [word(0)?, word(1)?],
-        messages: [word(2)?, word(3)?],
-    })
 }
 
 pub(super) fn encode_totals(t: &Totals) -> Vec<u8> {
@@ -163,7 +204,6 @@ mod tests {
             occurrences: [1, u32::MAX],
             messages: [7, 0],
         };
-        assert_eq!(decode_counts(&encode_counts(&c)), Some(c));
         let t = Totals {
             messages: [1, 2],
             occurrences: [3, 4],
@@ -185,7 +225,30 @@ mod tests {
             entries,
             [Some(("a", c)), Some(("ünï:b", TokenCounts::default()))]
         );
-        let cut: Vec<_> = BucketEntries(&[3, 0, b'a']).collect();
+        // Counts of every size, in fewer bytes than four apiece when small.
+        let big = TokenCounts {
+            occurrences: [127, 128],
+            messages: [16_384, u32::MAX - 1],
+        };
+        let mut one = Vec::new();
+        encode_entry(&mut one, "x", &big);
+        assert_eq!(one.len(), 1 + 1 + 1 + 2 + 3 + 5);
+        assert_eq!(BucketEntries(&one).collect::<Vec<_>>(), [Some(("x", big))]);
+        let cut: Vec<_> = BucketEntries(&[3, b'a']).collect();
         assert_eq!(cut, [None], "a cut-off bucket is damage, not data");
+        for end in 0..one.len() {
+            let cut: Vec<_> = BucketEntries(&one[..end]).collect();
+            assert!(end == 0 || cut == [None], "{end}: {cut:?}");
+        }
+        let mut fixed = vec![1, 0, b'a'];
+        for v in [1u32, 2, 3, u32::MAX] {
+            fixed.extend_from_slice(&v.to_le_bytes());
+        }
+        let old = TokenCounts {
+            occurrences: [1, 2],
+            messages: [3, u32::MAX],
+        };
+        assert_eq!(FixedEntries(&fixed).collect::<Vec<_>>(), [Some(("a", old))]);
+        assert_eq!(FixedEntries(&fixed[..10]).collect::<Vec<_>>(), [None]);
     }
 }

@@ -18,7 +18,7 @@ use crate::model::{Class, CountSource, TokenCounts, Totals};
 
 /// The database layout this spamnb reads and writes. Version 1 databases are upgraded
 /// when opened (see `SledStore::open`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

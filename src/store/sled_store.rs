@@ -32,8 +32,8 @@ use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::layout::{
-    BucketEntries, LEDGER, META_SCHEMA, META_TOTALS, TOKEN, bucket_key, bucket_of, decode_ledger,
-    decode_totals, encode_entry, encode_ledger, encode_totals, ledger_key, note_key,
+    BucketEntries, FixedEntries, LEDGER, META_SCHEMA, META_TOTALS, TOKEN, bucket_key, bucket_of,
+    decode_ledger, decode_totals, encode_entry, encode_ledger, encode_totals, ledger_key, note_key,
 };
 use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
 use crate::features::{RULE_PREFIX, feature_hash};
@@ -255,8 +255,8 @@ impl SledStore {
                     u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
                         path: self.path.clone(),
                     })?);
-                if found == 1 {
-                    self.upgrade_from_v1()?;
+                if found == 1 || found == 2 {
+                    self.upgrade()?;
                 } else if found != SCHEMA_VERSION {
                     return Err(Error::Schema {
                         path: self.path.clone(),
@@ -287,16 +287,17 @@ impl SledStore {
         }
     }
 
-    /// Schema 1 kept the same bucket entries in 4,096 buckets, by the top 12 bits of the
-    /// feature's hash; schema 2 keeps them in 256, by the top 8. Moved in one atomic write:
-    /// a crash leaves the database as it was, to be upgraded at the next open.
-    fn upgrade_from_v1(&self) -> Result<(), Error> {
+    /// Schema 1 kept the counts in 4,096 buckets, by the top 12 bits of the feature's hash,
+    /// schema 2 in 256 by the top 8, both with each count in four bytes; schema 3 keeps 256
+    /// buckets with the counts in LEB128. Rewritten in one atomic write: a crash leaves the
+    /// database as it was, to be upgraded at the next open.
+    fn upgrade(&self) -> Result<(), Error> {
         let mut tokens = Vec::new();
         let mut batch = sled::Batch::default();
         for kv in self.db.scan_prefix([TOKEN]) {
             let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
             batch.remove(key);
-            for entry in BucketEntries(&bucket) {
+            for entry in FixedEntries(&bucket) {
                 let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
                 tokens.push((feature.to_string(), counts));
             }
@@ -754,67 +755,80 @@ mod tests {
         }
     }
 
-    /// A schema 1 database (the same entries in 4,096 buckets) opens as schema 2 with every
-    /// count where lookups find it.
+    /// A schema 1 database (4,096 buckets) and a schema 2 one (256), both with each count
+    /// in four bytes, open as schema 3 with every count where lookups find it.
     #[test]
-    fn a_schema_1_database_is_upgraded_when_opened() {
-        let dir = tempfile::tempdir().unwrap();
-        let all_tokens = |store: &SledStore| {
-            let mut all = Vec::new();
-            store
-                .for_each_token(&mut |f, c| all.push((f.to_string(), c)))
-                .unwrap();
-            all.sort_by(|a, b| a.0.cmp(&b.0));
-            all
-        };
-        let (tokens, totals) = {
-            let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
-            let words: Vec<String> = (0..3000).map(|i| format!("w{i}")).collect();
-            let lessons: Vec<Lesson> = (0..20u8)
-                .map(|m| {
-                    let text = words.iter().skip(m as usize * 100).take(400);
-                    let target = if m % 2 == 0 { Class::Ham } else { Class::Spam };
-                    Lesson {
-                        features: text.map(String::as_str).collect(),
-                        ..lesson(m, Some(target), "")
+    fn schema_1_and_2_databases_are_upgraded_when_opened() {
+        for (version, bucket_bits) in [(1u32, 12), (2, 8)] {
+            let dir = tempfile::tempdir().unwrap();
+            let all_tokens = |store: &SledStore| {
+                let mut all = Vec::new();
+                store
+                    .for_each_token(&mut |f, c| all.push((f.to_string(), c)))
+                    .unwrap();
+                all.sort_by(|a, b| a.0.cmp(&b.0));
+                all
+            };
+            let (tokens, totals) = {
+                let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+                let words: Vec<String> = (0..3000).map(|i| format!("w{i}")).collect();
+                let lessons: Vec<Lesson> = (0..20u8)
+                    .map(|m| {
+                        let text = words.iter().skip(m as usize * 100).take(400);
+                        let target = if m % 2 == 0 { Class::Ham } else { Class::Spam };
+                        Lesson {
+                            features: text.map(String::as_str).collect(),
+                            ..lesson(m, Some(target), "")
+                        }
+                    })
+                    .collect();
+                store.learn(&lessons).unwrap();
+                (all_tokens(&store), store.totals())
+            };
+            assert!(tokens.iter().any(|(_, c)| c.occurrences[0] > 1));
+            {
+                // Rewrite the counts as the old schema laid them out.
+                let db = sled::Config::new().path(dir.path()).open().unwrap();
+                let mut old: HashMap<u16, Vec<u8>> = HashMap::new();
+                for (feature, counts) in &tokens {
+                    let bucket = (feature_hash(feature) >> (64 - bucket_bits)) as u16;
+                    let out = old.entry(bucket).or_default();
+                    out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
+                    out.extend_from_slice(feature.as_bytes());
+                    for v in [
+                        counts.occurrences[0],
+                        counts.occurrences[1],
+                        counts.messages[0],
+                        counts.messages[1],
+                    ] {
+                        out.extend_from_slice(&v.to_le_bytes());
                     }
-                })
-                .collect();
-            store.learn(&lessons).unwrap();
-            (all_tokens(&store), store.totals())
-        };
-        {
-            // Rewrite the counts as schema 1 laid them out.
-            let db = sled::Config::new().path(dir.path()).open().unwrap();
-            let mut v1: HashMap<u16, Vec<u8>> = HashMap::new();
+                }
+                let mut batch = sled::Batch::default();
+                for kv in db.scan_prefix([TOKEN]) {
+                    batch.remove(kv.unwrap().0);
+                }
+                for (bucket, entries) in old {
+                    batch.insert(&bucket_key(bucket)[..], entries);
+                }
+                batch.insert(META_SCHEMA, &version.to_le_bytes());
+                db.apply_batch(batch).unwrap();
+                assert_eq!(db.scan_prefix([TOKEN]).count() > 256, version == 1);
+                db.flush().unwrap();
+            }
+            let store = reopen(dir.path());
+            assert!(store.db.scan_prefix([TOKEN]).count() <= 256);
+            assert_eq!(all_tokens(&store), tokens, "schema {version}");
+            assert_eq!(store.totals(), totals);
             for (feature, counts) in &tokens {
-                let bucket = (feature_hash(feature) >> 52) as u16;
-                encode_entry(v1.entry(bucket).or_default(), feature, counts);
+                assert_eq!(store.token(feature), Some(*counts), "{feature}");
             }
-            let mut batch = sled::Batch::default();
-            for kv in db.scan_prefix([TOKEN]) {
-                batch.remove(kv.unwrap().0);
-            }
-            for (bucket, entries) in v1 {
-                batch.insert(&bucket_key(bucket)[..], entries);
-            }
-            batch.insert(META_SCHEMA, &1u32.to_le_bytes());
-            db.apply_batch(batch).unwrap();
-            assert!(db.scan_prefix([TOKEN]).count() > 256);
-            db.flush().unwrap();
+            drop(store);
+            // Upgraded on disk, not only in memory.
+            let store = reopen(dir.path());
+            let found = store.db.get(META_SCHEMA).unwrap().unwrap();
+            assert_eq!(found.as_ref(), SCHEMA_VERSION.to_le_bytes());
         }
-        let store = reopen(dir.path());
-        assert!(store.db.scan_prefix([TOKEN]).count() <= 256);
-        assert_eq!(all_tokens(&store), tokens);
-        assert_eq!(store.totals(), totals);
-        for (feature, counts) in &tokens {
-            assert_eq!(store.token(feature), Some(*counts), "{feature}");
-        }
-        drop(store);
-        // Upgraded on disk, not only in memory.
-        let store = reopen(dir.path());
-        let found = store.db.get(META_SCHEMA).unwrap().unwrap();
-        assert_eq!(found.as_ref(), SCHEMA_VERSION.to_le_bytes());
     }
 
     /// A batch big enough to be merged on every core leaves exactly what small batches,
