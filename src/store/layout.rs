@@ -11,6 +11,9 @@ pub(super) const LEDGER: u8 = b'l';
 const NOTE: u8 = b'n';
 pub(super) const META_SCHEMA: &[u8] = b"mschema";
 pub(super) const META_TOTALS: &[u8] = b"mtotals";
+/// Records of counts that small batches changed, not yet folded into the buckets: one a
+/// batch, keyed by a sequence number, holding bucket entries (zero counts: features gone).
+pub(super) const PENDING: u8 = b'p';
 
 /// Buckets of token counts: a schema constant, since the hash picks a feature's bucket.
 pub(super) const BUCKET_BITS: u32 = 8;
@@ -22,6 +25,21 @@ pub(super) fn bucket_of(hash: u64) -> u16 {
 pub(super) fn bucket_key(bucket: u16) -> [u8; 3] {
     let [hi, lo] = bucket.to_be_bytes();
     [TOKEN, hi, lo]
+}
+
+/// The bucket a key made by [`bucket_key`] names.
+pub(super) fn bucket_of_key(key: &[u8]) -> Option<u16> {
+    Some(u16::from_be_bytes(key.get(1..3)?.try_into().ok()?))
+}
+
+pub(super) fn pending_key(seq: u64) -> [u8; 9] {
+    let mut k = [PENDING; 9];
+    k[1..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+pub(super) fn pending_seq(key: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(key.get(1..9)?.try_into().ok()?))
 }
 
 pub(super) fn note_key(key: &[u8]) -> Vec<u8> {
