@@ -786,14 +786,23 @@ impl Store for SledStore {
         ledger: &[(Digest, LedgerEntry)],
     ) -> Result<(), Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
+        let mut pending = self
+            .pending
+            .write()
+            .expect("pending lock is never poisoned");
         if self.db.scan_prefix([TOKEN]).next().is_some()
             || self.db.scan_prefix([LEDGER]).next().is_some()
+            || pending.counts.values().any(|c| !c.is_zero())
         {
             return Err(Error::NotEmpty {
                 path: self.path.clone(),
             });
         }
         let mut batch = sled::Batch::default();
+        // What is left of messages learned and forgotten: counts of zero, to go.
+        for seq in pending.records.clone() {
+            batch.remove(&pending_key(seq)[..]);
+        }
         for (key, bucket) in encode_buckets(tokens) {
             batch.insert(&key[..], bucket);
         }
@@ -801,6 +810,8 @@ impl Store for SledStore {
             batch.insert(ledger_key(digest), encode_ledger(entry));
         }
         self.commit(batch, totals, Vec::new())?;
+        *pending = Pending::default();
+        drop(pending);
         if self
             .table
             .read()
@@ -1205,6 +1216,51 @@ mod tests {
         assert_eq!(store.token("brand-new"), None);
         assert_eq!(store.token("w100"), Some(before));
         assert_eq!(buckets(&store), stored);
+    }
+
+    /// A database whose only message was learned and forgotten is empty: an import fills
+    /// it, and the zero counts the two left pending do not hide what it brings.
+    #[test]
+    fn an_import_replaces_the_zero_counts_of_a_forgotten_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        store
+            .learn(&[lesson(1, Some(Class::Spam), "cheap pills")])
+            .unwrap();
+        store.learn(&[lesson(1, None, "cheap pills")]).unwrap();
+        assert_eq!(store.token("cheap"), None);
+        let counts = TokenCounts {
+            occurrences: [0, 4],
+            messages: [0, 2],
+        };
+        let mut totals = Totals::default();
+        totals.account(&TokenCounts::default(), &counts);
+        totals.messages = [0, 2];
+        store
+            .replace_all(totals, &[("cheap".into(), counts)], &[])
+            .unwrap();
+        assert_eq!(store.token("cheap"), Some(counts));
+        drop(store);
+        let store = reopen(dir.path());
+        assert_eq!(store.token("cheap"), Some(counts));
+        assert_eq!(store.db.scan_prefix([PENDING]).count(), 0);
+        // Counts still pending are data: no import over them.
+        store
+            .learn(&[lesson(2, Some(Class::Ham), "hello")])
+            .unwrap();
+        let mut wiped = sled::Batch::default();
+        for kv in store
+            .db
+            .scan_prefix([TOKEN])
+            .chain(store.db.scan_prefix([LEDGER]))
+        {
+            wiped.remove(kv.unwrap().0);
+        }
+        store.db.apply_batch(wiped).unwrap();
+        assert!(matches!(
+            store.replace_all(Totals::default(), &[], &[]),
+            Err(Error::NotEmpty { .. })
+        ));
     }
 
     /// Learned one at a time (pending counts, folded into the buckets whenever they grow
