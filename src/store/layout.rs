@@ -61,14 +61,19 @@ pub(super) fn ledger_key(digest: &Digest) -> Vec<u8> {
 pub(super) fn encode_entry(out: &mut Vec<u8>, feature: &str, counts: &TokenCounts) {
     put_varint(out, feature.len() as u32);
     out.extend_from_slice(feature.as_bytes());
-    for v in [
-        counts.occurrences[0],
-        counts.occurrences[1],
-        counts.messages[0],
-        counts.messages[1],
-    ] {
+    for v in count_fields(counts) {
         put_varint(out, v);
     }
+}
+
+/// A feature's counts in the order an entry holds them.
+pub(super) fn count_fields(c: &TokenCounts) -> [u32; 4] {
+    [
+        c.occurrences[0],
+        c.occurrences[1],
+        c.messages[0],
+        c.messages[1],
+    ]
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u32) {

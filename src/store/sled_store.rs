@@ -933,6 +933,7 @@ impl Hasher for PrehashedKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::layout::count_fields;
 
     /// The store at `path` again, once the one dropped before has let go of it: sled's
     /// flusher thread can hold the files a moment after the last handle is dropped.
@@ -963,14 +964,6 @@ mod tests {
     fn schema_1_and_2_databases_are_upgraded_when_opened() {
         for (version, bucket_bits) in [(1u32, 12), (2, 8)] {
             let dir = tempfile::tempdir().unwrap();
-            let all_tokens = |store: &SledStore| {
-                let mut all = Vec::new();
-                store
-                    .for_each_token(&mut |f, c| all.push((f.to_string(), c)))
-                    .unwrap();
-                all.sort_by(|a, b| a.0.cmp(&b.0));
-                all
-            };
             let (tokens, totals) = {
                 let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
                 let words: Vec<String> = (0..3000).map(|i| format!("w{i}")).collect();
@@ -1006,12 +999,7 @@ mod tests {
                     let out = old.entry(bucket).or_default();
                     out.extend_from_slice(&(feature.len() as u16).to_le_bytes());
                     out.extend_from_slice(feature.as_bytes());
-                    for v in [
-                        counts.occurrences[0],
-                        counts.occurrences[1],
-                        counts.messages[0],
-                        counts.messages[1],
-                    ] {
+                    for v in count_fields(counts) {
                         out.extend_from_slice(&v.to_le_bytes());
                     }
                 }
