@@ -79,34 +79,42 @@ struct Merged<'l> {
 /// messages learned one by one took the benchmark's database from 6 to 126 MB). A small
 /// batch writes a record of its own changes instead, and the batch that finds the records
 /// too many folds them into the buckets.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 struct Pending {
-    /// The latest pending counts by feature (zero: the feature is gone).
-    counts: BTreeMap<String, TokenCounts>,
+    /// The latest pending counts (zero: the feature is gone), by bucket, sorted by feature
+    /// within each, as a merge with the bucket reads them.
+    buckets: HashMap<u16, BTreeMap<String, TokenCounts>>,
     /// Sequence numbers of the records on disk.
     records: std::ops::Range<u64>,
     /// Entries in the records, repeats included: what reading them at open costs.
     entries: usize,
 }
 
-/// Pending counts by bucket, sorted by feature within each.
-type PendingByBucket<'p> = HashMap<u16, Vec<(&'p str, TokenCounts)>>;
-
-fn by_bucket(pending: &Pending) -> PendingByBucket<'_> {
-    let mut out: PendingByBucket = HashMap::new();
-    for (feature, counts) in &pending.counts {
-        out.entry(bucket_of(feature_hash(feature)))
-            .or_default()
-            .push((feature, *counts));
+impl Pending {
+    fn get(&self, feature: &str, hash: u64) -> Option<TokenCounts> {
+        self.buckets.get(&bucket_of(hash))?.get(feature).copied()
     }
-    out
+
+    fn insert(&mut self, feature: &str, hash: u64, counts: TokenCounts) {
+        let bucket = self.buckets.entry(bucket_of(hash)).or_default();
+        bucket.insert(feature.to_string(), counts);
+        self.entries += 1;
+    }
+
+    /// Bucket numbers with pending counts, in order.
+    fn bucket_numbers(&self) -> Vec<u16> {
+        let mut numbers: Vec<u16> = self.buckets.keys().copied().collect();
+        numbers.sort_unstable();
+        numbers
+    }
 }
 
 /// Pending entries beyond which a batch folds them into the buckets: a quarter of the
 /// vocabulary, so that a fold (rewriting the table) comes once in some 70 messages learned
-/// alone at any size of table, each of which writes its own few KB.
+/// alone, each of which writes its own few KB; at most 65,536, so that reading them at
+/// open and merging them with the buckets a message touches stays a few milliseconds.
 fn pending_limit(vocabulary: u64) -> usize {
-    (vocabulary as usize / 4).max(4096)
+    (vocabulary as usize / 4).clamp(4096, 1 << 16)
 }
 
 /// Lessons in a batch from which its buckets are merged on every core: fewer (the
@@ -178,7 +186,7 @@ impl SledStore {
     fn merge_shard<'l>(
         &self,
         steps: &[Step<'l>],
-        pending: &PendingByBucket,
+        pending: &Pending,
         rewrite: bool,
         shard: usize,
         shards: usize,
@@ -209,7 +217,7 @@ impl SledStore {
                 .push((feature, hash, d));
         }
         if rewrite {
-            for &bucket in pending.keys() {
+            for &bucket in pending.buckets.keys() {
                 if usize::from(bucket) % shards == shard {
                     by_bucket.entry(bucket).or_default();
                 }
@@ -223,10 +231,7 @@ impl SledStore {
             deltas.sort_unstable_by(|a, b| a.0.cmp(b.0));
             let key = bucket_key(bucket);
             let stored = self.db.get(key).map_err(|e| self.corrupt(e))?;
-            let old = self.effective(
-                stored.as_deref().unwrap_or_default(),
-                pending.get(&bucket).map_or(&[], Vec::as_slice),
-            )?;
+            let old = self.effective(stored.as_deref().unwrap_or_default(), pending, bucket)?;
             let mut out = Vec::new();
             if rewrite {
                 out.reserve(stored.as_ref().map_or(0, |s| s.len()) + deltas.len() * 20);
@@ -266,16 +271,22 @@ impl SledStore {
         Ok(merged)
     }
 
-    /// A bucket's entries as they stand: those stored in `bucket`, with its `pending`
-    /// counts in their place (zero: removed), sorted by feature.
+    /// Bucket `number`'s entries as they stand: those `stored`, with its `pending` counts
+    /// in their place (zero: removed), sorted by feature.
     fn effective<'a>(
         &self,
-        bucket: &'a [u8],
-        pending: &[(&'a str, TokenCounts)],
+        stored: &'a [u8],
+        pending: &'a Pending,
+        number: u16,
     ) -> Result<Vec<(&'a str, TokenCounts)>, Error> {
-        let mut out = Vec::with_capacity(bucket.len() / 12 + pending.len());
-        let mut pending = pending.iter().copied().peekable();
-        for entry in BucketEntries(bucket) {
+        let pending_here = pending.buckets.get(&number);
+        let mut out = Vec::with_capacity(stored.len() / 12 + pending_here.map_or(0, |p| p.len()));
+        let mut pending = pending_here
+            .into_iter()
+            .flatten()
+            .map(|(f, c)| (f.as_str(), *c))
+            .peekable();
+        for entry in BucketEntries(stored) {
             let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
             let mut stored = Some((feature, counts));
             while let Some((p, c)) = pending.next_if(|(p, _)| *p <= feature) {
@@ -430,8 +441,7 @@ impl SledStore {
             pending.records.end = seq + 1;
             for entry in BucketEntries(&v) {
                 let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
-                pending.counts.insert(feature.to_string(), counts);
-                pending.entries += 1;
+                pending.insert(feature, feature_hash(feature), counts);
             }
         }
         Ok(pending)
@@ -457,10 +467,9 @@ impl SledStore {
             .pending
             .read()
             .expect("pending lock is never poisoned")
-            .counts
-            .get(feature)
+            .get(feature, hash)
         {
-            return Ok(*counts);
+            return Ok(counts);
         }
         let key = bucket_key(bucket_of(hash));
         let Some(bucket) = self.db.get(key).map_err(|e| self.corrupt(e))? else {
@@ -557,7 +566,6 @@ impl Store for SledStore {
         let small = steps.len() < PARALLEL_MERGE_FROM;
         let at_most: usize = steps.iter().map(|(l, _)| l.features.len()).sum();
         let rewrite = !small || pending.entries + at_most > pending_limit(totals.vocabulary);
-        let pending_by_bucket = by_bucket(&pending);
         // The buckets, merged in shards on every core for a big batch: summing its counts
         // and rewriting ~4,000 buckets was a serial tail of ~60 ms per 1,000 messages.
         let shards = if small {
@@ -566,23 +574,19 @@ impl Store for SledStore {
             rayon::current_num_threads()
         };
         let merged: Vec<Result<Merged, Error>> = if shards == 1 {
-            vec![self.merge_shard(&steps, &pending_by_bucket, rewrite, 0, 1)]
+            vec![self.merge_shard(&steps, &pending, rewrite, 0, 1)]
         } else {
             use rayon::prelude::*;
             (0..shards)
                 .into_par_iter()
-                .map(|s| self.merge_shard(&steps, &pending_by_bucket, rewrite, s, shards))
+                .map(|s| self.merge_shard(&steps, &pending, rewrite, s, shards))
                 .collect()
         };
-        drop(pending_by_bucket);
         let mut batch = sled::Batch::default();
         let mut changed: Vec<(u64, TokenCounts)> = Vec::new();
-        let mut now_pending = if rewrite {
-            Pending::default()
-        } else {
-            pending.clone()
-        };
+        // This batch's record of what it changed, and the same for memory, after the commit.
         let mut record = Vec::new();
+        let mut recorded = Vec::new();
         for shard in merged {
             let shard = shard?;
             for (key, bucket) in shard.buckets {
@@ -593,14 +597,12 @@ impl Store for SledStore {
                 changed.push((hash, now));
                 if !rewrite {
                     encode_entry(&mut record, feature, &now);
-                    now_pending.counts.insert(feature.to_string(), now);
-                    now_pending.entries += 1;
+                    recorded.push((feature, hash, now));
                 }
             }
         }
         if !record.is_empty() {
-            batch.insert(&pending_key(now_pending.records.end)[..], record);
-            now_pending.records.end += 1;
+            batch.insert(&pending_key(pending.records.end)[..], record);
         } else if rewrite {
             for seq in pending.records.clone() {
                 batch.remove(&pending_key(seq)[..]);
@@ -619,7 +621,14 @@ impl Store for SledStore {
             }
         }
         self.commit(batch, totals, changed)?;
-        *pending = now_pending;
+        if rewrite {
+            *pending = Pending::default();
+        } else if !recorded.is_empty() {
+            for (feature, hash, counts) in recorded {
+                pending.insert(feature, hash, counts);
+            }
+            pending.records.end += 1;
+        }
         Ok(outcomes)
     }
 
@@ -640,27 +649,25 @@ impl Store for SledStore {
     /// In bucket order, sorted within each: the same order however much is pending.
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error> {
         let pending = self.pending.read().expect("pending lock is never poisoned");
-        let mut pending: Vec<_> = by_bucket(&pending).into_iter().collect();
-        pending.sort_unstable_by_key(|(bucket, _)| *bucket);
-        let mut pending = pending.into_iter().peekable();
-        let mut each_of = |stored: &[u8], pending: &[(&str, TokenCounts)]| {
-            for (feature, counts) in self.effective(stored, pending)? {
+        let mut only_pending = pending.bucket_numbers().into_iter().peekable();
+        let mut each_of = |stored: &[u8], number: u16| {
+            for (feature, counts) in self.effective(stored, &pending, number)? {
                 each(feature, counts);
             }
             Ok::<(), Error>(())
         };
         for kv in self.db.scan_prefix([TOKEN]) {
             let (key, stored) = kv.map_err(|e| self.corrupt(e))?;
-            let bucket = bucket_of_key(&key).ok_or_else(|| self.damaged_bucket())?;
+            let number = bucket_of_key(&key).ok_or_else(|| self.damaged_bucket())?;
             // Buckets that only pending counts have yet, then this one.
-            while let Some((_, entries)) = pending.next_if(|(b, _)| *b < bucket) {
-                each_of(&[], &entries)?;
+            while let Some(earlier) = only_pending.next_if(|b| *b < number) {
+                each_of(&[], earlier)?;
             }
-            let entries = pending.next_if(|(b, _)| *b == bucket).map(|(_, e)| e);
-            each_of(&stored, entries.as_deref().unwrap_or_default())?;
+            only_pending.next_if(|b| *b == number);
+            each_of(&stored, number)?;
         }
-        for (_, entries) in pending {
-            each_of(&[], &entries)?;
+        for number in only_pending {
+            each_of(&[], number)?;
         }
         Ok(())
     }
@@ -718,7 +725,6 @@ impl Store for SledStore {
             .pending
             .write()
             .expect("pending lock is never poisoned");
-        let mut pending_by_bucket = by_bucket(&pending);
         let mut totals = self.totals();
         let mut pruned = Pruned::default();
         let mut batch = sled::Batch::default();
@@ -730,20 +736,18 @@ impl Store for SledStore {
             let number = bucket_of_key(&key).ok_or_else(|| self.damaged_bucket())?;
             buckets.push((number, Some(bucket)));
         }
-        buckets.extend(
-            pending_by_bucket
-                .keys()
-                .filter(|b| !buckets.iter().any(|(n, _)| n == *b))
-                .map(|&b| (b, None))
-                .collect::<Vec<_>>(),
-        );
+        for number in pending.bucket_numbers() {
+            if !buckets.iter().any(|(n, _)| *n == number) {
+                buckets.push((number, None));
+            }
+        }
         // Pending counts are folded into the buckets that are rewritten anyway.
         for (number, bucket) in &buckets {
-            let pending = pending_by_bucket.remove(number).unwrap_or_default();
+            let has_pending = pending.buckets.contains_key(number);
             let mut out = Vec::new();
             let before = pruned.removed;
             for (feature, counts) in
-                self.effective(bucket.as_deref().unwrap_or_default(), &pending)?
+                self.effective(bucket.as_deref().unwrap_or_default(), &pending, *number)?
             {
                 // A rule is few features and a person's judgement: it stays however rare.
                 let keep = counts.message_count() >= u64::from(min_messages)
@@ -763,11 +767,10 @@ impl Store for SledStore {
                     removed.push((feature_hash(feature), TokenCounts::default()));
                 }
             }
-            if (pruned.removed > before || !pending.is_empty()) && !dry_run {
+            if (pruned.removed > before || has_pending) && !dry_run {
                 put_bucket(&mut batch, &bucket_key(*number)[..], out);
             }
         }
-        drop(pending_by_bucket);
         if dry_run || removed.is_empty() {
             return Ok(pruned);
         }
@@ -792,7 +795,11 @@ impl Store for SledStore {
             .expect("pending lock is never poisoned");
         if self.db.scan_prefix([TOKEN]).next().is_some()
             || self.db.scan_prefix([LEDGER]).next().is_some()
-            || pending.counts.values().any(|c| !c.is_zero())
+            || pending
+                .buckets
+                .values()
+                .flatten()
+                .any(|(_, c)| !c.is_zero())
         {
             return Err(Error::NotEmpty {
                 path: self.path.clone(),
@@ -1308,7 +1315,7 @@ mod tests {
         assert_eq!(a.totals(), b.totals());
         // A prune folds what is pending and removes what a prune of the other removes.
         assert_eq!(a.prune(3, false).unwrap(), b.prune(3, false).unwrap());
-        assert!(a.pending.read().unwrap().counts.is_empty());
+        assert!(a.pending.read().unwrap().buckets.is_empty());
         assert_eq!(a.db.scan_prefix([PENDING]).count(), 0);
         assert_eq!(all_tokens(&a), all_tokens(&b));
         assert_eq!(a.totals(), b.totals());
