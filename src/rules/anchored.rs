@@ -73,31 +73,41 @@ impl std::fmt::Debug for AnchoredSet {
 #[derive(Debug)]
 pub(super) struct GaveUp;
 
-/// Whether runs of `hir` would begin at few places: it matches no empty string, where it
-/// begins can be told, and few bytes may begin it anywhere. A set is anchored without the
-/// patterns that fail this, which run unanchored beside it.
-pub(super) fn begins_at_few_places(hir: &Hir) -> bool {
+/// Per byte, where a match may begin with it: bits `ANYWHERE`, `AT_WORD_START`,
+/// `AT_LINE_START`.
+pub(super) type Starts = [u8; 256];
+
+/// Where runs of `hir` may begin, if at few places: it matches no empty string (which
+/// begins everywhere), where it begins can be told, and few bytes may begin it anywhere.
+/// A set is anchored without the patterns that have none, which run unanchored beside it.
+pub(super) fn starts_of(hir: &Hir) -> Option<Starts> {
+    if hir.properties().minimum_len() == Some(0) {
+        return None;
+    }
     let mut starts = [0u8; 256];
-    hir.properties().minimum_len() != Some(0)
-        && mark_starts(hir, &mut starts).is_some()
-        && anywhere(&starts) <= MAX_BEGIN_ANYWHERE
+    mark_starts(hir, &mut starts)?;
+    (anywhere(&starts) <= MAX_BEGIN_ANYWHERE).then_some(starts)
 }
 
-fn anywhere(starts: &[u8; 256]) -> usize {
+fn anywhere(starts: &Starts) -> usize {
     starts.iter().filter(|&&s| s & ANYWHERE != 0).count()
 }
 
 impl AnchoredSet {
-    /// The patterns as one anchored set, or `None` when where they begin cannot be told (a
-    /// pattern that matches the empty string begins everywhere) or is almost anywhere: the
-    /// unanchored set is then as good.
-    pub(super) fn new(hirs: &[&Hir], size_limit: usize, cache_limit: usize) -> Option<Self> {
+    /// The patterns as one anchored set, given where each may begin ([`starts_of`]), or
+    /// `None` when together they may begin almost anywhere: the unanchored set is then as
+    /// good.
+    pub(super) fn new(
+        hirs: &[&Hir],
+        each_starts: &[Starts],
+        size_limit: usize,
+        cache_limit: usize,
+    ) -> Option<Self> {
         let mut starts = [0u8; 256];
-        for hir in hirs {
-            if hir.properties().minimum_len() == Some(0) {
-                return None;
+        for one in each_starts {
+            for (all, bits) in starts.iter_mut().zip(one) {
+                *all |= bits;
             }
-            mark_starts(hir, &mut starts)?;
         }
         if anywhere(&starts) > MAX_BEGIN_ANYWHERE {
             return None;
@@ -345,14 +355,16 @@ mod tests {
             .collect()
     }
 
+    /// The patterns as one anchored set, as a matcher makes it.
+    fn anchored(patterns: &[Hir]) -> Option<AnchoredSet> {
+        let hirs: Vec<&Hir> = patterns.iter().collect();
+        let starts: Vec<Starts> = hirs.iter().map(|h| starts_of(h)).collect::<Option<_>>()?;
+        AnchoredSet::new(&hirs, &starts, 1 << 26, 1 << 23)
+    }
+
     fn both(patterns: &[&str], hay: &str) -> (Vec<usize>, Vec<usize>) {
         let patterns: Vec<String> = patterns.iter().map(|p| p.to_string()).collect();
-        let anchored = AnchoredSet::new(
-            &trees(&patterns).iter().collect::<Vec<_>>(),
-            1 << 26,
-            1 << 23,
-        )
-        .expect("can be anchored");
+        let anchored = anchored(&trees(&patterns)).expect("can be anchored");
         let mut got = Vec::new();
         anchored.matches(hay.as_bytes(), |i| got.push(i)).unwrap();
         got.sort();
@@ -428,9 +440,7 @@ mod tests {
     /// caller's unanchored set answers.
     #[test]
     fn runs_that_read_on_to_the_end_give_up() {
-        let patterns = trees(&[r"(?-u)(?sm)^.*zz".to_string()]);
-        let set = AnchoredSet::new(&patterns.iter().collect::<Vec<_>>(), 1 << 26, 1 << 23)
-            .expect("can be anchored");
+        let set = anchored(&trees(&[r"(?-u)(?sm)^.*zz".to_string()])).expect("can be anchored");
         let long = "a line\n".repeat(2000);
         assert!(set.matches(long.as_bytes(), |_| {}).is_err());
         let short = "a line\n".repeat(3) + "zz";
@@ -455,15 +465,7 @@ mod tests {
     fn patterns_that_begin_anywhere_are_not_anchored() {
         for anywhere in [r"a*", r"(?i)[a-z]<!--", r"(?-u)\b\W{0,3}via"] {
             let patterns = [r"\bfree\b".to_string(), anywhere.to_string()];
-            assert!(
-                AnchoredSet::new(
-                    &trees(&patterns).iter().collect::<Vec<_>>(),
-                    1 << 26,
-                    1 << 23
-                )
-                .is_none(),
-                "{anywhere}"
-            );
+            assert!(anchored(&trees(&patterns)).is_none(), "{anywhere}");
         }
     }
 }

@@ -8,7 +8,7 @@ use aho_corasick::AhoCorasick;
 use regex_automata::meta::Regex as MetaRegex;
 use regex_syntax::hir::{Hir, HirKind};
 
-use super::anchored::{AnchoredSet, begins_at_few_places};
+use super::anchored::{AnchoredSet, starts_of};
 use super::set::{PatternSet, parse};
 use super::{Kind, first_line, perl};
 
@@ -261,14 +261,19 @@ impl MatcherBuilder {
         // than keep them all from anchoring.
         let mut anchored = None;
         if small {
-            let (anchorable, rest): (Vec<Pattern>, Vec<Pattern>) =
-                std::mem::take(&mut self.patterns)
-                    .into_iter()
-                    .partition(|p| begins_at_few_places(&p.hir));
-            self.patterns = rest;
+            let (mut anchorable, mut starts) = (Vec::new(), Vec::new());
+            for p in std::mem::take(&mut self.patterns) {
+                match starts_of(&p.hir) {
+                    Some(s) => {
+                        starts.push(s);
+                        anchorable.push(p);
+                    }
+                    None => self.patterns.push(p),
+                }
+            }
             let hirs: Vec<&Hir> = anchorable.iter().map(|p| &p.hir).collect();
             match (!hirs.is_empty())
-                .then(|| AnchoredSet::new(&hirs, SIZE_LIMIT, DFA_LIMIT))
+                .then(|| AnchoredSet::new(&hirs, &starts, SIZE_LIMIT, DFA_LIMIT))
                 .flatten()
             {
                 Some(set) => {
