@@ -352,10 +352,22 @@ fn raw_header_value(raw: &[u8], start: usize, end: usize) -> String {
 
 /// A raw header value as one line: its words, one space apart.
 pub fn unfold(value: &[u8]) -> String {
-    String::from_utf8_lossy(value)
+    let mut out = String::with_capacity(value.len());
+    unfold_into(&mut out, value);
+    out
+}
+
+/// [`unfold`], appended to `out`.
+pub fn unfold_into(out: &mut String, value: &[u8]) {
+    for (i, word) in String::from_utf8_lossy(value)
         .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+        .enumerate()
+    {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
 }
 
 // ASCII word boundaries: a Unicode `\b` stops the lazy DFA at the first non-ASCII byte.

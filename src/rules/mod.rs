@@ -29,7 +29,7 @@ pub use parse::{Kind, Origin, Problem, Reason};
 pub use target::{Part, Target};
 
 use self::matcher::{CountPattern, Counted, Matcher, MatcherBuilder, count_limit};
-use self::target::mime_header_blocks;
+use self::target::{joined, mime_header_blocks};
 use crate::message::Message;
 
 /// URLs of a message looked at by `uri` rules.
@@ -385,13 +385,13 @@ impl RuleSet {
                     Target::Header { name, .. } => name.as_str(),
                     _ => "",
                 };
-                let vals: Vec<&str> = blocks
-                    .iter()
-                    .flatten()
-                    .filter(|(n, _)| n.eq_ignore_ascii_case(name))
-                    .map(|(_, v)| v.as_str())
-                    .collect();
-                (!vals.is_empty()).then(|| std::borrow::Cow::Owned(vals.join("\n")))
+                joined(
+                    blocks
+                        .iter()
+                        .flatten()
+                        .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+                        .map(|(_, v)| v.as_str()),
+                )
             } else {
                 g.target.text(msg)
             };

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::message::{Message, line_end};
+use crate::message::{Message, line_end, unfold_into};
 
 /// Which header text a header rule reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -112,40 +112,50 @@ impl Target {
                     .flat_map(|h| msg.header_values(h))
                     .map(Cow::Borrowed),
             ),
-            Target::Header { name, raw, part } => {
-                let mut values: Box<dyn Iterator<Item = Cow<'m, str>>> = if *raw {
-                    Box::new(
-                        msg.raw_header_values(name)
-                            .into_iter()
-                            .map(String::from_utf8_lossy),
-                    )
-                } else {
-                    Box::new(msg.header_values(name).map(Cow::Borrowed))
-                };
-                let first = match part {
-                    Part::Whole => return joined(values),
-                    _ => values.next()?,
-                };
-                let text = match part {
-                    Part::Host => Target::address(&first)?
-                        .rsplit('@')
-                        .next()
-                        .unwrap_or_default()
-                        .to_ascii_lowercase(),
-                    Part::Name => match first.find('<') {
-                        Some(at) => first[..at].trim().trim_matches('"').to_string(),
-                        None => String::new(),
-                    },
-                    Part::Addr | Part::Whole => Target::address(&first).unwrap_or_default(),
-                };
-                Some(Cow::Owned(text))
-            }
+            Target::Header {
+                name,
+                raw: true,
+                part,
+            } => part.of(msg
+                .raw_header_values(name)
+                .into_iter()
+                .map(String::from_utf8_lossy)),
+            Target::Header {
+                name,
+                raw: false,
+                part,
+            } => part.of(msg.header_values(name).map(Cow::Borrowed)),
         }
     }
 }
 
+impl Part {
+    /// This part of a header's `values`: all of them one a line, or of the first one.
+    fn of<'m>(self, mut values: impl Iterator<Item = Cow<'m, str>>) -> Option<Cow<'m, str>> {
+        let text = match self {
+            Part::Whole => return joined(values),
+            Part::Addr => Target::address(&values.next()?).unwrap_or_default(),
+            Part::Host => Target::address(&values.next()?)?
+                .rsplit('@')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase(),
+            Part::Name => {
+                let first = values.next()?;
+                match first.find('<') {
+                    Some(at) => first[..at].trim().trim_matches('"').to_string(),
+                    None => String::new(),
+                }
+            }
+        };
+        Some(Cow::Owned(text))
+    }
+}
+
 /// Values one a line; one value as it is.
-fn joined<'m, S: Into<Cow<'m, str>>>(values: impl Iterator<Item = S>) -> Option<Cow<'m, str>> {
+pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
+    values: impl Iterator<Item = S>,
+) -> Option<Cow<'m, str>> {
     let mut values = values.map(Into::into);
     let first = values.next()?;
     let Some(second) = values.next() else {
@@ -157,19 +167,6 @@ fn joined<'m, S: Into<Cow<'m, str>>>(values: impl Iterator<Item = S>) -> Option<
         out.push_str(&v);
     }
     Some(Cow::Owned(out))
-}
-
-/// [`unfold`] into `out`: the value's words, one space apart.
-fn unfold_into(out: &mut String, value: &[u8]) {
-    for (i, word) in String::from_utf8_lossy(value)
-        .split_whitespace()
-        .enumerate()
-    {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
 }
 
 /// The header fields that `keep` names, of each header block in `raw`, unfolded: the
