@@ -104,30 +104,15 @@ impl<'a> Iterator for BucketEntries<'a> {
     type Item = Option<(&'a str, TokenCounts)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_empty() {
-            return None;
-        }
-        let mut b = self.0;
-        let entry = (|| {
-            let len = get_varint(&mut b)? as usize;
-            let feature = std::str::from_utf8(b.get(..len)?).ok()?;
-            b = &b[len..];
-            let counts = TokenCounts {
-                occurrences: [get_varint(&mut b)?, get_varint(&mut b)?],
-                messages: [get_varint(&mut b)?, get_varint(&mut b)?],
-            };
-            Some((feature, counts))
-        })();
-        match entry {
-            Some((feature, counts)) => {
-                self.0 = b;
-                Some(Some((feature, counts)))
+        next_entry(&mut self.0, |b| {
+            let len = get_varint(b)? as usize;
+            let feature = std::str::from_utf8(take(b, len)?).ok()?;
+            let mut fields = [0u32; 4];
+            for f in &mut fields {
+                *f = get_varint(b)?;
             }
-            None => {
-                self.0 = &[];
-                Some(None)
-            }
-        }
+            Some((feature, counts(fields)))
+        })
     }
 }
 
@@ -139,30 +124,45 @@ impl<'a> Iterator for FixedEntries<'a> {
     type Item = Option<(&'a str, TokenCounts)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_empty() {
-            return None;
-        }
-        let entry = (|| {
-            let len = u16::from_le_bytes(self.0.get(..2)?.try_into().ok()?) as usize;
-            let feature = std::str::from_utf8(self.0.get(2..2 + len)?).ok()?;
-            let counts = self.0.get(2 + len..2 + len + 16)?;
-            let word = |i: usize| u32::from_le_bytes(counts[i * 4..i * 4 + 4].try_into().unwrap());
-            let counts = TokenCounts {
-                occurrences: [word(0), word(1)],
-                messages: [word(2), word(3)],
-            };
-            Some((feature, counts, 2 + len + 16))
-        })();
-        match entry {
-            Some((feature, counts, used)) => {
-                self.0 = &self.0[used..];
-                Some(Some((feature, counts)))
+        next_entry(&mut self.0, |b| {
+            let len = u16::from_le_bytes(take(b, 2)?.try_into().ok()?) as usize;
+            let feature = std::str::from_utf8(take(b, len)?).ok()?;
+            let mut fields = [0u32; 4];
+            for f in &mut fields {
+                *f = u32::from_le_bytes(take(b, 4)?.try_into().ok()?);
             }
-            None => {
-                self.0 = &[];
-                Some(None)
-            }
-        }
+            Some((feature, counts(fields)))
+        })
+    }
+}
+
+/// The next entry of `bytes` as `decode` reads it, moving past it; once an entry cannot be
+/// read, `Some(None)` and nothing after it.
+fn next_entry<'a>(
+    bytes: &mut &'a [u8],
+    decode: impl FnOnce(&mut &'a [u8]) -> Option<(&'a str, TokenCounts)>,
+) -> Option<Option<(&'a str, TokenCounts)>> {
+    if bytes.is_empty() {
+        return None;
+    }
+    let mut rest = *bytes;
+    let entry = decode(&mut rest);
+    *bytes = if entry.is_some() { rest } else { &[] };
+    Some(entry)
+}
+
+/// The next `len` bytes of `b`, moving past them.
+fn take<'a>(b: &mut &'a [u8], len: usize) -> Option<&'a [u8]> {
+    let (head, rest) = b.split_at_checked(len)?;
+    *b = rest;
+    Some(head)
+}
+
+/// Counts from [`count_fields`]' order.
+fn counts([o0, o1, m0, m1]: [u32; 4]) -> TokenCounts {
+    TokenCounts {
+        occurrences: [o0, o1],
+        messages: [m0, m1],
     }
 }
 
@@ -273,5 +273,15 @@ mod tests {
         };
         assert_eq!(FixedEntries(&fixed).collect::<Vec<_>>(), [Some(("a", old))]);
         assert_eq!(FixedEntries(&fixed[..10]).collect::<Vec<_>>(), [None]);
+        // A length whose bytes are no UTF-8 of their own.
+        let long = "x".repeat(128);
+        let mut fixed = vec![128, 0];
+        fixed.extend_from_slice(long.as_bytes());
+        fixed.extend_from_slice(&[0; 16]);
+        let zero = TokenCounts::default();
+        assert_eq!(
+            FixedEntries(&fixed).collect::<Vec<_>>(),
+            [Some((long.as_str(), zero))]
+        );
     }
 }

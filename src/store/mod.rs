@@ -16,8 +16,8 @@ use crate::features::Features;
 use crate::message::Digest;
 use crate::model::{Class, CountSource, TokenCounts, Totals};
 
-/// The database layout this spamnb reads and writes. Version 1 databases are upgraded
-/// when opened (see `SledStore::open`).
+/// The database layout this spamnb reads and writes. Version 1 and 2 databases are
+/// upgraded when opened (see `SledStore::open`).
 pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]

@@ -101,11 +101,11 @@ impl Pending {
         self.entries += 1;
     }
 
-    /// Bucket numbers with pending counts, in order.
-    fn bucket_numbers(&self) -> Vec<u16> {
-        let mut numbers: Vec<u16> = self.buckets.keys().copied().collect();
-        numbers.sort_unstable();
-        numbers
+    /// Removes its records in `batch` (which folds or discards what they hold).
+    fn remove_records(&self, batch: &mut sled::Batch) {
+        for seq in self.records.clone() {
+            batch.remove(&pending_key(seq)[..]);
+        }
     }
 }
 
@@ -117,8 +117,9 @@ fn pending_limit(vocabulary: u64) -> usize {
     (vocabulary as usize / 4).clamp(4096, 1 << 16)
 }
 
-/// Lessons in a batch from which its buckets are merged on every core: fewer (the
-/// daemon's one message, a hook's) need no thread pool.
+/// Lessons in a batch from which its buckets are merged on every core and rewritten:
+/// fewer (the daemon's one message, a hook's) need no thread pool, and write a pending
+/// record instead while the records stay few (see [`Pending`]).
 const PARALLEL_MERGE_FROM: usize = 64;
 
 pub struct SledStore {
@@ -269,6 +270,24 @@ impl SledStore {
             }
         }
         Ok(merged)
+    }
+
+    /// Every bucket that holds counts, stored or only pending, in order, with what is
+    /// stored of it.
+    fn buckets(&self, pending: &Pending) -> Result<Vec<(u16, Option<sled::IVec>)>, Error> {
+        let mut buckets = Vec::new();
+        for kv in self.db.scan_prefix([TOKEN]) {
+            let (key, stored) = kv.map_err(|e| self.corrupt(e))?;
+            let number = bucket_of_key(&key).ok_or_else(|| self.damaged_bucket())?;
+            buckets.push((number, Some(stored)));
+        }
+        for &number in pending.buckets.keys() {
+            if !buckets.iter().any(|(n, _)| *n == number) {
+                buckets.push((number, None));
+            }
+        }
+        buckets.sort_unstable_by_key(|(number, _)| *number);
+        Ok(buckets)
     }
 
     /// Bucket `number`'s entries as they stand: those `stored`, with its `pending` counts
@@ -604,9 +623,7 @@ impl Store for SledStore {
         if !record.is_empty() {
             batch.insert(&pending_key(pending.records.end)[..], record);
         } else if rewrite {
-            for seq in pending.records.clone() {
-                batch.remove(&pending_key(seq)[..]);
-            }
+            pending.remove_records(&mut batch);
         }
         for (digest, entry) in &ledger {
             match entry {
@@ -649,25 +666,11 @@ impl Store for SledStore {
     /// In bucket order, sorted within each: the same order however much is pending.
     fn for_each_token(&self, each: &mut dyn FnMut(&str, TokenCounts)) -> Result<(), Error> {
         let pending = self.pending.read().expect("pending lock is never poisoned");
-        let mut only_pending = pending.bucket_numbers().into_iter().peekable();
-        let mut each_of = |stored: &[u8], number: u16| {
+        for (number, stored) in self.buckets(&pending)? {
+            let stored = stored.as_deref().unwrap_or_default();
             for (feature, counts) in self.effective(stored, &pending, number)? {
                 each(feature, counts);
             }
-            Ok::<(), Error>(())
-        };
-        for kv in self.db.scan_prefix([TOKEN]) {
-            let (key, stored) = kv.map_err(|e| self.corrupt(e))?;
-            let number = bucket_of_key(&key).ok_or_else(|| self.damaged_bucket())?;
-            // Buckets that only pending counts have yet, then this one.
-            while let Some(earlier) = only_pending.next_if(|b| *b < number) {
-                each_of(&[], earlier)?;
-            }
-            only_pending.next_if(|b| *b == number);
-            each_of(&stored, number)?;
-        }
-        for number in only_pending {
-            each_of(&[], number)?;
         }
         Ok(())
     }
@@ -730,19 +733,8 @@ impl Store for SledStore {
         let mut batch = sled::Batch::default();
         // Each removed feature, its counts now none.
         let mut removed = Vec::new();
-        let mut buckets: Vec<(u16, Option<sled::IVec>)> = Vec::new();
-        for kv in self.db.scan_prefix([TOKEN]) {
-            let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
-            let number = bucket_of_key(&key).ok_or_else(|| self.damaged_bucket())?;
-            buckets.push((number, Some(bucket)));
-        }
-        for number in pending.bucket_numbers() {
-            if !buckets.iter().any(|(n, _)| *n == number) {
-                buckets.push((number, None));
-            }
-        }
         // Pending counts are folded into the buckets that are rewritten anyway.
-        for (number, bucket) in &buckets {
+        for (number, bucket) in &self.buckets(&pending)? {
             let has_pending = pending.buckets.contains_key(number);
             let mut out = Vec::new();
             let before = pruned.removed;
@@ -774,9 +766,7 @@ impl Store for SledStore {
         if dry_run || removed.is_empty() {
             return Ok(pruned);
         }
-        for seq in pending.records.clone() {
-            batch.remove(&pending_key(seq)[..]);
-        }
+        pending.remove_records(&mut batch);
         self.commit(batch, totals, removed)?;
         *pending = Pending::default();
         Ok(pruned)
@@ -807,9 +797,7 @@ impl Store for SledStore {
         }
         let mut batch = sled::Batch::default();
         // What is left of messages learned and forgotten: counts of zero, to go.
-        for seq in pending.records.clone() {
-            batch.remove(&pending_key(seq)[..]);
-        }
+        pending.remove_records(&mut batch);
         for (key, bucket) in encode_buckets(tokens) {
             batch.insert(&key[..], bucket);
         }
