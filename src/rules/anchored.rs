@@ -17,6 +17,8 @@ use regex_syntax::hir::{Hir, HirKind, Look};
 
 use super::is_word_byte;
 use super::set::{PerThread, per_thread, set_dfa};
+pub(super) use super::start_scan::Starts;
+use super::start_scan::{ANYWHERE, AT_LINE_START, AT_WORD_START, StartScan};
 
 /// Steps of all runs over a text, per byte of it, before the unanchored set, one pass, is
 /// the cheaper: `(?s)^.*x` runs from every line start to the end of the text, and `\${3,}`
@@ -25,38 +27,14 @@ use super::set::{PerThread, per_thread, set_dfa};
 const STEPS_PER_BYTE: usize = 8;
 const MIN_STEPS: usize = 4096;
 
-/// Where a match may begin with a given byte: bits of [`AnchoredSet::starts`].
-const ANYWHERE: u8 = 1;
-const AT_WORD_START: u8 = 2;
-const AT_LINE_START: u8 = 4;
 /// More bytes than this that may begin a match anywhere (`[a-z]x` begins at every letter)
 /// would start a run at most bytes of ordinary text: the unanchored set is then cheaper.
 const MAX_BEGIN_ANYWHERE: usize = 16;
 
-/// Per byte, the places a match may begin right after it: anywhere, a word start after a
-/// byte not of a word, a line start after a line end. With [`AnchoredSet::starts`] it makes
-/// the test at each byte two lookups and an AND, not a chain of branches.
-const BEGINS_AFTER: [u8; 256] = {
-    let mut after = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        let byte = b as u8;
-        let word = is_word_byte(byte);
-        let line_end = byte == b'\n' || byte == b'\r';
-        after[b] = ANYWHERE
-            | if word { 0 } else { AT_WORD_START }
-            | if line_end { AT_LINE_START } else { 0 };
-        b += 1;
-    }
-    after
-};
-/// The places a match may begin at the start of the text.
-const BEGINS_FIRST: u8 = ANYWHERE | AT_WORD_START | AT_LINE_START;
-
 pub(super) struct AnchoredSet {
     dfa: DFA,
-    /// Per byte, where a match of some pattern may begin with it.
-    starts: [u8; 256],
+    /// Where runs may begin in a text.
+    scan: StartScan,
     /// The first bytes a match may begin with, when they can be listed.
     beginnings: Option<Beginnings>,
     caches: PerThread<Cache>,
@@ -72,10 +50,6 @@ impl std::fmt::Debug for AnchoredSet {
 /// took too many steps: the caller runs its unanchored set instead.
 #[derive(Debug)]
 pub(super) struct GaveUp;
-
-/// Per byte, where a match may begin with it: bits `ANYWHERE`, `AT_WORD_START`,
-/// `AT_LINE_START`.
-pub(super) type Starts = [u8; 256];
 
 /// Where runs of `hir` may begin, if at few places: it matches no empty string (which
 /// begins everywhere), where it begins can be told, and few bytes may begin it anywhere.
@@ -117,7 +91,7 @@ impl AnchoredSet {
         Some(AnchoredSet {
             caches: per_thread(move || for_caches.create_cache()),
             dfa,
-            starts,
+            scan: StartScan::new(starts),
             beginnings: Beginnings::of(hirs),
         })
     }
@@ -127,16 +101,10 @@ impl AnchoredSet {
     pub(super) fn matches(&self, hay: &[u8], mut hit: impl FnMut(usize)) -> Result<(), GaveUp> {
         let mut cache = self.caches.get();
         let cache = &mut *cache;
-        let mut allowed = BEGINS_FIRST;
         let mut steps = hay.len().saturating_mul(STEPS_PER_BYTE).max(MIN_STEPS);
-        // Where a run may begin, found 64 bytes at a time without a branch per byte: one
-        // in six bytes begins a word, too many and too irregular to predict.
         for (block, bytes) in hay.chunks(64).enumerate() {
-            let mut candidates = 0u64;
-            for (i, &byte) in bytes.iter().enumerate() {
-                candidates |= u64::from(self.starts[usize::from(byte)] & allowed != 0) << i;
-                allowed = BEGINS_AFTER[usize::from(byte)];
-            }
+            let before = (block * 64).checked_sub(1).map(|b| hay[b]);
+            let mut candidates = self.scan.candidates(bytes, before);
             while candidates != 0 {
                 let at = block * 64 + candidates.trailing_zeros() as usize;
                 candidates &= candidates - 1;

@@ -20,6 +20,7 @@ pub mod meta;
 pub mod parse;
 pub mod perl;
 mod set;
+mod start_scan;
 mod target;
 
 use std::collections::{BTreeMap, HashMap};
