@@ -224,7 +224,7 @@ impl Beginnings {
                 .limit_literal_len(3)
                 .limit_class(64)
                 .limit_repeat(3)
-                .limit_total(4096)
+                .limit_total(1024)
                 .extract(hir);
             for literal in seq.literals()? {
                 match *literal.as_bytes() {
