@@ -83,6 +83,10 @@ pub struct Message<'a> {
     pub urls: Vec<String>,
     pub attachments: Vec<Attachment>,
     pub anomalies: Vec<Anomaly>,
+    /// Where the body starts in `raw` ([`body_offset`]): header rules and evals ask for the
+    /// raw header block a dozen times a message, and finding its end in a CRLF message
+    /// searched the whole message for a bare `\n\n` first.
+    body_at: Option<usize>,
 }
 
 impl<'a> Message<'a> {
@@ -99,6 +103,7 @@ impl<'a> Message<'a> {
         if truncated {
             msg.anomalies.push(Anomaly::Truncated);
         }
+        msg.body_at = body_offset(raw);
         msg
     }
 
@@ -116,7 +121,7 @@ impl<'a> Message<'a> {
 
     /// The raw header block: everything before the body, undecoded.
     pub fn raw_head(&self) -> &'a [u8] {
-        raw_head(self.raw)
+        &self.raw[..self.body_at.unwrap_or(self.raw.len())]
     }
 
     /// The raw (undecoded, still folded) values of every top-level header called `name`.
@@ -131,7 +136,7 @@ impl<'a> Message<'a> {
 
     /// The raw body: everything after the header block, undecoded.
     pub fn raw_body(&self) -> &'a [u8] {
-        body_offset(self.raw).map_or(&[][..], |at| &self.raw[at..])
+        self.body_at.map_or(&[][..], |at| &self.raw[at..])
     }
 }
 
