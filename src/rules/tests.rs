@@ -780,3 +780,31 @@ fn mime_header_blocks_are_found_past_the_bodies() {
         "the closing boundary opens an empty block"
     );
 }
+
+/// The rule reads on from the start of To and Cc alone (run from every `@` it cost a
+/// quarter of all header rule steps): it still counts across both headers and their lines.
+#[test]
+fn many_recipients_are_counted_across_to_and_cc() {
+    let (set, _) = RuleSet::built_in();
+    let recipients = |n: usize| {
+        (0..n)
+            .map(|i| format!("u{i}@example.org"))
+            .collect::<Vec<_>>()
+    };
+    let hits = |to: &[String], cc: &[String]| {
+        let raw = mail(
+            &format!(
+                "Subject: hi\nTo: {}\nCc: {}",
+                to.join(",\n  "),
+                cc.join(", ")
+            ),
+            "x",
+        );
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        set.evaluate(&msg).contains(&"TO_MANY_RECIPIENTS")
+    };
+    let fifteen = recipients(15);
+    assert!(hits(&fifteen[..9], &fifteen[9..]));
+    assert!(hits(&fifteen, &[]));
+    assert!(!hits(&fifteen[..9], &fifteen[10..]));
+}
