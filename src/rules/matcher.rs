@@ -28,8 +28,8 @@ struct Entry {
     rule: usize,
     negate: bool,
     fancy: Option<fancy_regex::Regex>,
-    /// The exact pattern behind a widened prefilter.
-    exact: Option<regex::bytes::Regex>,
+    /// The exact pattern behind a widened prefilter, and the fewest bytes it matches.
+    exact: Option<(regex::bytes::Regex, usize)>,
 }
 
 /// Every regex rule that reads one text. Three ways in, cheapest first:
@@ -216,13 +216,20 @@ impl MatcherBuilder {
             }
         }
         let exact = match &t.exact {
-            Some(src) => Some(
-                regex::bytes::RegexBuilder::new(src)
+            Some(src) => {
+                let re = regex::bytes::RegexBuilder::new(src)
                     .size_limit(SIZE_LIMIT)
                     .dfa_size_limit(DFA_LIMIT)
                     .build()
-                    .map_err(|e| first_line(&e.to_string()))?,
-            ),
+                    .map_err(|e| first_line(&e.to_string()))?;
+                // A widened `{60}` matches almost any text, and most are shorter than
+                // the exact count: those need no confirming.
+                let shortest = parse(src)
+                    .ok()
+                    .and_then(|hir| hir.properties().minimum_len())
+                    .unwrap_or(0);
+                Some((re, shortest))
+            }
             None => None,
         };
         self.entries.push(Entry {
@@ -382,8 +389,8 @@ impl Matcher {
         hay: &'h [u8],
         text: &mut Option<std::borrow::Cow<'h, str>>,
     ) -> bool {
-        if let Some(re) = &self.entries[e].exact {
-            return re.is_match(hay);
+        if let Some((re, shortest)) = &self.entries[e].exact {
+            return hay.len() >= *shortest && re.is_match(hay);
         }
         match &self.entries[e].fancy {
             None => true,

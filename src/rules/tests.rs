@@ -808,3 +808,23 @@ fn many_recipients_are_counted_across_to_and_cc() {
     assert!(hits(&fifteen, &[]));
     assert!(!hits(&fifteen[..9], &fifteen[10..]));
 }
+
+/// A count too large for the automata runs widened, and is confirmed exactly only on texts
+/// long enough to hold it: both ends of that must still hold.
+#[test]
+fn large_counts_match_exactly() {
+    let url = |host_len: usize| format!("http://{}/x", "a".repeat(host_len));
+    let with_urls = |host_len: usize| mail("Subject: hi", &format!("see {} now", url(host_len)));
+    check(
+        r"uri LONG_HOST m{^https?://[^/]{60}}",
+        "LONG_HOST",
+        &with_urls(60),
+        &with_urls(59),
+    );
+    check(
+        r"body SPACED /\bgo.{0,50}away\b/",
+        "SPACED",
+        &mail("Subject: hi", &format!("go{}away", " ".repeat(50))),
+        &mail("Subject: hi", &format!("go{}away", " ".repeat(51))),
+    );
+}
