@@ -486,11 +486,19 @@ impl Matcher {
         if self.is_empty() {
             return;
         }
-        let mut matched = vec![false; self.entries.len()];
+        // On the stack for the dozens of small matchers a message goes through.
+        let (mut on_stack, mut on_heap) = ([false; SMALL_MATCHER], Vec::new());
+        let matched = match on_stack.get_mut(..self.entries.len()) {
+            Some(small) => small,
+            None => {
+                on_heap.resize(self.entries.len(), false);
+                &mut on_heap[..]
+            }
+        };
         for hay in hays {
-            self.scan(hay, &mut matched);
+            self.scan(hay, matched);
         }
-        for (e, m) in self.entries.iter().zip(matched) {
+        for (e, &m) in self.entries.iter().zip(matched.iter()) {
             if m != e.negate {
                 hits[e.rule] = 1;
             }
