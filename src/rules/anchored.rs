@@ -63,6 +63,12 @@ pub(super) fn starts_of(hir: &Hir) -> Option<Starts> {
     (anywhere(&starts) <= MAX_BEGIN_ANYWHERE).then_some(starts)
 }
 
+/// Whether some byte may begin a match of these starts' pattern anywhere, not only at a
+/// word or line start.
+pub(super) fn begins_anywhere(starts: &Starts) -> bool {
+    starts.iter().any(|s| s & ANYWHERE != 0)
+}
+
 fn anywhere(starts: &Starts) -> usize {
     starts.iter().filter(|&&s| s & ANYWHERE != 0).count()
 }
