@@ -83,9 +83,10 @@ pub struct Message<'a> {
     pub urls: Vec<String>,
     pub attachments: Vec<Attachment>,
     pub anomalies: Vec<Anomaly>,
-    /// Where the body starts in `raw` ([`body_offset`]): header rules and evals ask for the
-    /// raw header block a dozen times a message, and finding its end in a CRLF message
-    /// searched the whole message for a bare `\n\n` first.
+    /// Where the body starts in `raw`, as the parser found it ([`body_offset`] for text it
+    /// could not parse): header rules and evals ask for the raw header block a dozen times
+    /// a message, and finding its end again in a CRLF message searched the whole message
+    /// for a bare `\n\n` first.
     body_at: Option<usize>,
 }
 
@@ -103,7 +104,6 @@ impl<'a> Message<'a> {
         if truncated {
             msg.anomalies.push(Anomaly::Truncated);
         }
-        msg.body_at = body_offset(raw);
         msg
     }
 
@@ -250,6 +250,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     }
     let mut msg = Message {
         raw,
+        body_at: Some((parsed.root_part().offset_body as usize).min(raw.len())),
         ..Message::default()
     };
     for h in parsed.headers() {
@@ -328,6 +329,7 @@ fn raw_text_message(raw: &[u8], why: Anomaly) -> Message<'_> {
     let all_of_it = 0..text.len();
     Message {
         raw,
+        body_at: body_offset(raw),
         plain: vec![all_of_it],
         text: text.into_owned(),
         urls,
@@ -524,6 +526,21 @@ mod tests {
         ];
         for (raw, at) in cases {
             assert_eq!(body_offset(raw), at, "{:?}", String::from_utf8_lossy(raw));
+            // What rules read takes the parser's word for it, which must agree.
+            let msg = Message::parse(raw, LIMIT);
+            let at = at.unwrap_or(raw.len());
+            assert_eq!(
+                msg.raw_head(),
+                &raw[..at],
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
+            assert_eq!(
+                msg.raw_body(),
+                &raw[at..],
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
         }
     }
 
