@@ -29,7 +29,7 @@ struct Entry {
     negate: bool,
     fancy: Option<fancy_regex::Regex>,
     /// The exact pattern behind a widened prefilter, and the fewest bytes it matches.
-    exact: Option<(regex::bytes::Regex, usize)>,
+    exact: Option<(MetaRegex, usize)>,
 }
 
 /// Every regex rule that reads one text. Three ways in, cheapest first:
@@ -90,8 +90,9 @@ pub(super) struct MatcherBuilder {
     literal: [Vec<(String, usize)>; 2],
 }
 
-/// A pattern compiled for anchored runs at trigger positions: bytes, no UTF-8 rules.
-fn meta_regex(pattern: &Hir) -> Option<MetaRegex> {
+/// A pattern compiled to run alone (at trigger positions, or to confirm a widened
+/// prefilter): bytes, no UTF-8 rules.
+fn meta_regex(pattern: &Hir) -> Result<MetaRegex, String> {
     MetaRegex::builder()
         .configure(
             MetaRegex::config()
@@ -100,7 +101,7 @@ fn meta_regex(pattern: &Hir) -> Option<MetaRegex> {
                 .hybrid_cache_capacity(DFA_LIMIT),
         )
         .build_from_hir(pattern)
-        .ok()
+        .map_err(|e| first_line(&e.to_string()))
 }
 
 /// Matchers with at most this many patterns are one set.
@@ -219,18 +220,11 @@ impl MatcherBuilder {
         }
         let exact = match &t.exact {
             Some(src) => {
-                let re = regex::bytes::RegexBuilder::new(src)
-                    .size_limit(SIZE_LIMIT)
-                    .dfa_size_limit(DFA_LIMIT)
-                    .build()
-                    .map_err(|e| first_line(&e.to_string()))?;
+                let hir = parse(src).map_err(|e| first_line(&e))?;
                 // A widened `{60}` matches almost any text, and most are shorter than
                 // the exact count: those need no confirming.
-                let shortest = parse(src)
-                    .ok()
-                    .and_then(|hir| hir.properties().minimum_len())
-                    .unwrap_or(0);
-                Some((re, shortest))
+                let shortest = hir.properties().minimum_len().unwrap_or(0);
+                Some((meta_regex(&hir)?, shortest))
             }
             None => None,
         };
@@ -252,8 +246,9 @@ impl MatcherBuilder {
         let mut triggered_in = Vec::new();
         if !small {
             for pattern in std::mem::take(&mut self.patterns) {
-                let trigger = triggers(&pattern.hir)
-                    .and_then(|(prefix, lits)| Some((meta_regex(&pattern.hir)?, prefix, lits)));
+                let trigger = triggers(&pattern.hir).and_then(|(prefix, lits)| {
+                    Some((meta_regex(&pattern.hir).ok()?, prefix, lits))
+                });
                 match trigger {
                     Some((re, prefix, lits)) => {
                         triggered_in.push((re, pattern.entry, prefix, lits))
