@@ -17,7 +17,7 @@ use regex_syntax::hir::{Hir, HirKind, Look};
 
 use super::is_word_byte;
 use super::set::{PerThread, per_thread, set_dfa};
-pub(super) use super::start_scan::Starts;
+use super::start_scan::Starts;
 use super::start_scan::{ANYWHERE, AT_LINE_START, AT_WORD_START, StartScan};
 
 /// Steps of all runs over a text, per byte of it, before the unanchored set, one pass, is

@@ -42,7 +42,6 @@ const fn is_line_end(b: u8) -> bool {
     b == b'\n' || b == b'\r'
 }
 
-#[derive(Clone)]
 pub(super) struct StartScan {
     starts: Starts,
     #[cfg(target_arch = "x86_64")]
@@ -117,7 +116,6 @@ mod wide {
         }
     }
 
-    #[derive(Clone)]
     pub(super) struct Tables {
         anywhere: ByteSet,
         at_word_start: ByteSet,
@@ -247,6 +245,12 @@ mod tests {
                 starts[usize::from(b)] |= 1 << (noise(&mut seed) % 3);
             }
             let scan = StartScan::new(starts);
+            // Where the CPU has AVX2, the wide scan is the one under test.
+            #[cfg(target_arch = "x86_64")]
+            assert_eq!(
+                scan.wide.is_some(),
+                std::arch::is_x86_feature_detected!("avx2")
+            );
             let len = usize::from(noise(&mut seed)) % 65;
             let block: Vec<u8> = (0..len).map(|_| noise(&mut seed)).collect();
             let before = (round % 3 != 0).then(|| noise(&mut seed));
