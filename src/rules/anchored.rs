@@ -63,10 +63,19 @@ pub(super) fn starts_of(hir: &Hir) -> Option<Starts> {
     (anywhere(&starts) <= MAX_BEGIN_ANYWHERE).then_some(starts)
 }
 
-/// Whether some byte may begin a match of these starts' pattern anywhere, not only at a
-/// word or line start.
-pub(super) fn begins_anywhere(starts: &Starts) -> bool {
-    starts.iter().any(|s| s & ANYWHERE != 0)
+/// Adds `one` (a pattern's [`starts_of`]) to `all` (an anchored set's), unless together
+/// they would begin anywhere at too many bytes: runs would start at most bytes of ordinary
+/// text, and that pattern is better run unanchored beside the set.
+pub(super) fn admit(all: &mut Starts, one: &Starts) -> bool {
+    let mut both = *all;
+    for (b, bits) in both.iter_mut().zip(one) {
+        *b |= bits;
+    }
+    let fits = anywhere(&both) <= MAX_BEGIN_ANYWHERE;
+    if fits {
+        *all = both;
+    }
+    fits
 }
 
 fn anywhere(starts: &Starts) -> usize {
@@ -74,24 +83,14 @@ fn anywhere(starts: &Starts) -> usize {
 }
 
 impl AnchoredSet {
-    /// The patterns as one anchored set, given where each may begin ([`starts_of`]), or
-    /// `None` when together they may begin almost anywhere: the unanchored set is then as
-    /// good.
+    /// The patterns as one anchored set, given where they may begin (their starts, each
+    /// [`admit`]ted), or `None` when their automaton cannot be built.
     pub(super) fn new(
         hirs: &[&Hir],
-        each_starts: &[Starts],
+        starts: Starts,
         size_limit: usize,
         cache_limit: usize,
     ) -> Option<Self> {
-        let mut starts = [0u8; 256];
-        for one in each_starts {
-            for (all, bits) in starts.iter_mut().zip(one) {
-                *all |= bits;
-            }
-        }
-        if anywhere(&starts) > MAX_BEGIN_ANYWHERE {
-            return None;
-        }
         let dfa = set_dfa(hirs, size_limit, DFA::config().cache_capacity(cache_limit)).ok()?;
         let for_caches = dfa.clone();
         Some(AnchoredSet {
@@ -332,8 +331,13 @@ mod tests {
     /// The patterns as one anchored set, as a matcher makes it.
     fn anchored(patterns: &[Hir]) -> Option<AnchoredSet> {
         let hirs: Vec<&Hir> = patterns.iter().collect();
-        let starts: Vec<Starts> = hirs.iter().map(|h| starts_of(h)).collect::<Option<_>>()?;
-        AnchoredSet::new(&hirs, &starts, 1 << 26, 1 << 23)
+        let mut starts = [0u8; 256];
+        for hir in &hirs {
+            if !admit(&mut starts, &starts_of(hir)?) {
+                return None;
+            }
+        }
+        AnchoredSet::new(&hirs, starts, 1 << 26, 1 << 23)
     }
 
     fn both(patterns: &[&str], hay: &str) -> (Vec<usize>, Vec<usize>) {

@@ -8,7 +8,7 @@ use aho_corasick::AhoCorasick;
 use regex_automata::meta::Regex as MetaRegex;
 use regex_syntax::hir::{Hir, HirKind};
 
-use super::anchored::{AnchoredSet, begins_anywhere, starts_of};
+use super::anchored::{AnchoredSet, admit, starts_of};
 use super::set::{PatternSet, parse};
 use super::{Kind, first_line, perl};
 
@@ -260,26 +260,22 @@ impl MatcherBuilder {
         // Anchored where the patterns' beginnings can be told: from each place where one
         // may begin, the DFA follows one beginning at a time, and most places are passed
         // over by their first bytes. With spamnb's rules that beat one unanchored pass
-        // over every text, the longest (bodies, HTML, Received lines) most. A pattern that
-        // may begin almost anywhere (`[a-z]<!--`) runs unanchored beside the others rather
-        // than keep them all from anchoring. In a big matcher, what triggers left over
-        // anchors only if it begins at word or line starts (SpamAssassin's `\bphrase`
-        // rules): a few hundred patterns that may begin at a byte here and a byte there
-        // begin somewhere at most bytes. With SpamAssassin's set, `check` runs 3-5% faster so.
+        // over every text, the longest (bodies, HTML, Received lines) most. The set takes
+        // patterns in order while the bytes that may begin one of them anywhere stay few;
+        // one that may begin almost anywhere (`[a-z]<!--`), or past that budget, runs
+        // unanchored beside the others rather than keep them all from anchoring. In a big
+        // matcher that is what triggers leave: SpamAssassin's `\bphrase` rules, mostly.
         let mut anchored = None;
-        let (mut anchorable, mut starts) = (Vec::new(), Vec::new());
+        let (mut anchorable, mut starts) = (Vec::new(), [0u8; 256]);
         for p in std::mem::take(&mut self.patterns) {
-            match starts_of(&p.hir).filter(|s| small || !begins_anywhere(s)) {
-                Some(s) => {
-                    starts.push(s);
-                    anchorable.push(p);
-                }
-                None => self.patterns.push(p),
+            match starts_of(&p.hir) {
+                Some(s) if admit(&mut starts, &s) => anchorable.push(p),
+                _ => self.patterns.push(p),
             }
         }
         let hirs: Vec<&Hir> = anchorable.iter().map(|p| &p.hir).collect();
         match (!hirs.is_empty())
-            .then(|| AnchoredSet::new(&hirs, &starts, SIZE_LIMIT, DFA_LIMIT))
+            .then(|| AnchoredSet::new(&hirs, starts, SIZE_LIMIT, DFA_LIMIT))
             .flatten()
         {
             Some(set) => {
