@@ -649,6 +649,22 @@ fn a_pattern_that_begins_anywhere_runs_beside_the_anchored_set() {
     );
 }
 
+/// Patterns that each may begin anywhere at a few bytes join the set until together they
+/// would begin at too many: the one past that budget runs beside it, not the whole set.
+#[test]
+fn the_anywhere_budget_leaves_out_the_pattern_past_it_not_the_set() {
+    let s = set("body FREE /\\bfree\\b/i\n\
+        body LOW /[a-j]@@/\n\
+        body HIGH /[k-t]@@/\n");
+    assert!(s.body.is_anchored());
+    let sizes: Vec<usize> = s.body.sets.iter().map(|(set, _)| set.len()).collect();
+    assert_eq!(sizes, [1]);
+    assert_eq!(
+        hits(&s, &mail("Subject: a", "free a@@ and k@@")),
+        ["FREE", "LOW", "HIGH"]
+    );
+}
+
 /// Anchored runs are an optimisation: a rule edit that quietly left a pattern out of them
 /// (one whose beginning cannot be told) would cost a tenth of `check`.
 #[test]
