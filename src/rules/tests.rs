@@ -722,18 +722,73 @@ fn the_built_in_text_rules_run_anchored_and_match_as_sets_would() {
     );
 }
 
-/// A run of one byte that a pattern repeats (`\${3,}`) made the anchored body set read
-/// from every `$` to the end of the run: quadratic, over ten minutes for 900 KB of `$`.
-/// The runs give up, the unanchored sets answer, and the rule still hits.
+/// Matchers look for a pattern's least match (a repetition that ends it takes its fewest
+/// turns): that must hit on the same texts as the whole pattern.
+#[test]
+fn a_pattern_hits_where_its_least_match_does() {
+    let patterns = [
+        r"\${3,}",
+        r"\bfree.{0,40}",
+        r"a(?:b|c*)",
+        r"x\d+\b",
+        r"(?:ab)+",
+        r"q(?:r|s)*t?",
+        r"^z+$",
+        r"(y+)",
+    ];
+    let rules: String = patterns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("body R{i} /{p}/\n"))
+        .collect();
+    let s = set(&rules);
+    let whole: Vec<regex::bytes::Regex> = patterns
+        .iter()
+        .map(|p| regex::bytes::Regex::new(&format!("(?-u)(?m){p}")).unwrap())
+        .collect();
+    let pieces = [
+        "$", "$$", "free", " ", "a", "b", "c", "x", "x7", "7", "q", "r", "s", "t", "z", "y", "\n",
+    ];
+    let mut next = crate::xorshift(0x5eed);
+    let mut hit = vec![0; patterns.len()];
+    for _ in 0..5000 {
+        let text: String = (0..(next() % 10))
+            .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+            .collect();
+        let mut got = vec![0u32; s.rules.len()];
+        s.body.run([text.as_bytes()], &mut got);
+        for (i, re) in whole.iter().enumerate() {
+            let expected = re.is_match(text.as_bytes());
+            assert_eq!(got[i] > 0, expected, "{} on {text:?}", patterns[i]);
+            hit[i] += usize::from(expected);
+        }
+    }
+    assert!(hit.iter().all(|&h| h > 40), "too few texts hit: {hit:?}");
+}
+
+/// A run of one byte that a pattern repeats before what it looks for (`\${3,}!`) makes
+/// anchored runs read from every `$` to the end of the run: quadratic, over ten minutes
+/// for 900 KB of `$`. The runs give up, the unanchored sets answer, and the rule still
+/// hits. A repetition that ends a pattern needs only its fewest turns: the built-in
+/// `\${3,}` runs three steps from each `$` and has no need to give up.
 #[test]
 fn a_long_run_of_one_byte_makes_the_anchored_runs_give_up() {
-    let (set, _) = RuleSet::built_in();
-    assert!(!set.body.gave_up_anchoring());
-    let text = "$".repeat(100_000);
-    let mut hits = vec![0u32; set.rules.len()];
-    set.body.run([text.as_bytes()], &mut hits);
-    assert!(set.body.gave_up_anchoring());
-    let run = set.rules.iter().position(|r| r.name == "MONEY_SYMBOLS_RUN");
+    let s = set("body BANG /\\${3,}!/\nbody FREE /\\bfree\\b/i\n");
+    assert!(s.body.is_anchored());
+    let text = format!("{}!", "$".repeat(100_000));
+    let mut hits = vec![0u32; s.rules.len()];
+    s.body.run([text.as_bytes()], &mut hits);
+    assert!(s.body.gave_up_anchoring());
+    assert_eq!(hits, [1, 0]);
+
+    let (built_in, _) = RuleSet::built_in();
+    let mut hits = vec![0u32; built_in.rules.len()];
+    built_in.body.run([text.as_bytes()], &mut hits);
+    assert!(!built_in.body.gave_up_anchoring());
+    let run = built_in
+        .rules
+        .iter()
+        .position(|r| r.name == "MONEY_SYMBOLS_RUN");
     assert_eq!(run.map(|i| hits[i]), Some(1));
 }
 
