@@ -25,6 +25,8 @@ pub fn is_own_header(name: &str) -> bool {
 pub struct Header {
     pub name: String,
     pub value: String,
+    /// Where the value is in the raw message, as sent: still folded and encoded.
+    raw: std::ops::Range<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,12 +128,12 @@ impl<'a> Message<'a> {
 
     /// The raw (undecoded, still folded) values of every top-level header called `name`.
     pub fn raw_header_values(&self, name: &str) -> Vec<&'a [u8]> {
-        raw_header_values(self.raw_head(), name)
-    }
-
-    /// [`raw_fields`] of the top-level header block.
-    pub fn raw_fields(&self, names: &[&str]) -> Vec<(usize, &'a [u8])> {
-        raw_fields(self.raw_head(), names)
+        let raw = self.raw;
+        self.headers
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| &raw[h.raw.clone()])
+            .collect()
     }
 
     /// The raw body: everything after the header block, undecoded.
@@ -146,58 +148,45 @@ pub fn raw_head(raw: &[u8]) -> &[u8] {
     &raw[..body_offset(raw).unwrap_or(raw.len())]
 }
 
-/// The raw (undecoded, still folded) values of every header called `name` in the header
-/// block `head`.
-pub fn raw_header_values<'h>(head: &'h [u8], name: &str) -> Vec<&'h [u8]> {
-    raw_fields(head, &[name])
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect()
-}
-
 /// Where the line that starts at `from` ends: past its LF, or at the end of `bytes`.
 pub fn line_end(bytes: &[u8], from: usize) -> usize {
     memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |n| from + n + 1)
 }
 
-/// The raw values of every header called one of `names`, in order, each with the index of
-/// its name: one pass over the header block for several names.
-pub fn raw_fields<'h>(head: &'h [u8], names: &[&str]) -> Vec<(usize, &'h [u8])> {
+/// The raw (undecoded, still folded) values of every header called `name` in the header
+/// block `head`: for the paths that do not parse the message.
+pub fn raw_header_values<'h>(head: &'h [u8], name: &str) -> Vec<&'h [u8]> {
     let mut out = Vec::new();
-    let mut current: Option<(usize, usize, usize)> = None;
+    let mut current: Option<(usize, usize)> = None;
     let mut start = 0;
     while start < head.len() {
         let at = line_end(head, start);
         let line = &head[start..at];
         if line[0] == b' ' || line[0] == b'\t' {
-            if let Some((_, _, end)) = &mut current {
+            if let Some((_, end)) = &mut current {
                 *end = at;
             }
         } else {
-            if let Some((n, s, e)) = current.take() {
-                out.push((n, trim_line_end(&head[s..e])));
+            if let Some((s, e)) = current.take() {
+                out.push(trim_line_end(&head[s..e]));
             }
-            // Most lines are none of those asked for: compare the names before looking
-            // for the colon.
+            // Most lines are not the one asked for: compare the name before looking for
+            // the colon.
             let named = line.first().is_some_and(u8::is_ascii_whitespace)
-                || names.iter().any(|name| {
-                    line.len() > name.len()
-                        && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
-                });
-            if let Some(colon) = memchr::memchr(b':', line).filter(|_| named) {
-                let field = line[..colon].trim_ascii();
-                if let Some(n) = names
-                    .iter()
-                    .position(|name| field.eq_ignore_ascii_case(name.as_bytes()))
-                {
-                    current = Some((n, start + colon + 1, at));
-                }
+                || (line.len() > name.len()
+                    && line[..name.len()].eq_ignore_ascii_case(name.as_bytes()));
+            if let Some(colon) = memchr::memchr(b':', line).filter(|_| named)
+                && line[..colon]
+                    .trim_ascii()
+                    .eq_ignore_ascii_case(name.as_bytes())
+            {
+                current = Some((start + colon + 1, at));
             }
         }
         start = at;
     }
-    if let Some((n, s, e)) = current {
-        out.push((n, trim_line_end(&head[s..e])));
+    if let Some((s, e)) = current {
+        out.push(trim_line_end(&head[s..e]));
     }
     out
 }
@@ -260,15 +249,16 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
         if is_own_header(&name) {
             continue;
         }
+        let span = (h.offset_start as usize).min(raw.len())..(h.offset_end as usize).min(raw.len());
         let value = match &h.value {
             HeaderValue::Text(t) => t.to_string(),
             HeaderValue::TextList(ts) => ts.join(", "),
-
             // Content-Type and its kind, which lose their original spelling when
             // re-rendered: the raw field, unfolded, keeps what the sender wrote.
-            _ => raw_header_value(raw, h.offset_start as usize, h.offset_end as usize),
+            _ => unfold(raw.get(span.clone()).unwrap_or_default()),
         };
-        msg.headers.push(Header { name, value });
+        let raw = trimmed(raw, span);
+        msg.headers.push(Header { name, value, raw });
     }
 
     let mut has_plain = false;
@@ -353,8 +343,16 @@ fn push_text(out: &mut String, text: &str) {
     out.push_str(text);
 }
 
-fn raw_header_value(raw: &[u8], start: usize, end: usize) -> String {
-    unfold(raw.get(start..end.min(raw.len())).unwrap_or_default())
+/// `span` of `raw` without the space after the colon and the line break at the end.
+fn trimmed(raw: &[u8], span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let Some(value) = raw.get(span.clone()) else {
+        return 0..0;
+    };
+    let start = span.start + usize::from(value.starts_with(b" "));
+    let value = &raw[start..span.end];
+    let value = value.strip_suffix(b"\n").unwrap_or(value);
+    let value = value.strip_suffix(b"\r").unwrap_or(value);
+    start..start + value.len()
 }
 
 /// A raw header value as one line: its words, one space apart.
@@ -552,10 +550,16 @@ mod tests {
             [&b"a@x"[..], &b"b@y,\n c@z"[..]]
         );
         assert!(raw_header_values(head, "cc").is_empty());
-        let head = b"Cc: c@z\nSubject: hi\nTo: a@x\nCC: d@z\n";
+        // A parsed message finds the same values where the parser found its headers.
+        let raw = b"To: a@x\r\nX-To: no\r\nSubject: hi\r\n\tto: no\r\nto : b@y,\r\n c@z\r\nTo:\r\n\r\nbody\r\n";
+        let msg = Message::parse(raw, 1 << 20);
         assert_eq!(
-            raw_fields(head, &["to", "cc"]),
-            [(1, &b"c@z"[..]), (0, &b"a@x"[..]), (1, &b"d@z"[..])]
+            msg.raw_header_values("to"),
+            [&b"a@x"[..], &b"b@y,\r\n c@z"[..], &b""[..]]
+        );
+        assert_eq!(
+            msg.raw_header_values("to"),
+            raw_header_values(msg.raw_head(), "to")
         );
     }
 

@@ -91,10 +91,10 @@ impl Target {
             // Raw, unfolded: re-rendered address lists lose group names such as
             // "undisclosed-recipients:;".
             Target::ToCc => {
-                let fields = msg.raw_fields(&["to", "cc"]);
-                let of = |n: usize| fields.iter().filter(move |f| f.0 == n).map(|f| f.1);
+                let mut fields = msg.raw_header_values("to");
+                fields.extend(msg.raw_header_values("cc"));
                 let mut out = String::new();
-                for (i, value) in of(0).chain(of(1)).enumerate() {
+                for (i, value) in fields.iter().enumerate() {
                     if i > 0 {
                         out.push('\n');
                     }
