@@ -67,6 +67,14 @@ impl Anomaly {
     }
 }
 
+/// A MIME part (the top-level block included) sent in base64 or quoted-printable: spammers'
+/// tools encode text that mail clients send as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoded {
+    Base64 { text: bool },
+    QuotedPrintable,
+}
+
 /// A parsed mail, as plain data: what tokenizers and rules look at.
 #[derive(Debug, Clone, Default)]
 pub struct Message<'a> {
@@ -84,6 +92,8 @@ pub struct Message<'a> {
     /// Every URL found in the text and in the HTML's attributes.
     pub urls: Vec<String>,
     pub attachments: Vec<Attachment>,
+    /// The parts sent encoded, in order.
+    pub encoded: Vec<Encoded>,
     pub anomalies: Vec<Anomaly>,
     /// Where the body starts in `raw`, as the parser found it ([`body_offset`] for text it
     /// could not parse): header rules and evals ask for the raw header block a dozen times
@@ -265,6 +275,16 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     for part in parsed.parts.iter() {
         if part.is_encoding_problem && !msg.anomalies.contains(&Anomaly::EncodingProblem) {
             msg.anomalies.push(Anomaly::EncodingProblem);
+        }
+        let text = || {
+            part.content_type()
+                .is_none_or(|ct| ct.c_type.eq_ignore_ascii_case("text"))
+        };
+        let encoding = part.content_transfer_encoding().map(str::trim);
+        if encoding.is_some_and(|e| e.eq_ignore_ascii_case("base64")) {
+            msg.encoded.push(Encoded::Base64 { text: text() });
+        } else if encoding.is_some_and(|e| e.eq_ignore_ascii_case("quoted-printable")) {
+            msg.encoded.push(Encoded::QuotedPrintable);
         }
     }
     for (i, part) in parsed.parts.iter().enumerate() {

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Target;
-use crate::message::{Message, url_host};
+use crate::message::{Encoded, Message, url_host};
 
 /// Names of every eval spamnb has.
 const KNOWN: &[&str] = &[
@@ -189,8 +189,6 @@ pub fn compile(call: &str) -> Result<Eval, String> {
 pub struct Facts<'m> {
     pub msg: &'m Message<'m>,
     html: Option<HtmlFacts>,
-    /// Transfer encodings of text parts, from the raw MIME headers.
-    parts: Option<Vec<(String, String)>>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
 }
@@ -204,11 +202,6 @@ struct HtmlFacts {
     anchors: Vec<(String, String)>,
 }
 
-/// The transfer encodings worth parsing part headers for: most mail has neither.
-static ENCODINGS: LazyLock<regex::bytes::Regex> = LazyLock::new(|| {
-    regex::bytes::Regex::new(r"(?i)transfer-encoding:\s*(?:base64|quoted-printable)")
-        .expect("encoding pattern is valid")
-});
 static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*(?:https?://)?((?:[a-z0-9-]+\.)+[a-z]{2,})(?:[/:?#]\S*)?\s*$")
         .expect("domain pattern is valid")
@@ -219,7 +212,6 @@ impl<'m> Facts<'m> {
         Facts {
             msg,
             html: None,
-            parts: None,
             date_shift: None,
         }
     }
@@ -245,11 +237,6 @@ impl<'m> Facts<'m> {
 
     fn anchors(&mut self) -> &[(String, String)] {
         &self.html().anchors
-    }
-
-    fn parts(&mut self) -> &[(String, String)] {
-        let raw = self.msg.raw;
-        self.parts.get_or_insert_with(|| mime_part_headers(raw))
     }
 }
 
@@ -415,26 +402,6 @@ fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Ite
     })
 }
 
-/// (content type, transfer encoding), lowercased, of every header block in the message:
-/// the top one and each MIME part's.
-fn mime_part_headers(raw: &[u8]) -> Vec<(String, String)> {
-    const FIELDS: [&str; 2] = ["content-type", "content-transfer-encoding"];
-    let wanted = |name: &str| FIELDS.iter().any(|f| name.eq_ignore_ascii_case(f));
-    super::mime_header_blocks(raw, true, wanted)
-        .into_iter()
-        .map(|block| {
-            let field = |name: &str| {
-                block
-                    .iter()
-                    .rfind(|(n, _)| n.eq_ignore_ascii_case(name))
-                    .map(|(_, v)| v.to_ascii_lowercase())
-                    .unwrap_or_default()
-            };
-            (field(FIELDS[0]), field(FIELDS[1]))
-        })
-        .collect()
-}
-
 /// The registrable part of a host, roughly: its last two labels (three under a two-letter
 /// country code with a short second level, as in example.co.uk).
 fn base_domain(host: &str) -> String {
@@ -514,17 +481,12 @@ impl Eval {
                     _ => false,
                 }
             }),
-            Eval::Base64Text | Eval::Base64Count if !ENCODINGS.is_match(msg.raw) => false,
-            Eval::QpCount if !ENCODINGS.is_match(msg.raw) => false,
-            Eval::Base64Text => facts
-                .parts()
+            Eval::Base64Text => msg.encoded.contains(&Encoded::Base64 { text: true }),
+            Eval::Base64Count => msg
+                .encoded
                 .iter()
-                .any(|(ct, cte)| (ct.starts_with("text/") || ct.is_empty()) && cte == "base64"),
-            Eval::Base64Count => facts.parts().iter().any(|(_, cte)| cte == "base64"),
-            Eval::QpCount => facts
-                .parts()
-                .iter()
-                .any(|(_, cte)| cte == "quoted-printable"),
+                .any(|e| matches!(e, Encoded::Base64 { .. })),
+            Eval::QpCount => msg.encoded.contains(&Encoded::QuotedPrintable),
             Eval::HeaderCount(name, min, max) => {
                 let n = msg.header_values(name).count() as f64;
                 n >= *min && n <= *max

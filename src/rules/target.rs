@@ -169,21 +169,11 @@ pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
     Some(Cow::Owned(out))
 }
 
-/// The header fields that `keep` names, of each header block in `raw`, unfolded: the
-/// message's own block first when `raw` starts with it (a whole message,
-/// `starts_in_headers`), then each MIME part's, after its boundary line.
-pub(super) fn mime_header_blocks(
-    raw: &[u8],
-    starts_in_headers: bool,
-    keep: impl Fn(&str) -> bool,
-) -> Vec<Vec<(String, String)>> {
+/// The header fields of each MIME part in `raw` (a message's body), unfolded: the block
+/// after each boundary line.
+pub(super) fn mime_header_blocks(raw: &[u8]) -> Vec<Vec<(String, String)>> {
     let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
-    if starts_in_headers {
-        blocks.push(Vec::new());
-    }
-    let mut in_headers = starts_in_headers;
-    // Whether the field being read is kept, so that its folded lines join it.
-    let mut kept = false;
+    let mut in_headers = false;
     let mut at = 0;
     while at < raw.len() {
         // In a body only a boundary line matters: the next line that starts with `--` is
@@ -207,15 +197,12 @@ pub(super) fn mime_header_blocks(
             if line.trim().is_empty() {
                 in_headers = false;
             } else if line.starts_with([' ', '\t']) {
-                if let Some(last) = block.last_mut().filter(|_| kept) {
+                if let Some(last) = block.last_mut() {
                     last.1.push(' ');
                     last.1.push_str(line.trim());
                 }
             } else if let Some((n, v)) = line.split_once(':') {
-                kept = keep(n.trim());
-                if kept {
-                    block.push((n.trim().to_string(), v.trim().to_string()));
-                }
+                block.push((n.trim().to_string(), v.trim().to_string()));
             }
         } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
             in_headers = true;
