@@ -380,7 +380,7 @@ impl RuleSet {
         let mut mime_headers: Option<Vec<Vec<(String, String)>>> = None;
         for g in &self.headers {
             let value = if g.mime {
-                let blocks = mime_headers.get_or_insert_with(|| mime_header_blocks(msg.raw_body()));
+                let blocks = mime_headers.get_or_insert_with(|| mime_header_blocks(msg));
                 let name = match &g.target {
                     Target::Header { name, .. } => name.as_str(),
                     _ => "",

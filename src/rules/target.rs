@@ -169,9 +169,18 @@ pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
     Some(Cow::Owned(out))
 }
 
-/// The header fields of each MIME part in `raw` (a message's body), unfolded: the block
-/// after each boundary line.
-pub(super) fn mime_header_blocks(raw: &[u8]) -> Vec<Vec<(String, String)>> {
+/// The header fields of each MIME part of `msg`, unfolded: the block after each boundary
+/// line. Boundaries are those declared, the message's own and each multipart part's, as a
+/// MIME parser reads them: a rule of dashes in a text, or a part quoted in one, opens no
+/// block.
+pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
+    let raw = msg.raw_body();
+    let mut boundaries: Vec<String> = msg
+        .header("content-type")
+        .and_then(boundary_param)
+        .map(String::from)
+        .into_iter()
+        .collect();
     let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
     let mut in_headers = false;
     let mut at = 0;
@@ -196,6 +205,14 @@ pub(super) fn mime_header_blocks(raw: &[u8]) -> Vec<Vec<(String, String)>> {
             let block = blocks.last_mut().expect("a block is open while in headers");
             if line.trim().is_empty() {
                 in_headers = false;
+                // A multipart part declares the boundary of its own parts.
+                let nested = block
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+                    .find_map(|(_, v)| boundary_param(v));
+                if let Some(nested) = nested.filter(|b| !boundaries.iter().any(|k| k == b)) {
+                    boundaries.push(nested.to_string());
+                }
             } else if line.starts_with([' ', '\t']) {
                 if let Some(last) = block.last_mut() {
                     last.1.push(' ');
@@ -204,10 +221,33 @@ pub(super) fn mime_header_blocks(raw: &[u8]) -> Vec<Vec<(String, String)>> {
             } else if let Some((n, v)) = line.split_once(':') {
                 block.push((n.trim().to_string(), v.trim().to_string()));
             }
-        } else if line.starts_with("--") && line.len() > 2 && !line.contains(' ') {
-            in_headers = true;
-            blocks.push(Vec::new());
+        } else if let Some(delimiter) = line.strip_prefix("--").map(str::trim_end) {
+            // `--B` opens a part; `--B--` closes the multipart.
+            if boundaries.iter().any(|b| b == delimiter) {
+                in_headers = true;
+                blocks.push(Vec::new());
+            }
         }
     }
     blocks
+}
+
+/// The `boundary` parameter of a Content-Type value, quoted or not.
+fn boundary_param(content_type: &str) -> Option<&str> {
+    // ASCII lowercasing keeps every byte where it was.
+    let lower = content_type.to_ascii_lowercase();
+    lower.match_indices("boundary").find_map(|(at, name)| {
+        if !lower[..at].trim_end().ends_with(';') {
+            return None;
+        }
+        let value = content_type[at + name.len()..]
+            .trim_start()
+            .strip_prefix('=')?
+            .trim_start();
+        let value = match value.strip_prefix('"') {
+            Some(quoted) => &quoted[..quoted.find('"')?],
+            None => value.split([';', ' ', '\t']).next()?,
+        };
+        (!value.is_empty()).then_some(value)
+    })
 }

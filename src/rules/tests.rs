@@ -863,27 +863,64 @@ fn date_tests_in_one_set_judge_their_own_ranges() {
     assert!(hits(&s, &mail(received, "x")).is_empty());
 }
 
+/// mimeheader rules read the headers of the message's MIME parts, not its own, and not
+/// text that looks like them.
+#[test]
+fn mimeheader_rules_read_each_parts_headers() {
+    let pdf = "--b\nContent-Type: text/plain\n\nsee attached\n\
+               --b\nContent-Type: application/pdf; name=\"invoice.pdf\"\n\n%PDF-1.4\n--b--\n";
+    let quoted = "--b\nContent-Type: text/plain\n\nWhat the scanner saw:\n------------\n\
+                  Content-Type: application/pdf\n\n--b--\n";
+    check(
+        "mimeheader PDF Content-Type =~ /application\\/pdf/i\n",
+        "PDF",
+        &mail(MULTIPART, pdf),
+        &mail(MULTIPART, quoted),
+    );
+    // The message's own Content-Type is not a part's.
+    check(
+        "mimeheader MIXED Content-Type =~ /multipart\\/mixed/\n",
+        "MIXED",
+        &mail(
+            MULTIPART,
+            "--b\nContent-Type: multipart/mixed; boundary=c\n\n--c\n\n--c--\n--b--\n",
+        ),
+        &mail(MULTIPART, pdf),
+    );
+}
+
 /// Each MIME part's header block, found past bodies of any size: folded fields joined,
-/// CRLF or LF, a body line that merely starts with `--` and has a space skipped.
+/// CRLF or LF, nested multiparts read by their own boundary (spaces and all). A line that
+/// merely starts with `--` (a rule of dashes, a part quoted in a text) is no boundary.
 #[test]
 fn mime_header_blocks_are_found_past_the_bodies() {
     let attachment = "QUJD\r\n".repeat(5000);
-    let body = format!(
-        "preamble\r\n-- not a boundary\r\n--b\r\nContent-Type: application/pdf\r\n\
-         Content-Transfer-Encoding: base64\r\n\r\n{attachment}--b\nContent-Type: text/plain;\n\
-         \tcharset=utf-8\nContent-Transfer-Encoding: BASE64\n\naGk=\n--b--"
+    let raw = format!(
+        "Subject: x\r\nContent-Type: multipart/mixed;\r\n boundary=\"b\"\r\n\r\npreamble\r\n\
+         --b\r\nContent-Type: text/plain\r\n\r\nhi\r\n----------\r\nX-Fake: dashes\r\n\r\n\
+         --x\r\nX-Fake: quoted\r\n\r\n\
+         --b\r\nContent-Type: application/pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n\
+         {attachment}--b\nContent-Type: multipart/alternative; boundary=\"= in\"\n\n\
+         --= in\nContent-Type: text/html;\n\tcharset=utf-8\n\n<p>hi</p>\n--= in--\n--b--\n"
     );
-    let blocks = target::mime_header_blocks(body.as_bytes());
-    let field = |b: usize, i: usize| (blocks[b][i].0.as_str(), blocks[b][i].1.as_str());
-    assert_eq!(blocks.len(), 3, "{blocks:?}");
-    assert_eq!(field(0, 0), ("Content-Type", "application/pdf"));
-    assert_eq!(field(0, 1), ("Content-Transfer-Encoding", "base64"));
-    assert_eq!(field(1, 0), ("Content-Type", "text/plain; charset=utf-8"));
-    assert_eq!(field(1, 1), ("Content-Transfer-Encoding", "BASE64"));
-    assert!(
-        blocks[2].is_empty(),
-        "the closing boundary opens an empty block"
+    let msg = Message::parse(raw.as_bytes(), LIMIT);
+    let blocks = target::mime_header_blocks(&msg);
+    let names: Vec<Vec<&str>> = blocks
+        .iter()
+        .map(|b| b.iter().map(|(n, _)| n.as_str()).collect())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            vec!["Content-Type"],
+            vec!["Content-Type", "Content-Transfer-Encoding"],
+            vec!["Content-Type"],
+            vec!["Content-Type"],
+        ],
+        "{blocks:?}"
     );
+    assert_eq!(blocks[1][1].1, "base64");
+    assert_eq!(blocks[3][0].1, "text/html; charset=utf-8");
 }
 
 /// The rule reads on from the start of To and Cc alone (run from every `@` it cost a
