@@ -268,12 +268,21 @@ mod tests {
     }
 
     /// Random bytes, cut and bit-flipped messages, deep MIME nesting: features, never a
-    /// panic, with spamnb's own rules run on each (their evals parse dates, HTML, headers).
+    /// panic, with spamnb's own rules run on each (their evals parse dates, HTML, headers)
+    /// and a rule on the MIME parts' headers.
     #[test]
     fn hostile_input_never_panics() {
         let base = b"From: a@b.example\r\nSubject: =?utf-8?b?w7w=?= hi\r\nContent-Type: multipart/mixed; boundary=\"B\"\r\n\r\n--B\r\nContent-Type: text/html; charset=koi8-r\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n<a href=3D\"http://x.example/\">=E1=E2</a>\r\n--B\r\nContent-Type: application/octet-stream; name=\"a.exe\"\r\nContent-Transfer-Encoding: base64\r\n\r\nTVqQAAMAAAAEAAAA//8AALgAAAAA\r\n--B--\r\n";
         let ex = Extractor {
             rules: Some(std::sync::Arc::new(crate::rules::RuleSet::built_in().0)),
+            ..extractor()
+        };
+        // And the MIME part headers, which spamnb's own rules do not read.
+        let mime = "mimeheader PARTS Content-Type =~ /x/\n";
+        let with_mime = Extractor {
+            rules: Some(std::sync::Arc::new(
+                crate::rules::RuleSet::from_text(mime, std::path::Path::new("t.cf")).0,
+            )),
             ..extractor()
         };
         let mut rand = crate::xorshift(7);
@@ -308,6 +317,7 @@ mod tests {
                 _ => msg = (0..rand() % 2000).map(|_| rand() as u8).collect(),
             }
             let _ = ex.features(&msg);
+            let _ = with_mime.features(&msg);
         }
         let mut nested = Vec::new();
         for i in 0..5000 {
@@ -321,5 +331,6 @@ mod tests {
         // The rules did run: this one's subject is all capitals.
         let shouting = b"Subject: FREE MONEY NOW\r\n\r\nhello\r\n";
         assert!(ex.features(shouting).rule_hits().contains(&"SUBJ_ALL_CAPS"));
+        assert!(with_mime.features(base).rule_hits().contains(&"PARTS"));
     }
 }
