@@ -3,6 +3,9 @@
 
 use std::borrow::Cow;
 
+use mail_parser::HeaderValue;
+use mail_parser::parsers::MessageStream;
+
 use crate::message::{Message, line_end, unfold_into};
 
 /// Which header text a header rule reads.
@@ -178,7 +181,6 @@ pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
     let mut boundaries: Vec<String> = msg
         .header("content-type")
         .and_then(boundary_param)
-        .map(String::from)
         .into_iter()
         .collect();
     let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
@@ -210,8 +212,8 @@ pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
                     .iter()
                     .filter(|(n, _)| n.eq_ignore_ascii_case("content-type"))
                     .find_map(|(_, v)| boundary_param(v));
-                if let Some(nested) = nested.filter(|b| !boundaries.iter().any(|k| k == b)) {
-                    boundaries.push(nested.to_string());
+                if let Some(nested) = nested.filter(|b| !boundaries.contains(b)) {
+                    boundaries.push(nested);
                 }
             } else if line.starts_with([' ', '\t']) {
                 if let Some(last) = block.last_mut() {
@@ -232,22 +234,12 @@ pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
     blocks
 }
 
-/// The `boundary` parameter of a Content-Type value, quoted or not.
-fn boundary_param(content_type: &str) -> Option<&str> {
-    // ASCII lowercasing keeps every byte where it was.
-    let lower = content_type.to_ascii_lowercase();
-    lower.match_indices("boundary").find_map(|(at, name)| {
-        if !lower[..at].trim_end().ends_with(';') {
-            return None;
-        }
-        let value = content_type[at + name.len()..]
-            .trim_start()
-            .strip_prefix('=')?
-            .trim_start();
-        let value = match value.strip_prefix('"') {
-            Some(quoted) => &quoted[..quoted.find('"')?],
-            None => value.split([';', ' ', '\t']).next()?,
-        };
-        (!value.is_empty()).then_some(value)
-    })
+/// The `boundary` parameter of a Content-Type value, as mail-parser reads it.
+fn boundary_param(content_type: &str) -> Option<String> {
+    // The parser reads a field to its line end.
+    let field = format!("{content_type}\n");
+    match MessageStream::new(field.as_bytes()).parse_content_type() {
+        HeaderValue::ContentType(ct) => ct.attribute("boundary").map(String::from),
+        _ => None,
+    }
 }

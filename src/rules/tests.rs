@@ -890,8 +890,9 @@ fn mimeheader_rules_read_each_parts_headers() {
 }
 
 /// Each MIME part's header block, found past bodies of any size: folded fields joined,
-/// CRLF or LF, nested multiparts read by their own boundary (spaces and all). A line that
-/// merely starts with `--` (a rule of dashes, a part quoted in a text) is no boundary.
+/// CRLF or LF, nested multiparts read by their own boundary (as written: spaces, any case of
+/// `boundary`). A line that merely starts with `--` (a rule of dashes, a part quoted in a
+/// text) is no boundary.
 #[test]
 fn mime_header_blocks_are_found_past_the_bodies() {
     let attachment = "QUJD\r\n".repeat(5000);
@@ -900,7 +901,7 @@ fn mime_header_blocks_are_found_past_the_bodies() {
          --b\r\nContent-Type: text/plain\r\n\r\nhi\r\n----------\r\nX-Fake: dashes\r\n\r\n\
          --x\r\nX-Fake: quoted\r\n\r\n\
          --b\r\nContent-Type: application/pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n\
-         {attachment}--b\nContent-Type: multipart/alternative; boundary=\"= in\"\n\n\
+         {attachment}--b\nContent-Type: multipart/alternative; BOUNDARY=\"= in\"\n\n\
          --= in\nContent-Type: text/html;\n\tcharset=utf-8\n\n<p>hi</p>\n--= in--\n--b--\n"
     );
     let msg = Message::parse(raw.as_bytes(), LIMIT);
