@@ -259,16 +259,19 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
         if is_own_header(&name) {
             continue;
         }
-        let span = (h.offset_start as usize).min(raw.len())..(h.offset_end as usize).min(raw.len());
+        let span = trimmed(raw, h.offset_start as usize..h.offset_end as usize);
         let value = match &h.value {
             HeaderValue::Text(t) => t.to_string(),
             HeaderValue::TextList(ts) => ts.join(", "),
             // Content-Type and its kind, which lose their original spelling when
             // re-rendered: the raw field, unfolded, keeps what the sender wrote.
-            _ => unfold(raw.get(span.clone()).unwrap_or_default()),
+            _ => unfold(&raw[span.clone()]),
         };
-        let raw = trimmed(raw, span);
-        msg.headers.push(Header { name, value, raw });
+        msg.headers.push(Header {
+            name,
+            value,
+            raw: span,
+        });
     }
 
     let mut has_plain = false;
@@ -363,13 +366,15 @@ fn push_text(out: &mut String, text: &str) {
     out.push_str(text);
 }
 
-/// `span` of `raw` without the space after the colon and the line break at the end.
+/// `span` of `raw` (cut to it) without the space after the colon and the line break at
+/// the end; empty when it is no span of `raw`.
 fn trimmed(raw: &[u8], span: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let Some(value) = raw.get(span.clone()) else {
+    let end = span.end.min(raw.len());
+    let Some(value) = raw.get(span.start..end) else {
         return 0..0;
     };
     let start = span.start + usize::from(value.starts_with(b" "));
-    let value = &raw[start..span.end];
+    let value = &raw[start..end];
     let value = value.strip_suffix(b"\n").unwrap_or(value);
     let value = value.strip_suffix(b"\r").unwrap_or(value);
     start..start + value.len()
