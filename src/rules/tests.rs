@@ -644,6 +644,11 @@ fn the_built_in_rules_are_the_repository_rules() {
     );
 }
 
+/// Patterns per set of those a matcher runs unanchored.
+fn unanchored_sets(m: &Matcher) -> Vec<usize> {
+    m.sets.iter().map(|(set, _)| set.len()).collect()
+}
+
 /// A pattern that counts far multiplies the states of the patterns it shares a lazy DFA
 /// with: where they run unanchored (here each may begin at any letter), it runs in a set
 /// of its own, and still hits beside the others.
@@ -654,8 +659,7 @@ fn a_pattern_that_counts_far_runs_in_a_set_of_its_own() {
         uri EXAMPLE m{[a-z]\\.example/}i\n\
         uri EXE /[a-z]\\.exe$/i\n";
     let s = set(rules);
-    let sizes: Vec<usize> = s.uri.sets.iter().map(|(set, _)| set.len()).collect();
-    assert_eq!(sizes, [2, 1]);
+    assert_eq!(unanchored_sets(&s.uri), [2, 1]);
     let long = "https://averyveryverylonghostnameforatest.example/x.exe";
     assert_eq!(
         hits(
@@ -678,8 +682,7 @@ fn a_pattern_that_begins_anywhere_runs_beside_the_anchored_set() {
         body SPLIT /[a-z]<!--/i\n\
         body GIFT /\\bgift\\b/\n");
     assert!(s.body.is_anchored());
-    let sizes: Vec<usize> = s.body.sets.iter().map(|(set, _)| set.len()).collect();
-    assert_eq!(sizes, [1]);
+    assert_eq!(unanchored_sets(&s.body), [1]);
     assert_eq!(
         hits(&s, &mail("Subject: a", "a FREE gift: x<!-- y")),
         ["FREE", "SPLIT", "GIFT"]
@@ -698,8 +701,7 @@ fn the_anywhere_budget_leaves_out_the_pattern_past_it_not_the_set() {
         body LOW /[a-j]@@/\n\
         body HIGH /[k-t]@@/\n");
     assert!(s.body.is_anchored());
-    let sizes: Vec<usize> = s.body.sets.iter().map(|(set, _)| set.len()).collect();
-    assert_eq!(sizes, [1]);
+    assert_eq!(unanchored_sets(&s.body), [1]);
     assert_eq!(
         hits(&s, &mail("Subject: a", "free a@@ and k@@")),
         ["FREE", "LOW", "HIGH"]
