@@ -109,21 +109,21 @@ fn meta_regex(pattern: &Hir) -> Result<MetaRegex, String> {
 /// asks only which patterns match, and a set's DFA reports a pattern again at each byte
 /// a repetition goes on: a widened `[^/]{60}`, now `[^/]+`, did at every byte of every
 /// host name, two reports in five steps of the URL rules.
-fn least_match(hir: &Hir) -> Hir {
-    match hir.kind() {
+fn least_match(hir: Hir) -> Hir {
+    // Taken apart, not copied: patterns that end otherwise pass as they are.
+    match hir.into_kind() {
         HirKind::Repetition(r) => Hir::repetition(Repetition {
             max: Some(r.min),
-            ..r.clone()
+            ..r
         }),
-        HirKind::Capture(c) => least_match(&c.sub),
+        HirKind::Capture(c) => least_match(*c.sub),
         HirKind::Alternation(branches) => {
-            Hir::alternation(branches.iter().map(least_match).collect())
+            Hir::alternation(branches.into_iter().map(least_match).collect())
         }
-        HirKind::Concat(parts) => {
-            let mut parts = parts.clone();
+        HirKind::Concat(mut parts) => {
             // What ends the pattern may shrink to nothing; then what came before ends it.
             while let Some(last) = parts.pop() {
-                let least = least_match(&last);
+                let least = least_match(last);
                 if least.kind() != &HirKind::Empty {
                     parts.push(least);
                     break;
@@ -131,7 +131,10 @@ fn least_match(hir: &Hir) -> Hir {
             }
             Hir::concat(parts)
         }
-        _ => hir.clone(),
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => Hir::literal(literal.0),
+        HirKind::Class(class) => Hir::class(class),
+        HirKind::Look(look) => Hir::look(look),
     }
 }
 
@@ -242,7 +245,7 @@ impl MatcherBuilder {
                 // set it would join. Compiling waits for `build`, which knows how the
                 // pattern will run.
                 let hir = parse(&t.rust).map_err(|e| first_line(&e))?;
-                let hir = least_match(&hir);
+                let hir = least_match(hir);
                 self.patterns.push(Pattern {
                     source: t.rust,
                     hir,
