@@ -973,3 +973,125 @@ fn large_counts_match_exactly() {
         &mail("Subject: hi", &format!("go{}away", " ".repeat(51))),
     );
 }
+
+/// A look-around rule runs on the backtracker, which must look for its match where the
+/// pattern can start, not spend its step budget at every byte before it: the one hit here
+/// follows thousands of near misses.
+#[test]
+fn a_look_around_rule_finds_a_match_after_many_near_misses() {
+    let near_misses = "Total: 12 USD. ".repeat(4000);
+    check(
+        r"body LATE_SUM /(?<![a-z])\d+ USD(?=!)/",
+        "LATE_SUM",
+        &mail("Subject: hi", &format!("{near_misses}Now 40 USD!")),
+        &mail("Subject: hi", &format!("{near_misses}Now 40 USD.")),
+    );
+    check(
+        r"header LATE_FIELD ALL =~ /^(?!X-)[a-z]+-[a-z]+:\s+\d(?=\S{6})/im",
+        "LATE_FIELD",
+        &mail(
+            &format!(
+                "Subject: hi\n{}Foo-Bar: 1234567",
+                "X-Some-Thing: 12 3\n".repeat(3000)
+            ),
+            "text",
+        ),
+        &mail(
+            &format!(
+                "Subject: hi\n{}Foo-Bar: 12345",
+                "X-Some-Thing: 12 3\n".repeat(3000)
+            ),
+            "text",
+        ),
+    );
+}
+
+/// Seeking is fancy-regex's newer search. On real rules and real mail, every look-around
+/// rule must answer as the backtracker does when it tries every byte with no step budget.
+/// Reads SpamAssassin's rules and the corpus where they are (CI has both).
+#[test]
+fn look_around_rules_answer_as_an_unbounded_backtracker_on_the_corpus() {
+    let corpus = std::env::var_os("SA_CORPUS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("spamnb-corpus/package/data"));
+    let sa = Path::new("/usr/share/spamassassin");
+    if !(corpus.join("spam-2").is_dir() && sa.is_dir()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide the corpus and SpamAssassin"
+        );
+        eprintln!("skipped: no corpus or no SpamAssassin rules");
+        return;
+    }
+    let mut paths = Vec::new();
+    for group in std::fs::read_dir(&corpus).unwrap() {
+        let mut files: Vec<_> = std::fs::read_dir(group.unwrap().path())
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .collect();
+        files.sort();
+        paths.extend(files.into_iter().step_by(8));
+    }
+    let raws: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
+    let bodies: Vec<String> = msgs.iter().map(body_text).collect();
+    let headers: Vec<String> = msgs
+        .iter()
+        .map(|m| Target::All.text(m).unwrap_or_default().into_owned())
+        .collect();
+    let mut parsed = parse::Parsed::default();
+    for f in std::fs::read_dir(sa).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "cf") {
+            parsed.read(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()), &f);
+        }
+    }
+    let (mut rules, mut hits) = (0, 0);
+    for def in &parsed.rules {
+        let (source, texts, multiline) = match def.kind {
+            Kind::Body if !def.text.starts_with("eval:") => (def.text.as_str(), &bodies, true),
+            Kind::Header if def.text.starts_with("ALL ") => {
+                (split_header_rule(&def.text).unwrap().2, &headers, false)
+            }
+            _ => continue,
+        };
+        let Ok(mut pattern) = perl::split_delimited(source) else {
+            continue;
+        };
+        if multiline {
+            pattern.flags.push('m');
+        }
+        let Ok(t) = perl::translate(&pattern) else {
+            continue;
+        };
+        let Some(full) = t.fancy.clone() else {
+            continue;
+        };
+        let prefilter_source = t.rust.clone();
+        let mut builder = MatcherBuilder::default();
+        if builder.push(0, t, false).is_err() {
+            continue;
+        }
+        let ours = builder.build();
+        // Where the pattern without its look-arounds misses, so does the pattern.
+        let prefilter = regex::bytes::Regex::new(&prefilter_source).unwrap();
+        let unbounded = fancy_regex::RegexBuilder::new(&full)
+            .bytes_mode(fancy_regex::BytesMode::Ascii)
+            .backtrack_limit(usize::MAX)
+            .build()
+            .unwrap();
+        rules += 1;
+        for text in texts.iter() {
+            let truth =
+                prefilter.is_match(text.as_bytes()) && unbounded.is_match(text.as_bytes()).unwrap();
+            let mut found = [0u32];
+            ours.run([text.as_bytes()], &mut found);
+            assert_eq!(found[0] == 1, truth, "{} on {text:.200}", def.name);
+            hits += u32::from(truth);
+        }
+    }
+    assert!(
+        rules > 50 && hits > 50,
+        "{rules} rules, {hits} hits: too few to tell"
+    );
+}
