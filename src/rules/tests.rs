@@ -765,6 +765,48 @@ fn the_built_in_text_rules_run_anchored_and_match_as_sets_would() {
     );
 }
 
+/// The states of an anchored set are the combinations of its patterns' progress: a big
+/// matcher's patterns anchor in sets of a small matcher's size at most, evenly, and hit
+/// where one unanchored set would.
+#[test]
+fn many_anchored_patterns_run_in_even_sets() {
+    let mut rules = String::new();
+    for i in 0..100 {
+        // A word start, then classes too wide for literals: no trigger, few beginnings.
+        rules.push_str(&format!(
+            "body W{i} /\\b[a-z]{{2}}[0-9]{{{}}}[a-z]{{{}}}\\b/\n",
+            i % 10 + 1,
+            i / 10 + 1
+        ));
+    }
+    let s = set(&rules);
+    assert_eq!(s.body.anchored_sets(), [50, 50]);
+    assert!(s.body.sets.is_empty());
+    let (mut plain, _) = RuleSet::from_text(&rules, Path::new("test.cf"));
+    plain.body = std::mem::take(&mut plain.body).unanchored();
+    let mut next = crate::xorshift(7);
+    let mut matched = 0;
+    for _ in 0..1000 {
+        let text: String = (0..40)
+            .map(|_| match next() % 4 {
+                0 => ' ',
+                1 => char::from(b'0' + (next() % 10) as u8),
+                _ => char::from(b'a' + (next() % 4) as u8),
+            })
+            .collect();
+        let mut got = vec![0u32; s.rules.len()];
+        s.body.run([text.as_bytes()], &mut got);
+        let mut expected = vec![0u32; s.rules.len()];
+        plain.body.run([text.as_bytes()], &mut expected);
+        assert_eq!(got, expected, "{text:?}");
+        matched += expected.iter().filter(|&&h| h > 0).count();
+    }
+    assert!(
+        matched > 150,
+        "only {matched} hits: the texts test too little"
+    );
+}
+
 /// Matchers look for a pattern's least match (a repetition that ends it takes its fewest
 /// turns): that must hit on the same texts as the whole pattern.
 #[test]
