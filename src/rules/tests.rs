@@ -603,15 +603,21 @@ fn tflags_multiple_counts_matches_up_to_maxhits() {
          meta FREE_TWICE __FREE > 1\n\
          rawbody __CLICK /click/i\n\
          tflags __CLICK multiple\n\
-         meta CLICKS __CLICK >= 2\n");
-    let body = "Subject: hi\n\nCash now. More cash, cash and cash. Free, free!\nclick click\n";
+         meta CLICKS __CLICK >= 2\n\
+         body __PRICE /\\d+(?= USD)/\n\
+         tflags __PRICE multiple\n\
+         meta PRICES __PRICE >= 2\n");
+    let body = "Subject: hi\n\nCash now. More cash, cash and cash. Free, free!\nclick click\n\
+        10 USD or 20 USD\n";
     let got = hits(&s, body);
+    // Counted by the backtracker too (look-ahead).
+    assert!(got.contains(&"PRICES".to_string()), "{got:?}");
     assert!(got.contains(&"CASH_TWICE".to_string()), "{got:?}");
     assert!(got.contains(&"CASH_THRICE".to_string()), "{got:?}");
     assert!(got.contains(&"CLICKS".to_string()), "{got:?}");
     // Without `multiple` a rule hits once, however often it matches.
     assert!(!got.contains(&"FREE_TWICE".to_string()), "{got:?}");
-    let once = hits(&s, "Subject: hi\n\nCash now.\nclick\n");
+    let once = hits(&s, "Subject: hi\n\nCash now.\nclick\n10 USD or 20 EUR\n");
     assert!(once.is_empty(), "{once:?}");
     // maxhits caps the count.
     let msg = Message::parse(body.as_bytes(), LIMIT);
