@@ -144,7 +144,7 @@ impl RuleSet {
         let mut report = LoadReport::default();
         for file in expand(paths, &mut report) {
             match std::fs::read(&file) {
-                Ok(bytes) => parsed.read(&String::from_utf8_lossy(&bytes), &file),
+                Ok(bytes) => parsed.read_bytes(&bytes, &file),
                 Err(e) => report.problems.push(Problem {
                     origin: Origin {
                         file: file.clone(),

@@ -223,6 +223,17 @@ impl Parsed {
         }
     }
 
+    /// Reads one file's bytes: UTF-8, and where a byte is not, Latin-1, which older rule
+    /// files are written in (SpamAssassin's `gu[e\xE9\xE8]i` means `é` and `è`).
+    pub fn read_bytes(&mut self, bytes: &[u8], file: &Path) {
+        let mut text = String::with_capacity(bytes.len());
+        for chunk in bytes.utf8_chunks() {
+            text.push_str(chunk.valid());
+            text.extend(chunk.invalid().iter().map(|&b| char::from(b)));
+        }
+        self.read(&text, file);
+    }
+
     /// Reads one file's text.
     pub fn read(&mut self, text: &str, file: &Path) {
         // Each open block: whether its body is active, and why not if not.

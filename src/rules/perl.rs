@@ -167,6 +167,13 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     let mut dropping = 0usize;
     let mut in_class = false;
     let mut class_start = false;
+    // Where the open class began (in `plain`, in `full`), whether it is negated, and its
+    // non-ASCII characters and ranges, which a byte class cannot hold.
+    let mut class_at = (0, 0);
+    let mut class_negated = false;
+    let mut class_chars = String::new();
+    // Why `full` cannot be written, should the pattern need it.
+    let mut full_unsupported: Option<String> = None;
     let mut last_quantifiable = false;
     let mut i = 0;
     macro_rules! emit {
@@ -187,6 +194,37 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                 ']' if !first => {
                     in_class = false;
                     emit!("]");
+                    if !class_chars.is_empty() {
+                        // `[eé]` is `e` or the character `é` (UTF-8, as the text is), and
+                        // `[^eé]` any character but those. The automata take a Unicode
+                        // class; fancy-regex, on bytes, the characters spelled out.
+                        let spelled = spell_out(&class_chars, p.flags.contains('i'));
+                        if out.plain.len() > class_at.0 {
+                            let class = &out.plain[class_at.0..];
+                            let class = if class_negated {
+                                let rest = &class[2..class.len() - 1];
+                                format!("(?u:[^{rest}{class_chars}])")
+                            } else if class == "[]" {
+                                format!("(?u:[{class_chars}])")
+                            } else {
+                                format!("(?:{class}|(?u:[{class_chars}]))")
+                            };
+                            out.plain.replace_range(class_at.0.., &class);
+                        }
+                        let class = &out.full[class_at.1..];
+                        let class = match spelled {
+                            Ok(_) if class_negated => Err("a negated class with non-ASCII \
+                                characters in a pattern with look-around"
+                                .to_string()),
+                            Ok(chars) if class == "[]" => Ok(format!("(?:{chars})")),
+                            Ok(chars) => Ok(format!("(?:{class}|{chars})")),
+                            Err(e) => Err(e),
+                        };
+                        match class {
+                            Ok(class) => out.full.replace_range(class_at.1.., &class),
+                            Err(e) => full_unsupported = Some(e),
+                        }
+                    }
                     last_quantifiable = true;
                 }
                 '\\' => {
@@ -208,10 +246,30 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                 '^' if first => {
                     emit!("^");
                     class_start = true;
+                    class_negated = true;
                 }
                 '&' | '~' | '#' | ' ' | '\t' => emit!(hex(c)),
                 '-' if chars.get(i + 1) == Some(&'-') => emit!("\\-"),
                 c if c.is_whitespace() && extended => emit!(hex(c)),
+                c if !c.is_ascii() => {
+                    if i >= 2 && chars[i - 1] == '-' && !matches!(chars[i - 2], '[' | '^' | '\\') {
+                        return Err(Unsupported(
+                            "a class range from an ASCII to a non-ASCII character".into(),
+                        ));
+                    }
+                    class_chars.push(c);
+                    if chars.get(i + 1) == Some(&'-') && chars.get(i + 2).is_some_and(|&d| d != ']')
+                    {
+                        if chars[i + 2].is_ascii() {
+                            return Err(Unsupported(
+                                "a class range from a non-ASCII to an ASCII character".into(),
+                            ));
+                        }
+                        class_chars.push('-');
+                        class_chars.push(chars[i + 2]);
+                        i += 2;
+                    }
+                }
                 c => emit!(c.to_string()),
             }
             i += 1;
@@ -288,6 +346,9 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
             '[' => {
                 in_class = true;
                 class_start = true;
+                class_at = (out.plain.len(), out.full.len());
+                class_negated = false;
+                class_chars.clear();
                 emit!("[");
                 out.not_literal();
             }
@@ -520,6 +581,9 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     if !groups.is_empty() {
         return Err(Unsupported("unclosed group".into()));
     }
+    if let Some(why) = full_unsupported.filter(|_| out.needs_fancy) {
+        return Err(Unsupported(why));
+    }
     // Perl allows a flag twice (`/x/ii`); Rust does not.
     let flags: String = "imsx".chars().filter(|c| p.flags.contains(*c)).collect();
     let prefix = if flags.is_empty() {
@@ -537,6 +601,39 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
         fancy: out.needs_fancy.then(|| format!("{prefix}{}", out.full)),
         literal,
     })
+}
+
+/// A class's non-ASCII characters and ranges (`éà-ÿ`) as an alternation of characters,
+/// each in both cases when `caseless`; too many to spell is an error.
+fn spell_out(class: &str, caseless: bool) -> Result<String, String> {
+    const MAX: u32 = 256;
+    let chars: Vec<char> = class.chars().collect();
+    let mut all = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        // The only `-` here joins a range (an ASCII `-` stays in the byte class).
+        let (lo, hi, len) = match chars.get(i + 1) {
+            Some('-') => (chars[i], chars[i + 2], 3),
+            _ => (chars[i], chars[i], 1),
+        };
+        i += len;
+        if u32::from(hi).saturating_sub(u32::from(lo)) + all.len() as u32 > MAX {
+            return Err(format!("a class range {lo}-{hi} too wide to spell out"));
+        }
+        for c in lo..=hi {
+            all.push(c);
+            if caseless {
+                all.extend(c.to_lowercase().chain(c.to_uppercase()));
+            }
+        }
+    }
+    all.sort_unstable();
+    all.dedup();
+    Ok(all
+        .iter()
+        .map(char::to_string)
+        .collect::<Vec<_>>()
+        .join("|"))
 }
 
 fn escape_literal(c: char) -> String {
@@ -755,6 +852,65 @@ mod tests {
                 t.rust
             );
             assert!(!re.is_match(no.as_bytes()), "{src} -> {} on {no:?}", t.rust);
+        }
+    }
+
+    /// A byte class cannot hold `é`; the text rules read is UTF-8, so a class's non-ASCII
+    /// characters are characters, in both engines.
+    #[test]
+    fn non_ascii_characters_in_a_class_are_characters() {
+        for (src, flags, yes, no) in [
+            (
+                "gu[eéè]i",
+                "",
+                &["guei", "guéi", "guèi"][..],
+                &["gui", "guai"][..],
+            ),
+            ("[éè]", "", &["é"], &["e"]),
+            ("[^é]x", "", &["ax", "àx"], &["éx", "x"]),
+            ("[à-ÿ]{2}", "", &["àé"], &["ab", "Àa"]),
+            ("CAF[é]", "i", &["café", "CAFÉ"], &["CAFE"]),
+            ("(?<=gu)[eé]i", "", &["guéi"], &["gai", "éi"]),
+            ("(?<=gu)[é]i", "i", &["GUÉI", "guéi"], &["guei"]),
+        ] {
+            let t = tr(src, flags);
+            let pre = regex::bytes::Regex::new(&t.rust)
+                .unwrap_or_else(|e| panic!("{src} -> {}: {e}", t.rust));
+            let full = t.fancy.as_deref().map(|f| {
+                fancy_regex::RegexBuilder::new(f)
+                    .bytes_mode(fancy_regex::BytesMode::Ascii)
+                    .build()
+                    .unwrap_or_else(|e| panic!("{src} -> {f}: {e}"))
+            });
+            let matches = |text: &str| match &full {
+                Some(full) => full.is_match(text.as_bytes()).unwrap(),
+                None => pre.is_match(text.as_bytes()),
+            };
+            for text in yes {
+                assert!(
+                    pre.is_match(text.as_bytes()),
+                    "{src} -> {} on {text}",
+                    t.rust
+                );
+                assert!(matches(text), "{src} -> {:?} on {text}", t.fancy);
+            }
+            for text in no {
+                assert!(
+                    !matches(text),
+                    "{src} -> {} {:?} on {text}",
+                    t.rust,
+                    t.fancy
+                );
+            }
+        }
+        for bad in ["[a-é]", "[é-z]", "(?<=a)[^é]", "(?=x)[\u{100}-\u{10FFFF}]"] {
+            assert!(
+                translate(&PerlPattern {
+                    source: bad.into(),
+                    flags: String::new()
+                })
+                .is_err()
+            );
         }
     }
 

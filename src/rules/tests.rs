@@ -483,6 +483,28 @@ fn unicode_text_does_not_break_ascii_rules() {
     );
 }
 
+/// Older rule files are Latin-1: a byte that is not UTF-8 is read as its Latin-1
+/// character, and matches that character in the (UTF-8) text.
+#[test]
+fn a_latin1_rule_file_means_its_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("old.cf");
+    std::fs::write(
+        &file,
+        b"body GUEI /\\bgu[e\xe9]i\\b/\ndescribe GUEI gu\xe9i\n",
+    )
+    .unwrap();
+    let (s, report) = RuleSet::load(&[file]);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert_eq!(
+        s.rule("GUEI").and_then(|r| r.describe.as_deref()),
+        Some("guéi")
+    );
+    let utf8 = "Subject: a\nContent-Type: text/plain; charset=utf-8";
+    assert_eq!(hits(&s, &mail(utf8, "le gu\u{e9}i")), ["GUEI"]);
+    assert!(hits(&s, &mail(utf8, "le guai")).is_empty());
+}
+
 #[test]
 fn our_rules_load_cleanly() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
