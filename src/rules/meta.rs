@@ -196,44 +196,95 @@ impl Expr {
         }
     }
 
-    /// The value with `hits[i]` the hit count of rule `i`.
-    pub fn value(&self, hits: &[u32]) -> f64 {
-        let truth = |b: bool| if b { 1.0 } else { 0.0 };
+    /// Appends the expression in postfix order (operands, then their operator).
+    fn compile(&self, code: &mut Vec<Step>) {
         match self {
-            Expr::Num(n) => *n,
-            Expr::Rule(_, i) => hits.get(*i).map_or(0.0, |&h| f64::from(h)),
-            Expr::Not(e) => truth(e.value(hits) == 0.0),
-            Expr::Neg(e) => -e.value(hits),
+            Expr::Num(n) => code.push(Step::Num(*n)),
+            Expr::Rule(_, i) => code.push(Step::Rule(*i)),
+            Expr::Not(e) => {
+                e.compile(code);
+                code.push(Step::Not);
+            }
+            Expr::Neg(e) => {
+                e.compile(code);
+                code.push(Step::Neg);
+            }
             Expr::Bin(op, a, b) => {
-                let x = a.value(hits);
-                match op {
-                    Op::Or => {
-                        if x != 0.0 {
-                            x
-                        } else {
-                            b.value(hits)
-                        }
-                    }
-                    Op::And => {
-                        if x == 0.0 {
-                            x
-                        } else {
-                            b.value(hits)
-                        }
-                    }
-                    _ => {
-                        let y = b.value(hits);
+                a.compile(code);
+                b.compile(code);
+                code.push(Step::Bin(*op));
+            }
+        }
+    }
+}
+
+/// One step of a [`Program`], on a stack of values.
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Num(f64),
+    /// A rule's hits (`usize::MAX`: not defined, 0).
+    Rule(usize),
+    Not,
+    Neg,
+    Bin(Op),
+}
+
+/// Meta rules in the order they are evaluated, as one flat postfix program. Walking a
+/// boxed tree per meta rule, pointer by pointer, missed the CPU caches: with SpamAssassin's
+/// 810 meta rules, warm evaluation of its whole set over 2,000 messages took 1.03 s that
+/// way and 0.90 s this way.
+#[derive(Debug, Default)]
+pub struct Program {
+    code: Vec<Step>,
+    /// Each meta rule, and where its steps end in `code`.
+    metas: Vec<(usize, usize)>,
+}
+
+impl Program {
+    /// `metas`: (rule, resolved expression), each after the metas it reads.
+    pub fn new(metas: &[(usize, Expr)]) -> Program {
+        let mut program = Program::default();
+        for (rule, expr) in metas {
+            expr.compile(&mut program.code);
+            program.metas.push((*rule, program.code.len()));
+        }
+        program
+    }
+
+    /// Sets each meta rule's hit (1 or 0) in `hits`, from the hits of the rules it reads:
+    /// Perl's values, `||` and `&&` giving an operand, comparisons 1 or 0, `x / 0` 0.
+    pub fn run(&self, hits: &mut [u32]) {
+        let truth = |b: bool| if b { 1.0 } else { 0.0 };
+        let mut stack: Vec<f64> = Vec::with_capacity(16);
+        let mut at = 0;
+        for &(rule, end) in &self.metas {
+            for step in &self.code[at..end] {
+                let value = match *step {
+                    Step::Num(n) => n,
+                    Step::Rule(i) => hits.get(i).map_or(0.0, |&h| f64::from(h)),
+                    Step::Not => truth(stack.pop().unwrap_or(0.0) == 0.0),
+                    Step::Neg => -stack.pop().unwrap_or(0.0),
+                    Step::Bin(op) => {
+                        let y = stack.pop().unwrap_or(0.0);
+                        let x = stack.pop().unwrap_or(0.0);
                         match op {
+                            Op::Or if x != 0.0 => x,
+                            Op::And if x == 0.0 => x,
+                            Op::Or | Op::And => y,
                             Op::Cmp(c) => truth(c.holds(x, y)),
                             Op::Add => x + y,
                             Op::Sub => x - y,
                             Op::Mul => x * y,
-                            _ if y == 0.0 => 0.0,
-                            _ => x / y,
+                            Op::Div if y == 0.0 => 0.0,
+                            Op::Div => x / y,
                         }
                     }
-                }
+                };
+                stack.push(value);
             }
+            at = end;
+            hits[rule] = u32::from(stack.pop().unwrap_or(0.0) != 0.0);
+            stack.clear();
         }
     }
 }
@@ -259,7 +310,10 @@ mod tests {
         ] {
             let mut e = parse(expr).unwrap_or_else(|err| panic!("{expr}: {err}"));
             e.resolve(&lookup);
-            assert_eq!(e.value(&hits), want, "{expr} with {hits:?}");
+            // The meta rule is the fourth.
+            let mut all = [hits[0], hits[1], hits[2], 7];
+            Program::new(&[(3, e)]).run(&mut all);
+            assert_eq!(all[3], u32::from(want != 0.0), "{expr} with {hits:?}");
         }
         for bad in ["A &&", "(A", "A ? B", "A B"] {
             assert!(parse(bad).is_err(), "{bad}");

@@ -133,7 +133,7 @@ pub struct RuleSet {
     counted: Vec<Counted>,
     evals: Vec<(usize, eval::Eval)>,
     /// In dependency order.
-    metas: Vec<(usize, meta::Expr)>,
+    metas: meta::Program,
 }
 
 impl RuleSet {
@@ -344,7 +344,7 @@ impl RuleSet {
         }
         counted.retain(|c: &Counted| read_by_metas.contains(&set.rules[c.rule].name));
         set.counted = counted;
-        set.metas = order_metas(metas, &set.index, report, &mut set.rules);
+        set.metas = meta::Program::new(&order_metas(metas, &set.index, report, &mut set.rules));
         set
     }
 
@@ -432,9 +432,7 @@ impl RuleSet {
                 }
             }
         }
-        for (id, expr) in &self.metas {
-            hits[*id] = u32::from(expr.value(&hits) != 0.0);
-        }
+        self.metas.run(&mut hits);
         hits
     }
 
