@@ -326,6 +326,7 @@ impl MatcherBuilder {
         while anchorable.peek().is_some() {
             let (patterns, starts): (Vec<Pattern>, Vec<_>) =
                 anchorable.by_ref().take(per_set).unzip();
+            // (Each is admitted: they fit the budget all together.)
             let mut all = [0u8; 256];
             for s in &starts {
                 admit(&mut all, s);
