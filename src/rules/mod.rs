@@ -140,22 +140,8 @@ impl RuleSet {
     /// Loads `.cf` files and directories of them (their `*.cf`, in name order). Never
     /// fails: unreadable files and unusable rules are in the report.
     pub fn load(paths: &[PathBuf]) -> (RuleSet, LoadReport) {
-        let mut parsed = parse::Parsed::default();
         let mut report = LoadReport::default();
-        for file in expand(paths, &mut report) {
-            match std::fs::read(&file) {
-                Ok(bytes) => parsed.read_bytes(&bytes, &file),
-                Err(e) => report.problems.push(Problem {
-                    origin: Origin {
-                        file: file.clone(),
-                        line: 0,
-                    },
-                    rule: None,
-                    reason: Reason::Syntax(format!("cannot read the rule file: {e}")),
-                }),
-            }
-            report.files.push(file);
-        }
+        let parsed = read_files(paths, &mut report);
         let set = RuleSet::compile(parsed, &mut report);
         (set, report)
     }
@@ -565,6 +551,27 @@ fn first_line(s: &str) -> String {
 }
 
 /// Files named, and the `*.cf` of directories named, in name order.
+/// The rules of `.cf` files and directories of them (their `*.cf`, in name order), read;
+/// what cannot be read is in `report`.
+fn read_files(paths: &[PathBuf], report: &mut LoadReport) -> parse::Parsed {
+    let mut parsed = parse::Parsed::default();
+    for file in expand(paths, report) {
+        match std::fs::read(&file) {
+            Ok(bytes) => parsed.read_bytes(&bytes, &file),
+            Err(e) => report.problems.push(Problem {
+                origin: Origin {
+                    file: file.clone(),
+                    line: 0,
+                },
+                rule: None,
+                reason: Reason::Syntax(format!("cannot read the rule file: {e}")),
+            }),
+        }
+        report.files.push(file);
+    }
+    parsed
+}
+
 fn expand(paths: &[PathBuf], report: &mut LoadReport) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {

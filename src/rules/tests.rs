@@ -560,13 +560,7 @@ fn rules_profile_patterns() {
     let raws: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     let msgs: Vec<Message> = raws.iter().map(|r| Message::parse(r, LIMIT)).collect();
     let bodies: Vec<String> = msgs.iter().map(body_text).collect();
-    let mut parsed = parse::Parsed::default();
-    for f in std::fs::read_dir(dir).unwrap() {
-        let f = f.unwrap().path();
-        if f.extension().is_some_and(|e| e == "cf") {
-            parsed.read(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()), &f);
-        }
-    }
+    let parsed = read_files(&[dir.into()], &mut LoadReport::default());
     let mut times = Vec::new();
     let alls: Vec<String> = msgs
         .iter()
@@ -1109,13 +1103,7 @@ fn look_around_rules_answer_as_an_unbounded_backtracker_on_the_corpus() {
         .iter()
         .map(|m| Target::All.text(m).unwrap_or_default().into_owned())
         .collect();
-    let mut parsed = parse::Parsed::default();
-    for f in std::fs::read_dir(sa).unwrap() {
-        let f = f.unwrap().path();
-        if f.extension().is_some_and(|e| e == "cf") {
-            parsed.read(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()), &f);
-        }
-    }
+    let parsed = read_files(&[sa.into()], &mut LoadReport::default());
     let (mut rules, mut hits) = (0, 0);
     for def in &parsed.rules {
         let (source, texts, multiline) = match def.kind {
