@@ -366,18 +366,14 @@ fn push_text(out: &mut String, text: &str) {
     out.push_str(text);
 }
 
-/// `span` of `raw` (cut to it) without the space after the colon and the line break at
-/// the end; empty when it is no span of `raw`.
+/// `span` of `raw` (cut to it) as [`trim_line_end`] trims a value; empty when it is no
+/// span of `raw`.
 fn trimmed(raw: &[u8], span: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let end = span.end.min(raw.len());
-    let Some(value) = raw.get(span.start..end) else {
+    let Some(field) = raw.get(span.start..span.end.min(raw.len())) else {
         return 0..0;
     };
-    let start = span.start + usize::from(value.starts_with(b" "));
-    let value = &raw[start..end];
-    let value = value.strip_suffix(b"\n").unwrap_or(value);
-    let value = value.strip_suffix(b"\r").unwrap_or(value);
-    start..start + value.len()
+    let start = span.start + usize::from(field.starts_with(b" "));
+    start..start + trim_line_end(field).len()
 }
 
 /// A raw header value as one line: its words, one space apart.
