@@ -68,14 +68,19 @@ pub(super) fn starts_of(hir: &Hir) -> Option<Starts> {
 /// text, and that pattern is better run unanchored beside the set.
 pub(super) fn admit(all: &mut Starts, one: &Starts) -> bool {
     let mut both = *all;
-    for (b, bits) in both.iter_mut().zip(one) {
-        *b |= bits;
-    }
+    union(&mut both, one);
     let fits = anywhere(&both) <= MAX_BEGIN_ANYWHERE;
     if fits {
         *all = both;
     }
     fits
+}
+
+/// Adds `one`'s beginnings to `all`.
+pub(super) fn union(all: &mut Starts, one: &Starts) {
+    for (b, bits) in all.iter_mut().zip(one) {
+        *b |= bits;
+    }
 }
 
 fn anywhere(starts: &Starts) -> usize {

@@ -8,7 +8,7 @@ use aho_corasick::AhoCorasick;
 use regex_automata::meta::Regex as MetaRegex;
 use regex_syntax::hir::{Hir, HirKind, Repetition};
 
-use super::anchored::{AnchoredSet, admit, starts_of};
+use super::anchored::{AnchoredSet, admit, starts_of, union};
 use super::set::{PatternSet, parse};
 use super::{Kind, first_line, perl};
 
@@ -326,10 +326,9 @@ impl MatcherBuilder {
         while anchorable.peek().is_some() {
             let (patterns, starts): (Vec<Pattern>, Vec<_>) =
                 anchorable.by_ref().take(per_set).unzip();
-            // (Each is admitted: they fit the budget all together.)
             let mut all = [0u8; 256];
             for s in &starts {
-                admit(&mut all, s);
+                union(&mut all, s);
             }
             let hirs: Vec<&Hir> = patterns.iter().map(|p| &p.hir).collect();
             match AnchoredSet::new(&hirs, all, SIZE_LIMIT, DFA_LIMIT) {
