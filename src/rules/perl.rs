@@ -198,31 +198,37 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                         // `[eé]` is `e` or the character `é` (UTF-8, as the text is), and
                         // `[^eé]` any character but those. The automata take a Unicode
                         // class; fancy-regex, on bytes, the characters spelled out.
-                        let spelled = spell_out(&class_chars, p.flags.contains('i'));
+                        let only_these = out.full[class_at.1..] == *"[]";
                         if out.plain.len() > class_at.0 {
                             let class = &out.plain[class_at.0..];
                             let class = if class_negated {
                                 let rest = &class[2..class.len() - 1];
                                 format!("(?u:[^{rest}{class_chars}])")
-                            } else if class == "[]" {
+                            } else if only_these {
                                 format!("(?u:[{class_chars}])")
                             } else {
                                 format!("(?:{class}|(?u:[{class_chars}]))")
                             };
                             out.plain.replace_range(class_at.0.., &class);
                         }
-                        let class = &out.full[class_at.1..];
-                        let class = match spelled {
-                            Ok(_) if class_negated => Err("a negated class with non-ASCII \
-                                characters in a pattern with look-around"
-                                .to_string()),
-                            Ok(chars) if class == "[]" => Ok(format!("(?:{chars})")),
-                            Ok(chars) => Ok(format!("(?:{class}|{chars})")),
-                            Err(e) => Err(e),
+                        let spelled = if class_negated {
+                            Err("a negated class with non-ASCII characters in a pattern \
+                                with look-around"
+                                .to_string())
+                        } else {
+                            spell_out(&class_chars, p.flags.contains('i'))
                         };
-                        match class {
-                            Ok(class) => out.full.replace_range(class_at.1.., &class),
-                            Err(e) => full_unsupported = Some(e),
+                        match spelled {
+                            Ok(chars) => {
+                                let class = &out.full[class_at.1..];
+                                let class = if only_these {
+                                    format!("(?:{chars})")
+                                } else {
+                                    format!("(?:{class}|{chars})")
+                                };
+                                out.full.replace_range(class_at.1.., &class);
+                            }
+                            Err(why) => full_unsupported = Some(why),
                         }
                     }
                     last_quantifiable = true;
