@@ -110,7 +110,7 @@ fn meta_regex(pattern: &Hir) -> Result<MetaRegex, String> {
 /// every byte: SpamAssassin's `__RAND_HEADER` took 80 µs a message over the header block,
 /// and the step budget, spent on doomed starts, hid some true hits (`__LOTSA_MONEY_04`:
 /// 14 where there are 28 in 2,000 messages).
-fn backtracker(src: &str) -> Result<fancy_regex::Regex, String> {
+pub(super) fn backtracker(src: &str) -> Result<fancy_regex::Regex, String> {
     fancy_regex::RegexBuilder::new(src)
         .backtrack_limit(BACKTRACK_LIMIT)
         .bytes_mode(fancy_regex::BytesMode::Ascii)

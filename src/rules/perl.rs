@@ -883,9 +883,7 @@ mod tests {
             let pre = regex::bytes::Regex::new(&t.rust)
                 .unwrap_or_else(|e| panic!("{src} -> {}: {e}", t.rust));
             let full = t.fancy.as_deref().map(|f| {
-                fancy_regex::RegexBuilder::new(f)
-                    .bytes_mode(fancy_regex::BytesMode::Ascii)
-                    .build()
+                super::super::matcher::backtracker(f)
                     .unwrap_or_else(|e| panic!("{src} -> {f}: {e}"))
             });
             let matches = |text: &str| match &full {
