@@ -84,6 +84,18 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
+    /// A rule file or directory that could not be used at all.
+    fn file_problem(&mut self, path: &Path, why: String) {
+        self.problems.push(Problem {
+            origin: Origin {
+                file: path.to_path_buf(),
+                line: 0,
+            },
+            rule: None,
+            reason: Reason::Syntax(why),
+        });
+    }
+
     pub fn total_loaded(&self) -> usize {
         self.loaded.values().sum()
     }
@@ -558,14 +570,7 @@ fn read_files(paths: &[PathBuf], report: &mut LoadReport) -> parse::Parsed {
     for file in expand(paths, report) {
         match std::fs::read(&file) {
             Ok(bytes) => parsed.read_bytes(&bytes, &file),
-            Err(e) => report.problems.push(Problem {
-                origin: Origin {
-                    file: file.clone(),
-                    line: 0,
-                },
-                rule: None,
-                reason: Reason::Syntax(format!("cannot read the rule file: {e}")),
-            }),
+            Err(e) => report.file_problem(&file, format!("cannot read the rule file: {e}")),
         }
         report.files.push(file);
     }
@@ -586,14 +591,7 @@ fn expand(paths: &[PathBuf], report: &mut LoadReport) -> Vec<PathBuf> {
                     files.sort();
                     out.extend(files);
                 }
-                Err(e) => report.problems.push(Problem {
-                    origin: Origin {
-                        file: p.clone(),
-                        line: 0,
-                    },
-                    rule: None,
-                    reason: Reason::Syntax(format!("cannot list the rule directory: {e}")),
-                }),
+                Err(e) => report.file_problem(p, format!("cannot list the rule directory: {e}")),
             }
         } else {
             out.push(p.clone());
