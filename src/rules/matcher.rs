@@ -10,7 +10,7 @@ use regex_syntax::hir::{Hir, HirKind, Repetition};
 
 use super::anchored::{AnchoredSet, admit, starts_of, union};
 use super::set::{PatternSet, parse};
-use super::{Kind, first_line, perl};
+use super::{Kind, first_line, in_parallel, perl};
 
 /// Patterns per set: one huge set makes the lazy DFA thrash its cache; many small ones
 /// each scan the text again.
@@ -235,31 +235,32 @@ fn pattern_sets(patterns: &[Pattern], chunk_size: usize) -> Vec<(PatternSet, Vec
     sets
 }
 
-impl MatcherBuilder {
-    pub(super) fn push(
-        &mut self,
-        rule: usize,
-        t: perl::Translated,
-        negate: bool,
-    ) -> Result<bool, String> {
+/// A regex rule compiled on its own, before it joins a matcher: all of compiling that needs
+/// no other rule, so that rules compile on every core.
+pub(super) struct CompiledPattern {
+    entry: Entry,
+    /// A plain string and whether it ignores case, else the pattern for a set.
+    how: How,
+}
+
+enum How {
+    Literal(String, bool),
+    Pattern(String, Hir),
+}
+
+impl CompiledPattern {
+    pub(super) fn new(t: perl::Translated, negate: bool) -> Result<CompiledPattern, String> {
         let fancy = t.fancy.as_deref().map(backtracker).transpose()?;
-        let backtracking = fancy.is_some();
-        let entry = self.entries.len();
-        match t.literal {
-            Some((lit, ci)) if fancy.is_none() => self.literal[usize::from(ci)].push((lit, entry)),
+        let how = match t.literal {
+            Some((lit, ci)) if fancy.is_none() => How::Literal(lit, ci),
             _ => {
                 // Parsed alone, so that one bad pattern is reported and never breaks the
                 // set it would join. Compiling waits for `build`, which knows how the
                 // pattern will run.
                 let hir = parse(&t.rust).map_err(|e| first_line(&e))?;
-                let hir = least_match(hir);
-                self.patterns.push(Pattern {
-                    source: t.rust,
-                    hir,
-                    entry,
-                });
+                How::Pattern(t.rust, least_match(hir))
             }
-        }
+        };
         let exact = match &t.exact {
             Some(src) => {
                 let hir = parse(src).map_err(|e| first_line(&e))?;
@@ -270,13 +271,40 @@ impl MatcherBuilder {
             }
             None => None,
         };
+        Ok(CompiledPattern {
+            entry: Entry {
+                rule: 0,
+                negate,
+                fancy,
+                exact,
+            },
+            how,
+        })
+    }
+
+    /// Whether the rule runs on the bounded backtracker.
+    pub(super) fn backtracks(&self) -> bool {
+        self.entry.fancy.is_some()
+    }
+
+    /// Whether the rule runs as a plain string.
+    pub(super) fn is_literal(&self) -> bool {
+        matches!(self.how, How::Literal(..))
+    }
+}
+
+impl MatcherBuilder {
+    /// Adds `compiled` as the pattern of rule `rule`.
+    pub(super) fn push(&mut self, rule: usize, compiled: CompiledPattern) {
+        let entry = self.entries.len();
+        match compiled.how {
+            How::Literal(lit, ci) => self.literal[usize::from(ci)].push((lit, entry)),
+            How::Pattern(source, hir) => self.patterns.push(Pattern { source, hir, entry }),
+        }
         self.entries.push(Entry {
             rule,
-            negate,
-            fancy,
-            exact,
+            ..compiled.entry
         });
-        Ok(backtracking)
     }
 
     pub(super) fn build(mut self) -> Matcher {
@@ -287,10 +315,13 @@ impl MatcherBuilder {
         let chunk_size = if small { SMALL_MATCHER } else { SET_CHUNK };
         let mut triggered_in = Vec::new();
         if !small {
-            for pattern in std::mem::take(&mut self.patterns) {
+            let found = in_parallel(std::mem::take(&mut self.patterns), |pattern| {
                 let trigger = triggers(&pattern.hir).and_then(|(prefix, lits)| {
                     Some((meta_regex(&pattern.hir).ok()?, prefix, lits))
                 });
+                (pattern, trigger)
+            });
+            for (pattern, trigger) in found {
                 match trigger {
                     Some((re, prefix, lits)) => {
                         triggered_in.push((re, pattern.entry, prefix, lits))

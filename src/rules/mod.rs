@@ -130,6 +130,10 @@ struct HeaderGroup {
     skip_if_missing: bool,
 }
 
+/// Which header rules share a matcher: their target, their `[if-unset: …]` value, and
+/// whether they read each MIME part's header (`mimeheader`).
+type HeaderKey = (Target, Option<String>, bool);
+
 /// Compiled rules, immutable and shared (`Arc`) between threads.
 #[derive(Debug, Default)]
 pub struct RuleSet {
@@ -195,7 +199,7 @@ impl RuleSet {
             }
         }
         let mut set = RuleSet::default();
-        let mut headers: HashMap<(Target, Option<String>, bool), MatcherBuilder> = HashMap::new();
+        let mut headers: HashMap<HeaderKey, MatcherBuilder> = HashMap::new();
         let mut header_order = Vec::new();
         let [mut body, mut rawbody, mut uri, mut full]: [MatcherBuilder; 4] = Default::default();
         let mut metas = Vec::new();
@@ -203,124 +207,92 @@ impl RuleSet {
         let needed = needed_rules(&parsed);
         // Rules nothing reads (helpers no meta uses, rules scored 0) are checked but not
         // run: SpamAssassin ships hundreds of them.
-        for def in &parsed.rules {
+        let compiled = in_parallel(parsed.rules.iter().collect(), |def| {
+            compile_rule(def, &parsed, needed.contains(def.name.as_str()))
+        });
+        for (def, compiled) in parsed.rules.iter().zip(compiled) {
+            let compiled = match compiled {
+                Ok(compiled) => compiled,
+                Err(reason) => {
+                    report
+                        .skipped
+                        .push((def.name.clone(), def.kind, def.origin.clone(), reason));
+                    continue;
+                }
+            };
             let id = set.rules.len();
             let runs = needed.contains(def.name.as_str());
-            let mut scratch = MatcherBuilder::default();
-            let text = if parsed.tags.rules.contains(&def.name) {
-                parsed.tags.apply(&def.text)
-            } else {
-                def.text.clone()
-            };
-            let mut backtracking = false;
-            let result: Result<(), Reason> = (|| {
-                if let Some(call) = text.strip_prefix("eval:") {
-                    let e = eval::compile(call).map_err(|e| {
-                        if e.contains(' ') {
-                            Reason::Syntax(e)
-                        } else {
-                            Reason::UnknownEval(e)
+            let is_eval = matches!(compiled, CompiledRule::Eval(_));
+            match compiled {
+                CompiledRule::Eval(e) => set.evals.push((id, e)),
+                CompiledRule::Meta(expr) => metas.push((id, expr)),
+                CompiledRule::Exists(name) => set.exists.push((id, name)),
+                CompiledRule::Header { key, pattern } => {
+                    report.backtracking += usize::from(pattern.backtracks());
+                    if runs {
+                        if !headers.contains_key(&key) {
+                            header_order.push(key.clone());
                         }
-                    })?;
-                    set.evals.push((id, e));
-                    return Ok(());
+                        headers.entry(key).or_default().push(id, pattern);
+                    }
                 }
-                match def.kind {
-                    Kind::Meta => {
-                        let expr = meta::parse(&text).map_err(Reason::Syntax)?;
-                        metas.push((id, expr));
-                    }
-                    Kind::Header | Kind::Mimeheader => {
-                        if let Some(name) = text.strip_prefix("exists:") {
-                            set.exists.push((id, name.trim().to_string()));
-                            return Ok(());
-                        }
-                        let (spec, op, rest) = split_header_rule(&text).map_err(Reason::Syntax)?;
-                        let (rest, if_unset) = split_if_unset(rest);
-                        let target = Target::parse(spec).map_err(Reason::Syntax)?;
-                        let t = perl::split_delimited(rest)
-                            .and_then(|p| perl::translate(&p))
-                            .map_err(|e| Reason::Regex(e.0))?;
-                        let key = (target, if_unset, def.kind == Kind::Mimeheader);
-                        let builder = if !runs {
-                            &mut scratch
-                        } else {
-                            if !headers.contains_key(&key) {
-                                header_order.push(key.clone());
-                            }
-                            headers.entry(key).or_default()
-                        };
-                        backtracking = builder.push(id, t, op == "!~").map_err(Reason::Regex)?;
-                    }
-                    kind => {
-                        let t = perl::split_delimited(&text)
-                            .map(|mut p| {
-                                // Body text is one paragraph per line: `^` and `$` mean a
-                                // paragraph's start and end, as in SpamAssassin.
-                                if kind == Kind::Body && !p.flags.contains('m') {
-                                    p.flags.push('m');
-                                }
-                                p
-                            })
-                            .and_then(|p| perl::translate(&p))
-                            .map_err(|e| Reason::Regex(e.0))?;
-                        let literal = t.literal.is_some();
-                        let counter = match count_limit(parsed.tflags.get(&def.name)) {
-                            Some(max_hits) if runs => Some(Counted {
-                                rule: id,
-                                kind,
-                                pattern: CountPattern::new(&t).map_err(Reason::Regex)?,
-                                max_hits,
-                            }),
-                            _ => None,
-                        };
+                CompiledRule::Text {
+                    kind,
+                    pattern,
+                    count,
+                } => {
+                    report.backtracking += usize::from(pattern.backtracks());
+                    report.literal += usize::from(pattern.is_literal());
+                    counted.extend(count.map(|(pattern, max_hits)| Counted {
+                        rule: id,
+                        kind,
+                        pattern,
+                        max_hits,
+                    }));
+                    if runs {
                         let builder = match kind {
-                            _ if !runs => &mut scratch,
                             Kind::Body => &mut body,
                             Kind::Rawbody => &mut rawbody,
                             Kind::Uri => &mut uri,
                             _ => &mut full,
                         };
-                        backtracking = builder.push(id, t, false).map_err(Reason::Regex)?;
-                        counted.extend(counter);
-                        if literal && !backtracking {
-                            report.literal += 1;
-                        }
+                        builder.push(id, pattern);
                     }
                 }
-                Ok(())
-            })();
-            match result {
-                Ok(()) => {
-                    let score = parsed.score.get(&def.name).copied();
-                    set.index.insert(def.name.clone(), id);
-                    set.rules.push(Rule {
-                        name: def.name.clone(),
-                        kind: def.kind,
-                        describe: parsed.describe.get(&def.name).cloned(),
-                        score,
-                        origin: def.origin.clone(),
-                        reported: !def.name.starts_with("__") && score != Some(0.0),
-                        is_eval: text.starts_with("eval:"),
-                    });
-                    *report.loaded.entry(def.kind).or_insert(0) += 1;
-                    report.backtracking += usize::from(backtracking);
-                }
-                Err(reason) => {
-                    report
-                        .skipped
-                        .push((def.name.clone(), def.kind, def.origin.clone(), reason))
-                }
             }
+            let score = parsed.score.get(&def.name).copied();
+            set.index.insert(def.name.clone(), id);
+            set.rules.push(Rule {
+                name: def.name.clone(),
+                kind: def.kind,
+                describe: parsed.describe.get(&def.name).cloned(),
+                score,
+                origin: def.origin.clone(),
+                reported: !def.name.starts_with("__") && score != Some(0.0),
+                is_eval,
+            });
+            *report.loaded.entry(def.kind).or_insert(0) += 1;
         }
-        let n_rules = set.rules.len();
-        set.headers = header_order
+        // Every matcher builds apart from the others; SpamAssassin's body matcher is the
+        // longest.
+        let (keys, mut builders): (Vec<HeaderKey>, Vec<MatcherBuilder>) = header_order
             .into_iter()
             .map(|key| {
                 let builder = headers
                     .remove(&key)
                     .expect("every ordered key was inserted");
-                let matcher = builder.build();
+                (key, builder)
+            })
+            .unzip();
+        builders.extend([body, rawbody, uri, full]);
+        let mut matchers = in_parallel(builders, MatcherBuilder::build);
+        let [body, rawbody, uri, full] = <[Matcher; 4]>::try_from(matchers.split_off(keys.len()))
+            .expect("four text matchers were built");
+        let n_rules = set.rules.len();
+        set.headers = keys
+            .into_iter()
+            .zip(matchers)
+            .map(|(key, matcher)| {
                 let mut probe = vec![0u32; n_rules];
                 matcher.run([&b""[..]], &mut probe);
                 HeaderGroup {
@@ -332,10 +304,7 @@ impl RuleSet {
                 }
             })
             .collect();
-        set.body = body.build();
-        set.rawbody = rawbody.build();
-        set.uri = uri.build();
-        set.full = full.build();
+        (set.body, set.rawbody, set.uri, set.full) = (body, rawbody, uri, full);
         let mut read_by_metas = Vec::new();
         for (_, expr) in &metas {
             expr.names(&mut read_by_metas);
@@ -495,6 +464,105 @@ pub fn body_text(msg: &Message) -> String {
         in_para = true;
     }
     out
+}
+
+/// One rule compiled on its own, before it takes its place in the set.
+enum CompiledRule {
+    Eval(eval::Eval),
+    Meta(meta::Expr),
+    /// `exists:Header`.
+    Exists(String),
+    Header {
+        key: HeaderKey,
+        pattern: matcher::CompiledPattern,
+    },
+    /// A body, rawbody, uri or full rule, and for a `tflags multiple` rule that runs, what
+    /// counts its matches and how many at most.
+    Text {
+        kind: Kind,
+        pattern: matcher::CompiledPattern,
+        count: Option<(CountPattern, u32)>,
+    },
+}
+
+/// Compiles the rule `def` of `parsed` alone; `runs` when its hits are read (see
+/// [`needed_rules`]), else it is only checked.
+fn compile_rule(
+    def: &parse::RuleDef,
+    parsed: &parse::Parsed,
+    runs: bool,
+) -> Result<CompiledRule, Reason> {
+    let text = if parsed.tags.rules.contains(&def.name) {
+        std::borrow::Cow::Owned(parsed.tags.apply(&def.text))
+    } else {
+        std::borrow::Cow::Borrowed(def.text.as_str())
+    };
+    if let Some(call) = text.strip_prefix("eval:") {
+        return eval::compile(call).map(CompiledRule::Eval).map_err(|e| {
+            if e.contains(' ') {
+                Reason::Syntax(e)
+            } else {
+                Reason::UnknownEval(e)
+            }
+        });
+    }
+    match def.kind {
+        Kind::Meta => meta::parse(&text)
+            .map(CompiledRule::Meta)
+            .map_err(Reason::Syntax),
+        Kind::Header | Kind::Mimeheader => {
+            if let Some(name) = text.strip_prefix("exists:") {
+                return Ok(CompiledRule::Exists(name.trim().to_string()));
+            }
+            let (spec, op, rest) = split_header_rule(&text).map_err(Reason::Syntax)?;
+            let (rest, if_unset) = split_if_unset(rest);
+            let target = Target::parse(spec).map_err(Reason::Syntax)?;
+            let t = perl::split_delimited(rest)
+                .and_then(|p| perl::translate(&p))
+                .map_err(|e| Reason::Regex(e.0))?;
+            Ok(CompiledRule::Header {
+                key: (target, if_unset, def.kind == Kind::Mimeheader),
+                pattern: matcher::CompiledPattern::new(t, op == "!~").map_err(Reason::Regex)?,
+            })
+        }
+        kind => {
+            let t = perl::split_delimited(&text)
+                .map(|mut p| {
+                    // Body text is one paragraph per line: `^` and `$` mean a paragraph's
+                    // start and end, as in SpamAssassin.
+                    if kind == Kind::Body && !p.flags.contains('m') {
+                        p.flags.push('m');
+                    }
+                    p
+                })
+                .and_then(|p| perl::translate(&p))
+                .map_err(|e| Reason::Regex(e.0))?;
+            let count = match count_limit(parsed.tflags.get(&def.name)) {
+                Some(max_hits) if runs => {
+                    Some((CountPattern::new(&t).map_err(Reason::Regex)?, max_hits))
+                }
+                _ => None,
+            };
+            Ok(CompiledRule::Text {
+                kind,
+                pattern: matcher::CompiledPattern::new(t, false).map_err(Reason::Regex)?,
+                count,
+            })
+        }
+    }
+}
+
+/// `f` of each of `items`, in order: across rayon's thread pool when the caller runs on it
+/// (`check` and `learn` compile their rules there while the database opens), else one after
+/// the other, so that a hook, perhaps under a memory limit, starts no threads. Compiling
+/// SpamAssassin's rules takes a second on one core.
+fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
+    use rayon::prelude::*;
+    if rayon::current_thread_index().is_some() {
+        items.into_par_iter().map(f).collect()
+    } else {
+        items.into_iter().map(f).collect()
+    }
 }
 
 /// Names of the rules whose hits matter: those reported, and what their meta rules read.

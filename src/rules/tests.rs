@@ -666,6 +666,54 @@ fn the_built_in_rules_are_the_repository_rules() {
     );
 }
 
+/// `check` compiles on rayon's threads, a hook on its own: each rule must land in the same
+/// place either way, skipped ones skipped alike, big matchers (triggers) included.
+#[test]
+fn rules_compiled_across_threads_are_the_rules_compiled_in_turn() {
+    let mut text: String = BUILT_IN
+        .iter()
+        .map(|(_, t)| *t)
+        .collect::<Vec<_>>()
+        .join("\n");
+    for i in 0..80 {
+        text.push_str(&format!("body GEN_{i} /\\bword{i}x\\w*\\b/i\n"));
+        text.push_str(&format!("header GENH_{i} Subject =~ /subject{i}y/\n"));
+    }
+    text.push_str("body BROKEN /(unclosed/\nmeta GEN_BOTH GEN_3 && GENH_4\n");
+    let compile = || RuleSet::from_text(&text, Path::new("mixed.cf"));
+    let (alone, alone_report) = compile();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let (pooled, pooled_report) = pool.install(compile);
+    let described = |s: &RuleSet| {
+        s.rules()
+            .iter()
+            .map(|r| format!("{} {:?} {} {}", r.name, r.kind, r.reported, r.is_eval))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(described(&alone), described(&pooled));
+    assert!(alone.len() > 250, "{} rules", alone.len());
+    assert_eq!(alone_report.loaded, pooled_report.loaded);
+    let skipped = |r: &LoadReport| r.skipped.iter().map(|s| s.0.clone()).collect::<Vec<_>>();
+    assert_eq!(skipped(&alone_report), ["BROKEN"]);
+    assert_eq!(skipped(&alone_report), skipped(&pooled_report));
+    for raw in [
+        mail("Subject: subject4y", "word3x and word77xyz, click here"),
+        mail("Subject: URGENT", "100% guaranteed! word12x"),
+        mail(
+            HTML_HEAD,
+            "<html><img src=a.gif width=1 height=1>word79x</html>",
+        ),
+    ] {
+        let got = hits(&pooled, &raw);
+        assert_eq!(got, hits(&alone, &raw));
+        assert!(got.len() >= 2, "{got:?}");
+    }
+    assert!(hits(&pooled, &mail("Subject: subject4y", "word3x")).contains(&"GEN_BOTH".into()));
+}
+
 /// Patterns per set of those a matcher runs unanchored.
 fn unanchored_sets(m: &Matcher) -> Vec<usize> {
     m.sets.iter().map(|(set, _)| set.len()).collect()
@@ -1126,10 +1174,11 @@ fn look_around_rules_answer_as_an_unbounded_backtracker_on_the_corpus() {
             continue;
         };
         let prefilter_source = t.rust.clone();
-        let mut builder = MatcherBuilder::default();
-        if builder.push(0, t, false).is_err() {
+        let Ok(compiled) = matcher::CompiledPattern::new(t, false) else {
             continue;
-        }
+        };
+        let mut builder = MatcherBuilder::default();
+        builder.push(0, compiled);
         let ours = builder.build();
         // Where the pattern without its look-arounds misses, so does the pattern.
         let prefilter = regex::bytes::Regex::new(&prefilter_source).unwrap();
