@@ -238,7 +238,9 @@ fn pattern_sets(patterns: &[Pattern], chunk_size: usize) -> Vec<(PatternSet, Vec
 /// A regex rule compiled on its own, before it joins a matcher: all of compiling that needs
 /// no other rule, so that rules compile on every core.
 pub(super) struct CompiledPattern {
-    entry: Entry,
+    negate: bool,
+    fancy: Option<fancy_regex::Regex>,
+    exact: Option<(MetaRegex, usize)>,
     /// A plain string and whether it ignores case, else the pattern for a set.
     how: How,
 }
@@ -272,19 +274,16 @@ impl CompiledPattern {
             None => None,
         };
         Ok(CompiledPattern {
-            entry: Entry {
-                rule: 0,
-                negate,
-                fancy,
-                exact,
-            },
+            negate,
+            fancy,
+            exact,
             how,
         })
     }
 
     /// Whether the rule runs on the bounded backtracker.
     pub(super) fn backtracks(&self) -> bool {
-        self.entry.fancy.is_some()
+        self.fancy.is_some()
     }
 
     /// Whether the rule runs as a plain string.
@@ -303,7 +302,9 @@ impl MatcherBuilder {
         }
         self.entries.push(Entry {
             rule,
-            ..compiled.entry
+            negate: compiled.negate,
+            fancy: compiled.fancy,
+            exact: compiled.exact,
         });
     }
 
