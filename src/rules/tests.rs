@@ -666,6 +666,20 @@ fn the_built_in_rules_are_the_repository_rules() {
     );
 }
 
+/// A rule can fail after its pattern compiled: here the exact form of a widened count is
+/// too big to build. Nothing of it may stay behind to answer for the next rule.
+#[test]
+fn a_rule_that_fails_late_leaves_nothing_behind() {
+    let (s, report) = RuleSet::from_text(
+        "body HUGE /a{9000000}b/\nbody NEXT /zzz/\n",
+        Path::new("late.cf"),
+    );
+    let skipped: Vec<&str> = report.skipped.iter().map(|s| s.0.as_str()).collect();
+    assert_eq!(skipped, ["HUGE"]);
+    assert!(hits(&s, &mail("Subject: a", "aaab")).is_empty());
+    assert_eq!(hits(&s, &mail("Subject: a", "zzz")), ["NEXT"]);
+}
+
 /// `check` compiles on rayon's threads, a hook on its own: each rule must land in the same
 /// place either way, skipped ones skipped alike, big matchers (triggers) included.
 #[test]
