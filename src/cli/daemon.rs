@@ -23,7 +23,7 @@ enum LogFormatArg {
 
 pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     // On the thread pool, at start and at each reload, so that the rules compile on every
-    // core (a second on one for SpamAssassin's).
+    // core: SpamAssassin's take a second on one.
     let config = rayon::scope(|_| super::load_config(&args.settings))?;
     let format = match daemon.log_format {
         Some(LogFormatArg::Text) => LogFormat::Text,

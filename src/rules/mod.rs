@@ -221,7 +221,6 @@ impl RuleSet {
                 }
             };
             let id = set.rules.len();
-            let runs = needed.contains(def.name.as_str());
             let is_eval = matches!(compiled, CompiledRule::Eval(_));
             match compiled {
                 CompiledRule::Eval(e) => set.evals.push((id, e)),
@@ -229,12 +228,10 @@ impl RuleSet {
                 CompiledRule::Exists(name) => set.exists.push((id, name)),
                 CompiledRule::Header { key, pattern } => {
                     report.backtracking += usize::from(pattern.backtracks());
-                    if runs {
-                        if !headers.contains_key(&key) {
-                            header_order.push(key.clone());
-                        }
-                        headers.entry(key).or_default().push(id, pattern);
+                    if !headers.contains_key(&key) {
+                        header_order.push(key.clone());
                     }
+                    headers.entry(key).or_default().push(id, pattern);
                 }
                 CompiledRule::Text {
                     kind,
@@ -249,15 +246,20 @@ impl RuleSet {
                         pattern,
                         max_hits,
                     }));
-                    if runs {
-                        let builder = match kind {
-                            Kind::Body => &mut body,
-                            Kind::Rawbody => &mut rawbody,
-                            Kind::Uri => &mut uri,
-                            _ => &mut full,
-                        };
-                        builder.push(id, pattern);
-                    }
+                    let builder = match kind {
+                        Kind::Body => &mut body,
+                        Kind::Rawbody => &mut rawbody,
+                        Kind::Uri => &mut uri,
+                        _ => &mut full,
+                    };
+                    builder.push(id, pattern);
+                }
+                CompiledRule::Unused {
+                    backtracks,
+                    literal,
+                } => {
+                    report.backtracking += usize::from(backtracks);
+                    report.literal += usize::from(literal);
                 }
             }
             let score = parsed.score.get(&def.name).copied();
@@ -273,8 +275,9 @@ impl RuleSet {
             });
             *report.loaded.entry(def.kind).or_insert(0) += 1;
         }
-        // Every matcher builds apart from the others; SpamAssassin's body matcher is the
-        // longest.
+        // Each matcher builds apart from the others, on every core where the rules compiled
+        // on every core; a big one (SpamAssassin's body rules) finds its patterns'
+        // triggers in parallel too.
         let (keys, mut builders): (Vec<HeaderKey>, Vec<MatcherBuilder>) = header_order
             .into_iter()
             .map(|key| {
@@ -476,12 +479,18 @@ enum CompiledRule {
         key: HeaderKey,
         pattern: matcher::CompiledPattern,
     },
-    /// A body, rawbody, uri or full rule, and for a `tflags multiple` rule that runs, what
-    /// counts its matches and how many at most.
+    /// A body, rawbody, uri or full rule, and for a `tflags multiple` rule, what counts its
+    /// matches and how many at most.
     Text {
         kind: Kind,
         pattern: matcher::CompiledPattern,
         count: Option<(CountPattern, u32)>,
+    },
+    /// A header or text rule whose hits nothing reads: checked, then dropped (SpamAssassin
+    /// ships hundreds), with how it would run, for the report. Literal counts text rules.
+    Unused {
+        backtracks: bool,
+        literal: bool,
     },
 }
 
@@ -520,9 +529,17 @@ fn compile_rule(
             let t = perl::split_delimited(rest)
                 .and_then(|p| perl::translate(&p))
                 .map_err(|e| Reason::Regex(e.0))?;
-            Ok(CompiledRule::Header {
-                key: (target, if_unset, def.kind == Kind::Mimeheader),
-                pattern: matcher::CompiledPattern::new(t, op == "!~").map_err(Reason::Regex)?,
+            let pattern = matcher::CompiledPattern::new(t, op == "!~").map_err(Reason::Regex)?;
+            Ok(if runs {
+                CompiledRule::Header {
+                    key: (target, if_unset, def.kind == Kind::Mimeheader),
+                    pattern,
+                }
+            } else {
+                CompiledRule::Unused {
+                    backtracks: pattern.backtracks(),
+                    literal: false,
+                }
             })
         }
         kind => {
@@ -543,19 +560,28 @@ fn compile_rule(
                 }
                 _ => None,
             };
-            Ok(CompiledRule::Text {
-                kind,
-                pattern: matcher::CompiledPattern::new(t, false).map_err(Reason::Regex)?,
-                count,
+            let pattern = matcher::CompiledPattern::new(t, false).map_err(Reason::Regex)?;
+            Ok(if runs {
+                CompiledRule::Text {
+                    kind,
+                    pattern,
+                    count,
+                }
+            } else {
+                CompiledRule::Unused {
+                    backtracks: pattern.backtracks(),
+                    literal: pattern.is_literal(),
+                }
             })
         }
     }
 }
 
 /// `f` of each of `items`, in order: across rayon's thread pool when the caller runs on it
-/// (`check` and `learn` compile their rules there while the database opens), else one after
-/// the other, so that a hook, perhaps under a memory limit, starts no threads. Compiling
-/// SpamAssassin's rules takes a second on one core.
+/// (`check` and `learn` compile their rules there while the database opens; the daemon and
+/// `rules` put their loading there), else one after the other, so that a hook, perhaps
+/// under a memory limit, starts no threads. SpamAssassin's rules take a second to compile
+/// on one core.
 fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send) -> Vec<R> {
     use rayon::prelude::*;
     if rayon::current_thread_index().is_some() {
