@@ -138,11 +138,18 @@ pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
 /// cannot be used is skipped with a warning, never an error.
 pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
     let source = rule_source(args, config);
+    let started = std::time::Instant::now();
     let loaded = source.load();
     let count = loaded
         .as_ref()
         .map_or(0, |(_, report)| report.total_loaded());
-    tracing::info!(loaded = count, "rules: {}", source.describe());
+    // How long a reload takes to be ready, for whoever tunes a big rule set.
+    tracing::info!(
+        loaded = count,
+        compile_ms = started.elapsed().as_millis() as u64,
+        "rules: {}",
+        source.describe()
+    );
     let (set, report) = loaded?;
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(

@@ -326,8 +326,10 @@ fn sighup_keeps_the_rules() {
     assert!(rules_hit(), "and after it");
     // The log says how many rules run at start, and which at each reload.
     assert!(d.log().contains("ready rules=1"), "{}", d.log());
-    // The daemon's own log starts after the rules load: this line is the reload's.
+    // The daemon's own log starts after the rules load: this line is the reload's, with
+    // how long compiling took.
     assert!(d.log().contains(&format!("rules: {rules}")), "{}", d.log());
+    assert!(d.log().contains("compile_ms="), "{}", d.log());
 }
 
 #[test]
