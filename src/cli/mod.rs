@@ -143,7 +143,8 @@ pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::
     let count = loaded
         .as_ref()
         .map_or(0, |(_, report)| report.total_loaded());
-    // How long a reload takes to be ready, for whoever tunes a big rule set.
+    // How long the rules take to be ready (a reload's, in the daemon's log), for whoever
+    // tunes a big rule set.
     tracing::info!(
         loaded = count,
         compile_ms = started.elapsed().as_millis() as u64,
