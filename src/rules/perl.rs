@@ -196,38 +196,23 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                     emit!("]");
                     if !class_chars.is_empty() {
                         // `[eé]` is `e` or the character `é` (UTF-8, as the text is), and
-                        // `[^eé]` any character but those. The automata take a Unicode
-                        // class; fancy-regex, on bytes, the characters spelled out.
-                        let only_these = out.full[class_at.1..] == *"[]";
+                        // `[^eé]` any character but those.
                         if out.plain.len() > class_at.0 {
-                            let class = &out.plain[class_at.0..];
-                            let class = if class_negated {
-                                let rest = &class[2..class.len() - 1];
-                                format!("(?u:[^{rest}{class_chars}])")
-                            } else if only_these {
-                                format!("(?u:[{class_chars}])")
-                            } else {
-                                format!("(?:{class}|(?u:[{class_chars}]))")
-                            };
+                            let class = unicode_class(
+                                &out.plain[class_at.0..],
+                                class_negated,
+                                &class_chars,
+                            );
                             out.plain.replace_range(class_at.0.., &class);
                         }
-                        let spelled = if class_negated {
-                            Err("a negated class with non-ASCII characters in a pattern \
-                                with look-around"
-                                .to_string())
-                        } else {
-                            spell_out(&class_chars, p.flags.contains('i'))
-                        };
-                        match spelled {
-                            Ok(chars) => {
-                                let class = &out.full[class_at.1..];
-                                let class = if only_these {
-                                    format!("(?:{chars})")
-                                } else {
-                                    format!("(?:{class}|{chars})")
-                                };
-                                out.full.replace_range(class_at.1.., &class);
-                            }
+                        let caseless = p.flags.contains('i');
+                        match spelled_class(
+                            &out.full[class_at.1..],
+                            class_negated,
+                            &class_chars,
+                            caseless,
+                        ) {
+                            Ok(class) => out.full.replace_range(class_at.1.., &class),
                             Err(why) => full_unsupported = Some(why),
                         }
                     }
@@ -606,6 +591,41 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
         exact: (out.widened && !out.needs_fancy).then(|| format!("(?-u){prefix}{}", out.full)),
         fancy: out.needs_fancy.then(|| format!("{prefix}{}", out.full)),
         literal,
+    })
+}
+
+/// For the automata, a byte class just closed (`[ab]`, `[^ab]`, `[]` when it held only
+/// non-ASCII characters) with its non-ASCII characters and ranges `chars` put back, as a
+/// Unicode class beside it (or within it, negated).
+fn unicode_class(class: &str, negated: bool, chars: &str) -> String {
+    if negated {
+        let rest = &class[2..class.len() - 1];
+        format!("(?u:[^{rest}{chars}])")
+    } else if class == "[]" {
+        format!("(?u:[{chars}])")
+    } else {
+        format!("(?:{class}|(?u:[{chars}]))")
+    }
+}
+
+/// For fancy-regex, which has no inline Unicode mode on bytes: the same, the characters
+/// spelled out (both cases when `caseless`). A negated one cannot be spelled.
+fn spelled_class(
+    class: &str,
+    negated: bool,
+    chars: &str,
+    caseless: bool,
+) -> Result<String, String> {
+    if negated {
+        return Err(
+            "a negated class with non-ASCII characters in a pattern with look-around".into(),
+        );
+    }
+    let chars = spell_out(chars, caseless)?;
+    Ok(if class == "[]" {
+        format!("(?:{chars})")
+    } else {
+        format!("(?:{class}|{chars})")
     })
 }
 
