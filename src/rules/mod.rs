@@ -199,8 +199,9 @@ impl RuleSet {
             }
         }
         let mut set = RuleSet::default();
-        let mut headers: HashMap<HeaderKey, MatcherBuilder> = HashMap::new();
-        let mut header_order = Vec::new();
+        // Header rules by what they read, in the order each group's first rule came.
+        let mut header_groups: Vec<(HeaderKey, MatcherBuilder)> = Vec::new();
+        let mut header_group_of: HashMap<HeaderKey, usize> = HashMap::new();
         let [mut body, mut rawbody, mut uri, mut full]: [MatcherBuilder; 4] = Default::default();
         let mut metas = Vec::new();
         let mut counted = Vec::new();
@@ -228,10 +229,11 @@ impl RuleSet {
                 CompiledRule::Exists(name) => set.exists.push((id, name)),
                 CompiledRule::Header { key, pattern } => {
                     report.backtracking += usize::from(pattern.backtracks());
-                    if !headers.contains_key(&key) {
-                        header_order.push(key.clone());
-                    }
-                    headers.entry(key).or_default().push(id, pattern);
+                    let group = *header_group_of.entry(key.clone()).or_insert_with(|| {
+                        header_groups.push((key, MatcherBuilder::default()));
+                        header_groups.len() - 1
+                    });
+                    header_groups[group].1.push(id, pattern);
                 }
                 CompiledRule::Text {
                     kind,
@@ -278,15 +280,8 @@ impl RuleSet {
         // Each matcher builds apart from the others, on every core where the rules compiled
         // on every core; a big one (SpamAssassin's body rules) finds its patterns'
         // triggers in parallel too.
-        let (keys, mut builders): (Vec<HeaderKey>, Vec<MatcherBuilder>) = header_order
-            .into_iter()
-            .map(|key| {
-                let builder = headers
-                    .remove(&key)
-                    .expect("every ordered key was inserted");
-                (key, builder)
-            })
-            .unzip();
+        let (keys, mut builders): (Vec<HeaderKey>, Vec<MatcherBuilder>) =
+            header_groups.into_iter().unzip();
         builders.extend([body, rawbody, uri, full]);
         let mut matchers = in_parallel(builders, MatcherBuilder::build);
         let [body, rawbody, uri, full] = <[Matcher; 4]>::try_from(matchers.split_off(keys.len()))
@@ -526,9 +521,7 @@ fn compile_rule(
             let (spec, op, rest) = split_header_rule(&text).map_err(Reason::Syntax)?;
             let (rest, if_unset) = split_if_unset(rest);
             let target = Target::parse(spec).map_err(Reason::Syntax)?;
-            let t = perl::split_delimited(rest)
-                .and_then(|p| perl::translate(&p))
-                .map_err(|e| Reason::Regex(e.0))?;
+            let t = translate(rest, false)?;
             let pattern = matcher::CompiledPattern::new(t, op == "!~").map_err(Reason::Regex)?;
             Ok(if runs {
                 CompiledRule::Header {
@@ -543,17 +536,9 @@ fn compile_rule(
             })
         }
         kind => {
-            let t = perl::split_delimited(&text)
-                .map(|mut p| {
-                    // Body text is one paragraph per line: `^` and `$` mean a paragraph's
-                    // start and end, as in SpamAssassin.
-                    if kind == Kind::Body && !p.flags.contains('m') {
-                        p.flags.push('m');
-                    }
-                    p
-                })
-                .and_then(|p| perl::translate(&p))
-                .map_err(|e| Reason::Regex(e.0))?;
+            // Body text is one paragraph per line: `^` and `$` mean a paragraph's start and
+            // end, as in SpamAssassin.
+            let t = translate(&text, kind == Kind::Body)?;
             let count = match count_limit(parsed.tflags.get(&def.name)) {
                 Some(max_hits) if runs => {
                     Some((CountPattern::new(&t).map_err(Reason::Regex)?, max_hits))
@@ -575,6 +560,15 @@ fn compile_rule(
             })
         }
     }
+}
+
+/// A rule's `/pattern/flags`, translated; `multiline` adds Perl's `m`.
+fn translate(delimited: &str, multiline: bool) -> Result<perl::Translated, Reason> {
+    let mut pattern = perl::split_delimited(delimited).map_err(|e| Reason::Regex(e.0))?;
+    if multiline && !pattern.flags.contains('m') {
+        pattern.flags.push('m');
+    }
+    perl::translate(&pattern).map_err(|e| Reason::Regex(e.0))
 }
 
 /// `f` of each of `items`, in order: across rayon's thread pool when the caller runs on it
@@ -656,7 +650,6 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
-/// Files named, and the `*.cf` of directories named, in name order.
 /// The rules of `.cf` files and directories of them (their `*.cf`, in name order), read;
 /// what cannot be read is in `report`.
 fn read_files(paths: &[PathBuf], report: &mut LoadReport) -> parse::Parsed {
@@ -671,6 +664,7 @@ fn read_files(paths: &[PathBuf], report: &mut LoadReport) -> parse::Parsed {
     parsed
 }
 
+/// Files named, and the `*.cf` of directories named, in name order.
 fn expand(paths: &[PathBuf], report: &mut LoadReport) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {
