@@ -22,9 +22,8 @@ enum LogFormatArg {
 }
 
 pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
-    // On the thread pool, at start and at each reload, so that the rules compile on every
-    // core: SpamAssassin's take a second on one.
-    let config = rayon::scope(|_| super::load_config(&args.settings))?;
+    // At start and at each reload.
+    let config = super::on_thread_pool(|| super::load_config(&args.settings))?;
     let format = match daemon.log_format {
         Some(LogFormatArg::Text) => LogFormat::Text,
         Some(LogFormatArg::Json) => LogFormat::Json,
@@ -34,8 +33,9 @@ pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     super::ensure_parent(&config.db)?;
     // A reload is a load: configuration, database and rules, as at start-up.
     let settings = args.settings.clone();
-    let load =
-        move || rayon::scope(|_| super::load_config(&settings)).map_err(|e| format!("{e:#}"));
+    let load = move || {
+        super::on_thread_pool(|| super::load_config(&settings)).map_err(|e| format!("{e:#}"))
+    };
     crate::daemon::run(config, Box::new(load))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -134,6 +134,12 @@ pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
     Ok(config)
 }
 
+/// Runs `f` on rayon's thread pool, so that rules it loads compile on every core:
+/// SpamAssassin's take a second on one. Not for hooks: see `open_meanwhile`.
+pub fn on_thread_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    rayon::scope(|_| f())
+}
+
 /// The rules the configuration names, compiled; `None` when it names none. A rule that
 /// cannot be used is skipped with a warning, never an error.
 pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {

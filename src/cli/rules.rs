@@ -53,9 +53,7 @@ pub fn run(args: &super::Args, cmd: &RulesCommand) -> anyhow::Result<ExitCode> {
         RulesCommand::Check(c) if !c.paths.is_empty() => RuleSource::Files(c.paths.clone()),
         _ => super::rule_source(&args.settings, &config),
     };
-    // On the thread pool, so that the rules compile on every core: SpamAssassin's take a
-    // second on one.
-    let Some((set, report)) = rayon::scope(|_| source.load()) else {
+    let Some((set, report)) = super::on_thread_pool(|| source.load()) else {
         anyhow::bail!("no rules: rules are switched off (`--no-rules` or `none`)");
     };
     match cmd {
