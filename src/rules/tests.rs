@@ -680,6 +680,27 @@ fn a_rule_that_fails_late_leaves_nothing_behind() {
     assert_eq!(hits(&s, &mail("Subject: a", "zzz")), ["NEXT"]);
 }
 
+/// On a thread pool the work spreads over its threads, in order; off one it stays on the
+/// caller's thread and starts none (a hook).
+#[test]
+fn in_parallel_spreads_on_a_pool_and_stays_home_off_it() {
+    let work = |i: usize| {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        (i, rayon::current_thread_index())
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let pooled = pool.install(|| in_parallel((0..64).collect(), work));
+    assert!(pooled.iter().map(|(i, _)| *i).eq(0..64));
+    let threads: std::collections::HashSet<_> = pooled.iter().map(|(_, t)| *t).collect();
+    assert_eq!(threads.len(), 2, "{threads:?}");
+    let alone = in_parallel((0..64).collect(), work);
+    assert!(alone.iter().map(|(i, _)| *i).eq(0..64));
+    assert!(alone.iter().all(|(_, t)| t.is_none()));
+}
+
 /// `check` compiles on rayon's threads, a hook on its own: each rule must land in the same
 /// place either way, skipped ones skipped alike, big matchers (triggers) included.
 #[test]
