@@ -13,6 +13,8 @@ use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
 use regex::Regex;
 use sha2::{Digest as _, Sha256};
 
+mod html;
+
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
 pub fn is_own_header(name: &str) -> bool {
@@ -301,10 +303,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             PartType::Html(html) if !is_attachment => {
                 msg.html.push_str(html);
                 msg.html.push('\n');
-                push_text(
-                    &mut msg.text,
-                    &mail_parser::decoders::html::html_to_text(html),
-                );
+                push_text(&mut msg.text, &html::to_text(html));
             }
             PartType::Multipart(_) => {}
             body => {
@@ -409,14 +408,17 @@ static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
         .expect("attribute pattern is valid")
 });
 
-/// URLs written in the text, and the targets of links, images and forms in the HTML.
-fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
+/// URLs written in the text, and the targets of links, images and forms in the HTML,
+/// entities decoded, as a browser would follow them; `mailto:` links as written, for `uri`
+/// rules (as SpamAssassin lists them).
+fn find_urls(text: &str, html: &str) -> Vec<String> {
     let mut urls: Vec<String> = Vec::new();
     // A page of links names most of them many times: seen ones are found by hash.
-    let mut seen: HashSet<&str> = HashSet::new();
-    let mut push = |u: &'t str| {
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut push = |u: &str| {
         let u = u.trim_end_matches(['.', ',', ';', ':', '!', '?']);
-        if !u.is_empty() && urls.len() < 1000 && seen.insert(u) {
+        if !u.is_empty() && urls.len() < 1000 && !seen.contains(u) {
+            seen.insert(u.to_string());
             urls.push(u.to_string());
         }
     };
@@ -426,13 +428,16 @@ fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     for m in URL_IN_HTML.find_iter(html) {
         let (_, value) = m.as_str().split_once('=').unwrap_or_default();
         let value = value.trim_start();
-        let target = value.strip_prefix(['"', '\'']).unwrap_or(value);
-        if target.contains("://") || target.starts_with("www.") {
-            push(target);
+        let target = html::decode_entities(value.strip_prefix(['"', '\'']).unwrap_or(value));
+        let mailto = target
+            .get(..7)
+            .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"));
+        if target.contains("://") || target.starts_with("www.") || mailto {
+            push(&target);
         }
     }
     for m in URL_IN_TEXT.find_iter(html) {
-        push(m.as_str());
+        push(&html::decode_entities(m.as_str()));
     }
     urls
 }

@@ -211,6 +211,13 @@ fn received_tokens(value: &str, out: &mut Features) {
 }
 
 fn url_tokens(url: &str, out: &mut Features) {
+    // Links that lead somewhere: a `mailto:` link's domain is a mailbox, not a site.
+    if url
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"))
+    {
+        return;
+    }
     let Some(host) = url_host(url) else {
         return;
     };

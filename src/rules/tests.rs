@@ -137,6 +137,33 @@ fn body_rawbody_uri_full_rules() {
         &html,
         &mail("Subject: a", "no markup"),
     );
+    // Each HTML paragraph is a line of its own, as SpamAssassin renders it; the words
+    // around inline markup keep their spaces, and `&nbsp;` is a space.
+    check(
+        "body DEAR /^\\s*dear friend\\b/im",
+        "DEAR",
+        &mail(HTML_HEAD, "<p>Greetings.</p>\n<p>Dear friend, I am a prince.</p>"),
+        &mail(HTML_HEAD, "<p>Greetings. Dear friend, I am a prince.</p>"),
+    );
+    check(
+        "body PRICE /price: 100 pills/",
+        "PRICE",
+        &mail(HTML_HEAD, "<p><i>price:</i>&nbsp;100 pills</p>"),
+        &mail(HTML_HEAD, "<p>price:</p><p>100 pills</p>"),
+    );
+    // uri rules read links as a browser follows them, and mailto: links too.
+    check(
+        "uri AMP /\\?a=1&b=2/",
+        "AMP",
+        &mail(HTML_HEAD, "<a href=\"http://x.example/?a=1&amp;b=2\">go</a>"),
+        &mail(HTML_HEAD, "<a href=\"http://x.example/?a=1&amp;c=2\">go</a>"),
+    );
+    check(
+        "uri MAILTO /^mailto:remove@/i",
+        "MAILTO",
+        &mail(HTML_HEAD, "<a href=\"mailto:remove@list.example\">remove</a>"),
+        &mail(HTML_HEAD, "write to remove@list.example"),
+    );
     // Rawbody is the markup and the text parts as sent, not HTML rendered: escaped markup
     // shown as text is no markup.
     check(

@@ -1,0 +1,295 @@
+//! HTML rendered as its reader sees it: the text, without tags, comments, scripts or
+//! styles, entities decoded, white space collapsed, and the breaks that block elements make.
+//!
+//! The breaks follow SpamAssassin's renderer, since `body` rules are written against it:
+//! `<br>` and `<div>` end a line, cells and list items are a space apart, and paragraphs,
+//! rules, quotes and titles stand alone, a blank line around them. mail-parser's renderer
+//! put a whole page on one line but for `<br>` and `</p>`, rendered style sheets as
+//! words, and lost the space after an inline element that began a block.
+
+use mail_parser::decoders::html::add_html_token;
+
+/// Where a tag breaks the text, and how.
+#[derive(Clone, Copy, PartialEq)]
+enum Break {
+    None,
+    Space,
+    Line,
+    Paragraph,
+}
+
+fn break_of(tag: &[u8]) -> Break {
+    let is = |name: &str| tag.eq_ignore_ascii_case(name.as_bytes());
+    if is("br") || is("div") {
+        Break::Line
+    } else if ["li", "td", "th", "dt", "dd", "embed"].into_iter().any(is)
+        || (tag.len() == 2 && tag[0].eq_ignore_ascii_case(&b'h') && (b'1'..=b'6').contains(&tag[1]))
+    {
+        Break::Space
+    } else if [
+        "p",
+        "hr",
+        "blockquote",
+        "pre",
+        "listing",
+        "plaintext",
+        "xmp",
+        "title",
+    ]
+    .into_iter()
+    .any(is)
+    {
+        Break::Paragraph
+    } else {
+        Break::None
+    }
+}
+
+/// The rendered text, built a piece at a time.
+struct Text {
+    out: String,
+    /// White space seen since the last word: one space, if a word follows on this line.
+    space: bool,
+}
+
+impl Text {
+    fn words(&mut self, text: &str) {
+        let mut rest = text;
+        while let Some(at) = rest.find(|c: char| c.is_ascii_whitespace() || c == '\u{a0}') {
+            self.word(&rest[..at]);
+            self.space = true;
+            let ws = rest[at..].chars().next().map_or(1, char::len_utf8);
+            rest = &rest[at + ws..];
+        }
+        self.word(rest);
+    }
+
+    fn word(&mut self, word: &str) {
+        if word.is_empty() {
+            return;
+        }
+        if self.space && !self.out.is_empty() && !self.out.ends_with('\n') {
+            self.out.push(' ');
+        }
+        self.space = false;
+        self.out.push_str(word);
+    }
+
+    fn brk(&mut self, kind: Break) {
+        match kind {
+            Break::None => {}
+            // A cell's space only separates: white space already does that.
+            Break::Space => self.space = true,
+            Break::Line => self.lines(1),
+            Break::Paragraph => self.lines(2),
+        }
+    }
+
+    fn lines(&mut self, n: usize) {
+        self.space = false;
+        if self.out.is_empty() {
+            return;
+        }
+        let have = self.out.len() - self.out.trim_end_matches('\n').len();
+        for _ in have..n {
+            self.out.push('\n');
+        }
+    }
+}
+
+/// `html` as text: see the module's comment.
+pub fn to_text(html: &str) -> String {
+    let bytes = html.as_bytes();
+    let mut text = Text {
+        out: String::with_capacity(html.len() / 2),
+        space: false,
+    };
+    let mut decoded = String::new();
+    let mut at = 0;
+    while let Some(found) = memchr::memchr2(b'<', b'&', &bytes[at..]) {
+        let start = at + found;
+        text.words(&html[at..start]);
+        at = start + 1;
+        if bytes[start] == b'&' {
+            decoded.clear();
+            match entity(bytes, start, &mut decoded) {
+                Some(len) => {
+                    text.words(&decoded);
+                    at = start + len;
+                }
+                None => text.words("&"),
+            }
+            continue;
+        }
+        let rest = &bytes[at..];
+        if rest.starts_with(b"!--") {
+            at = match memchr::memmem::find(&rest[3..], b"-->") {
+                Some(end) => at + 3 + end + 3,
+                None => bytes.len(),
+            };
+            continue;
+        }
+        let closing = rest.first() == Some(&b'/');
+        let name = &rest[usize::from(closing)..];
+        let name_len = name
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        let markup = name_len > 0 && name[0].is_ascii_alphabetic();
+        if !markup && !matches!(rest.first(), Some(b'!' | b'?')) {
+            // "<3" or "a < b" is text.
+            text.words("<");
+            continue;
+        }
+        let end = memchr::memchr(b'>', rest).map_or(bytes.len(), |e| at + e + 1);
+        let name = &name[..name_len];
+        at = end;
+        if !markup {
+            continue;
+        }
+        text.brk(break_of(name));
+        let hidden = name.eq_ignore_ascii_case(b"script") || name.eq_ignore_ascii_case(b"style");
+        if hidden && !closing && !bytes[..end].ends_with(b"/>") {
+            at = end_of_element(bytes, end, name);
+        }
+    }
+    text.words(&html[at..]);
+    let trimmed = text.out.trim_end().len();
+    text.out.truncate(trimmed);
+    text.out
+}
+
+/// The entity (`&amp;`, `&#38;`, `&#x26;`) at `amp`, decoded into `into`, and its length;
+/// `None` where the `&` begins none. An unknown name is kept as written.
+fn entity(bytes: &[u8], amp: usize, into: &mut String) -> Option<usize> {
+    let name = &bytes[amp + 1..];
+    let len = name
+        .iter()
+        .take(32)
+        .take_while(|b| b.is_ascii_alphanumeric() || **b == b'#')
+        .count();
+    if len == 0 || name.get(len) != Some(&b';') {
+        return None;
+    }
+    add_html_token(into, &bytes[amp..amp + len + 2], false);
+    Some(len + 2)
+}
+
+/// An attribute's value as the page means it: its entities decoded (`&amp;` in a link).
+pub fn decode_entities(value: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = value.as_bytes();
+    let Some(first) = memchr::memchr(b'&', bytes) else {
+        return value.into();
+    };
+    let mut out = String::with_capacity(value.len());
+    out.push_str(&value[..first]);
+    let mut at = first;
+    while let Some(found) = memchr::memchr(b'&', &bytes[at..]) {
+        let amp = at + found;
+        out.push_str(&value[at..amp]);
+        match entity(bytes, amp, &mut out) {
+            Some(len) => at = amp + len,
+            None => {
+                out.push('&');
+                at = amp + 1;
+            }
+        }
+    }
+    out.push_str(&value[at..]);
+    out.into()
+}
+
+/// Where the content of a script or style element that starts at `from` ends: after its
+/// closing tag, or at the end of the page when it has none.
+fn end_of_element(bytes: &[u8], from: usize, name: &[u8]) -> usize {
+    let mut at = from;
+    while let Some(found) = memchr::memmem::find(&bytes[at..], b"</") {
+        let tag = at + found + 2;
+        let matches = bytes
+            .get(tag..tag + name.len())
+            .is_some_and(|n| n.eq_ignore_ascii_case(name));
+        if matches {
+            return memchr::memchr(b'>', &bytes[tag..]).map_or(bytes.len(), |e| tag + e + 1);
+        }
+        at = tag;
+    }
+    bytes.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decode_entities, to_text};
+
+    #[test]
+    fn paragraphs_stand_alone_and_lines_break() {
+        assert_eq!(
+            to_text("<p>Greetings.</p>\n<p>Dear friend, I am a prince.</p>"),
+            "Greetings.\n\nDear friend, I am a prince."
+        );
+        assert_eq!(
+            to_text("one<br>two<div>three</div>four"),
+            "one\ntwo\nthree\nfour"
+        );
+        assert_eq!(
+            to_text("<table><tr><td>a</td><td>b</td></tr></table>"),
+            "a b"
+        );
+        assert_eq!(to_text("<h1>Title</h1>text"), "Title text");
+    }
+
+    #[test]
+    fn inline_elements_keep_the_spaces_around_them() {
+        assert_eq!(
+            to_text("<p><i>word1</i> word2 &hellip;</p>"),
+            "word1 word2 \u{2026}"
+        );
+        assert_eq!(
+            to_text("<td><font size=2>word1</font> word2 &amp; more</td>"),
+            "word1 word2 & more"
+        );
+        // No space where the page has none: a word split by markup stays one word.
+        assert_eq!(
+            to_text("Mort<!-- x -->gage and V<b>ia</b>gra"),
+            "Mortgage and Viagra"
+        );
+    }
+
+    #[test]
+    fn entities_decode_and_a_non_breaking_space_is_a_space() {
+        assert_eq!(to_text("price:&nbsp;100"), "price: 100");
+        assert_eq!(
+            to_text("&#72;&#x49; AT&T &bogus; &lt;b&gt;"),
+            "HI AT&T &bogus; <b>"
+        );
+        assert_eq!(to_text("a\u{a0}\u{a0} b"), "a b");
+    }
+
+    #[test]
+    fn attribute_values_decode_their_entities() {
+        assert_eq!(
+            decode_entities("http://a.example/?a=1&amp;b=2&c&#61;3"),
+            "http://a.example/?a=1&b=2&c=3"
+        );
+        assert_eq!(decode_entities("no entities"), "no entities");
+    }
+
+    #[test]
+    fn scripts_styles_and_comments_are_not_text() {
+        assert_eq!(
+            to_text(
+                "<style>p { color: red }</style><p>shown</p><SCRIPT type=x>var a = '</p>';\
+                 </Script >after <!-- hidden -->end"
+            ),
+            "shown\n\nafter end"
+        );
+        assert_eq!(to_text("before<script>never closed"), "before");
+        assert_eq!(to_text("a <!-- never closed"), "a");
+    }
+
+    #[test]
+    fn text_that_only_looks_like_markup_is_text() {
+        assert_eq!(to_text("1 < 2 and I <3 you"), "1 < 2 and I <3 you");
+        assert_eq!(to_text("<!DOCTYPE html><?xml x?>hi"), "hi");
+        assert_eq!(to_text("unfinished <b"), "unfinished");
+    }
+}
