@@ -144,7 +144,7 @@ pub struct RuleSet {
     rawbody: Matcher,
     uri: Matcher,
     full: Matcher,
-    exists: Vec<(usize, String)>,
+    exists: Vec<(usize, Target)>,
     /// `tflags multiple` rules: counted past their first hit, up to their `maxhits`.
     counted: Vec<Counted>,
     evals: Vec<(usize, eval::Eval)>,
@@ -226,7 +226,7 @@ impl RuleSet {
             match compiled {
                 CompiledRule::Eval(e) => set.evals.push((id, e)),
                 CompiledRule::Meta(expr) => metas.push((id, expr)),
-                CompiledRule::Exists(name) => set.exists.push((id, name)),
+                CompiledRule::Exists(target) => set.exists.push((id, target)),
                 CompiledRule::Header { key, pattern } => {
                     report.backtracking += usize::from(pattern.backtracks());
                     let group = *header_group_of.entry(key.clone()).or_insert_with(|| {
@@ -272,7 +272,7 @@ impl RuleSet {
                 describe: parsed.describe.get(&def.name).cloned(),
                 score,
                 origin: def.origin.clone(),
-                reported: !def.name.starts_with("__") && score != Some(0.0),
+                reported: !def.name.starts_with("__") && !parsed.switched_off(&def.name),
                 is_eval,
             });
             *report.loaded.entry(def.kind).or_insert(0) += 1;
@@ -368,8 +368,8 @@ impl RuleSet {
                 .unwrap_or_default();
             g.matcher.run([value.as_bytes()], &mut hits);
         }
-        for (id, name) in &self.exists {
-            if msg.header(name).is_some() {
+        for (id, target) in &self.exists {
+            if target.text(msg).is_some() {
                 hits[*id] = 1;
             }
         }
@@ -468,8 +468,8 @@ pub fn body_text(msg: &Message) -> String {
 enum CompiledRule {
     Eval(eval::Eval),
     Meta(meta::Expr),
-    /// `exists:Header`.
-    Exists(String),
+    /// `exists:Header`, a pseudo-header (`ToCc`, `MESSAGEID`…) included, as in SpamAssassin.
+    Exists(Target),
     Header {
         key: HeaderKey,
         pattern: matcher::CompiledPattern,
@@ -516,7 +516,8 @@ fn compile_rule(
             .map_err(Reason::Syntax),
         Kind::Header | Kind::Mimeheader => {
             if let Some(name) = text.strip_prefix("exists:") {
-                return Ok(CompiledRule::Exists(name.trim().to_string()));
+                let target = Target::parse(name.trim()).map_err(Reason::Syntax)?;
+                return Ok(CompiledRule::Exists(target));
             }
             let (spec, op, rest) = split_header_rule(&text).map_err(Reason::Syntax)?;
             let (rest, if_unset) = split_if_unset(rest);
@@ -586,13 +587,13 @@ fn in_parallel<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync + Send
 }
 
 /// Names of the rules whose hits matter: those reported, and what their meta rules read.
+/// A rule scored 0 is switched off, as in SpamAssassin: not run, so that a meta rule
+/// reading it sees no hit.
 fn needed_rules(parsed: &parse::Parsed) -> std::collections::HashSet<&str> {
-    let reported =
-        |d: &&parse::RuleDef| !d.name.starts_with("__") && parsed.score.get(&d.name) != Some(&0.0);
     let mut needed: std::collections::HashSet<&str> = parsed
         .rules
         .iter()
-        .filter(reported)
+        .filter(|d| !d.name.starts_with("__") && !parsed.switched_off(&d.name))
         .map(|d| d.name.as_str())
         .collect();
     let mut todo: Vec<&str> = needed.iter().copied().collect();
@@ -606,6 +607,7 @@ fn needed_rules(parsed: &parse::Parsed) -> std::collections::HashSet<&str> {
         }
         for dep in deps {
             if let Some(d) = parsed.get(&dep)
+                && !parsed.switched_off(&d.name)
                 && needed.insert(d.name.as_str())
             {
                 todo.push(d.name.as_str());

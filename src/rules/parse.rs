@@ -214,6 +214,12 @@ impl Parsed {
         self.index.get(name).map(|&i| &self.rules[i])
     }
 
+    /// Whether `score NAME 0` switched the rule off, SpamAssassin's way to silence one; a
+    /// `__` helper has no score of its own, and stays on.
+    pub fn switched_off(&self, name: &str) -> bool {
+        !name.starts_with("__") && self.score.get(name) == Some(&0.0)
+    }
+
     fn define(&mut self, def: RuleDef) {
         if let Some(&i) = self.index.get(&def.name) {
             self.rules[i] = def;

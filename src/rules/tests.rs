@@ -142,7 +142,10 @@ fn body_rawbody_uri_full_rules() {
     check(
         "body DEAR /^\\s*dear friend\\b/im",
         "DEAR",
-        &mail(HTML_HEAD, "<p>Greetings.</p>\n<p>Dear friend, I am a prince.</p>"),
+        &mail(
+            HTML_HEAD,
+            "<p>Greetings.</p>\n<p>Dear friend, I am a prince.</p>",
+        ),
         &mail(HTML_HEAD, "<p>Greetings. Dear friend, I am a prince.</p>"),
     );
     check(
@@ -155,13 +158,22 @@ fn body_rawbody_uri_full_rules() {
     check(
         "uri AMP /\\?a=1&b=2/",
         "AMP",
-        &mail(HTML_HEAD, "<a href=\"http://x.example/?a=1&amp;b=2\">go</a>"),
-        &mail(HTML_HEAD, "<a href=\"http://x.example/?a=1&amp;c=2\">go</a>"),
+        &mail(
+            HTML_HEAD,
+            "<a href=\"http://x.example/?a=1&amp;b=2\">go</a>",
+        ),
+        &mail(
+            HTML_HEAD,
+            "<a href=\"http://x.example/?a=1&amp;c=2\">go</a>",
+        ),
     );
     check(
         "uri MAILTO /^mailto:remove@/i",
         "MAILTO",
-        &mail(HTML_HEAD, "<a href=\"mailto:remove@list.example\">remove</a>"),
+        &mail(
+            HTML_HEAD,
+            "<a href=\"mailto:remove@list.example\">remove</a>",
+        ),
         &mail(HTML_HEAD, "write to remove@list.example"),
     );
     // Rawbody is the markup and the text parts as sent, not HTML rendered: escaped markup
@@ -227,10 +239,26 @@ meta NOT_MISSING __A && !__NOT_DEFINED\nmeta M2 BOOL && SUM\n";
     assert!(hits(&s, &mail("Subject: x", "nothing")).is_empty());
 }
 
+/// `exists:` asks of a pseudo-header what a header rule would read of it.
+#[test]
+fn exists_knows_pseudo_headers() {
+    let s = set("header E_TOCC exists:ToCc\nheader E_MID exists:MESSAGEID\n\
+         header E_ENV exists:EnvelopeFrom\nheader E_REPLY exists:Reply-To\n");
+    let with = mail(
+        "To: b@example.org\nReply-To: c@example.com\nMessage-ID: <1@x>\nReturn-Path: <a@x>",
+        "x",
+    );
+    assert_eq!(hits(&s, &with), ["E_TOCC", "E_MID", "E_ENV", "E_REPLY"]);
+    assert!(hits(&s, &mail("Subject: none of them", "x")).is_empty());
+}
+
 #[test]
 fn score_zero_switches_a_rule_off_and_other_scores_are_ignored() {
-    let s = set("body A /x/\nscore A 0\nbody B /x/\nscore B 99\nmeta C A\n");
-    assert_eq!(hits(&s, &mail("Subject: s", "x")), ["B", "C"]);
+    // Off means off for the meta rules that read it too, as in SpamAssassin; a `__`
+    // helper scored 0 stays on.
+    let s = set("body A /x/\nscore A 0\nbody B /x/\nscore B 99\nmeta C A\n\
+         body __H /x/\nscore __H 0\nmeta D __H\n");
+    assert_eq!(hits(&s, &mail("Subject: s", "x")), ["B", "D"]);
     assert_eq!(s.rule("B").and_then(|r| r.score), Some(99.0));
 }
 
