@@ -244,6 +244,8 @@ impl Parsed {
     pub fn read(&mut self, text: &str, file: &Path) {
         // Each open block: whether its body is active, and why not if not.
         let mut blocks: Vec<Result<(), Reason>> = Vec::new();
+        // Lines that begin with no directive: a few are named, then counted.
+        let mut strays = 0;
         for (n, line) in text.lines().enumerate() {
             let origin = Origin {
                 file: file.to_path_buf(),
@@ -357,10 +359,38 @@ impl Parsed {
                     .tags
                     .rules
                     .extend(rest.split_whitespace().map(str::to_string)),
-                // Everything else (priority, lang, report, bayes_*, loadplugin, …) is about
-                // SpamAssassin's own machinery, not rule definitions.
-                _ => {}
+                // SpamAssassin's own settings (priority, lang, report, bayes_*, loadplugin,
+                // …) are not about rules; a slip of the keyboard on a rule is.
+                other => {
+                    if !other
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    {
+                        strays += 1;
+                        if strays <= MAX_STRAYS_NAMED {
+                            let line: String = line.chars().take(40).collect();
+                            let why = format!("not a directive: {line:?}");
+                            self.problem(origin, None, Reason::Syntax(why));
+                        }
+                    } else if let Some(meant) = misspelt_directive(other) {
+                        let why = format!("unknown directive {other:?}: did you mean {meant:?}?");
+                        self.problem(origin, None, Reason::Syntax(why));
+                    }
+                }
             }
+        }
+        if strays > MAX_STRAYS_NAMED {
+            let more = strays - MAX_STRAYS_NAMED;
+            self.problem(
+                Origin {
+                    file: file.to_path_buf(),
+                    line: text.lines().count(),
+                },
+                None,
+                Reason::Syntax(format!(
+                    "{more} more lines that are not directives: is this a rule file?"
+                )),
+            );
         }
         if !blocks.is_empty() {
             self.problem(
@@ -383,6 +413,46 @@ impl Parsed {
             rule,
             reason,
         });
+    }
+}
+
+/// Lines that are no directive named one by one in a file; a binary file has thousands.
+const MAX_STRAYS_NAMED: usize = 5;
+
+/// The directive that defines or describes rules that `word` is one slip away from (a
+/// letter missing, extra, wrong, or two swapped): `bdoy`, `haeder`, `socre`.
+fn misspelt_directive(word: &str) -> Option<&'static str> {
+    const RULE_DIRECTIVES: &[&str] = &[
+        "header",
+        "mimeheader",
+        "body",
+        "rawbody",
+        "uri",
+        "full",
+        "meta",
+        "describe",
+        "score",
+        "tflags",
+    ];
+    RULE_DIRECTIVES
+        .iter()
+        .copied()
+        .find(|d| word.len() >= 3 && one_slip_apart(word.as_bytes(), d.as_bytes()))
+}
+
+/// Whether `a` and `b` differ by one edit: an insertion, a deletion, a substitution or a
+/// swap of neighbours.
+fn one_slip_apart(a: &[u8], b: &[u8]) -> bool {
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a, b) = (&a[common..], &b[common..]);
+    match (a.len(), b.len()) {
+        (0, 0) => false,
+        (n, m) if n == m => {
+            a[1..] == b[1..] || (n >= 2 && a[0] == b[1] && a[1] == b[0] && a[2..] == b[2..])
+        }
+        (n, m) if n == m + 1 => a[1..] == *b,
+        (n, m) if n + 1 == m => *a == b[1..],
+        _ => false,
     }
 }
 
@@ -440,13 +510,13 @@ fn eval_cond(cond: &str) -> bool {
         return PLUGINS.contains(&name);
     }
     if let Some(arg) = cond.strip_prefix("can(").and_then(|s| s.strip_suffix(')')) {
-        // Conf features of SpamAssassin 4 that only change syntax we accept anyway; the
-        // `has_*` probes of plugins ask for evals, which we answer for those we have.
+        // The `has_*` probes of plugins ask for evals, which we answer for those we have;
+        // the rest ask for features of SpamAssassin 4's configuration.
         let what = arg.trim().rsplit("::").next().unwrap_or(arg);
         return if let Some(eval) = what.strip_prefix("has_") {
             super::eval::known(eval) || super::eval::known(&format!("check_{eval}"))
         } else {
-            !what.contains("capture_rules")
+            CONF_FEATURES.contains(&what)
         };
     }
     if let Some(v) = cond.strip_prefix("version")
@@ -462,6 +532,36 @@ fn eval_cond(cond: &str) -> bool {
     }
     false
 }
+
+/// What `can(Mail::SpamAssassin::Conf::…)` finds: the features of SpamAssassin 4.0's
+/// configuration that change only syntax spamnb reads anyway. Capture rules
+/// (`feature_capture_rules`) and `rules_matching()` in meta rules are not among them; a
+/// name SpamAssassin does not have is not either.
+const CONF_FEATURES: &[&str] = &[
+    "compat_welcomelist_blocklist",
+    "feature_bayes_auto_learn_on_error",
+    "feature_bayes_stopwords",
+    "feature_blocklist_welcomelist",
+    "feature_bug6558_free",
+    "feature_compile_regexp",
+    "feature_dns_block_rule",
+    "feature_dns_local_ports_permit_avoid",
+    "feature_dns_query_restriction",
+    "feature_edns",
+    "feature_geodb",
+    "feature_get_host",
+    "feature_header_address_parser",
+    "feature_header_first_last",
+    "feature_header_match_many",
+    "feature_local_tests_only",
+    "feature_originating_ip_headers",
+    "feature_registryboundaries",
+    "feature_subjprefix",
+    "feature_uri_host_listed",
+    "feature_welcomelist_blocklist",
+    "feature_yesno_takes_args",
+    "perl_min_version_5010000",
+];
 
 /// Splits at the first `op` outside parentheses.
 fn split_top<'a>(s: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
@@ -505,6 +605,12 @@ endif\n\
 if !plugin(Mail::SpamAssassin::Plugin::HTMLEval)\n\
 body D /no/\n\
 endif\n\
+if can(Mail::SpamAssassin::Conf::feature_does_not_exist)\n\
+body F /no/\n\
+endif\n\
+if can(Mail::SpamAssassin::Conf::feature_bug6558_free)\n\
+body G /yes/\n\
+endif\n\
 body E /a\\#b/\n\
 header A Subject =~ /redefined/\n\
 body\n\
@@ -512,7 +618,7 @@ body\n\
             Path::new("t.cf"),
         );
         let names: Vec<&str> = p.rules.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["A", "C", "E"]);
+        assert_eq!(names, ["A", "C", "G", "E"]);
         assert_eq!(p.get("A").unwrap().text, "Subject =~ /redefined/");
         assert_eq!(p.get("C").unwrap().text, "/y/");
         assert_eq!(p.get("E").unwrap().text, "/a\\#b/");
@@ -521,7 +627,7 @@ body\n\
         assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
         assert_eq!(p.skipped[0].1, Reason::NeedsPlugin("DNSEval".into()));
         assert_eq!(p.problems.len(), 1, "{:?}", p.problems);
-        assert_eq!(p.problems[0].origin.line, 18);
+        assert_eq!(p.problems[0].origin.line, 24);
     }
 
     #[test]

@@ -239,6 +239,37 @@ meta NOT_MISSING __A && !__NOT_DEFINED\nmeta M2 BOOL && SUM\n";
     assert!(hits(&s, &mail("Subject: x", "nothing")).is_empty());
 }
 
+/// A misspelt rule directive is an error, where SpamAssassin's own settings are not; so
+/// is a file that is no rule file, named a few lines at a time.
+#[test]
+fn misspelt_directives_and_files_of_garbage_are_errors() {
+    let text = "bdoy TYPO_BODY /x/\nhaeder TYPO_HDR Subject =~ /x/\nbody GOOD /fine/\n\
+         socre GOOD 1\nrequired_score 5\nreport_safe 0\nuridnsbl_skip_domain example.com\n";
+    let (set, report) = RuleSet::from_text(text, Path::new("typos.cf"));
+    let names: Vec<&str> = set.rules().iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["GOOD"]);
+    let lines: Vec<usize> = report.problems.iter().map(|p| p.origin.line).collect();
+    assert_eq!(lines, [1, 2, 4], "{:?}", report.problems);
+    assert!(
+        report.problems[0]
+            .reason
+            .to_string()
+            .contains("did you mean \"body\"")
+    );
+
+    let garbage: String = (0..100)
+        .map(|i| format!("\u{1}{i}\u{7f}garbage\n"))
+        .collect();
+    let (_, report) = RuleSet::from_text(&garbage, Path::new("garbage.cf"));
+    assert_eq!(report.problems.len(), 6, "{:?}", report.problems);
+    assert!(
+        report.problems[5]
+            .reason
+            .to_string()
+            .contains("95 more lines")
+    );
+}
+
 /// `exists:` asks of a pseudo-header what a header rule would read of it.
 #[test]
 fn exists_knows_pseudo_headers() {
