@@ -22,19 +22,27 @@ enum LogFormatArg {
 }
 
 pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
-    // At start and at each reload.
-    let config = super::on_thread_pool(|| super::load_config(&args.settings))?;
+    let mut config = super::load_settings(&args.settings)?;
     let format = match daemon.log_format {
         Some(LogFormatArg::Text) => LogFormat::Text,
         Some(LogFormatArg::Json) => LogFormat::Json,
         None => config.daemon.log_format,
     };
+    // Logging first, so that what loading the rules has to say reaches the log.
     crate::daemon::init_logging(format, args.verbose);
+    config.extractor.rules = super::on_thread_pool(|| super::load_rules(&args.settings, &config));
     super::ensure_parent(&config.db)?;
-    // A reload is a load: configuration, database and rules, as at start-up.
+    // A reload is a load: configuration, database and rules, as at start-up, but rules
+    // that cannot be read leave the ones in force.
     let settings = args.settings.clone();
-    let load = move || {
-        super::on_thread_pool(|| super::load_config(&settings)).map_err(|e| format!("{e:#}"))
+    let load = move |in_force: &crate::config::Config| {
+        super::on_thread_pool(|| {
+            let mut config = super::load_settings(&settings)?;
+            let rules = in_force.extractor.rules.as_ref();
+            config.extractor.rules = super::load_rules_over(&settings, &config, rules);
+            anyhow::Ok(config)
+        })
+        .map_err(|e| format!("{e:#}"))
     };
     crate::daemon::run(config, Box::new(load))?;
     Ok(ExitCode::SUCCESS)

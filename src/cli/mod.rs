@@ -143,6 +143,18 @@ pub fn on_thread_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 /// The rules the configuration names, compiled; `None` when it names none. A rule that
 /// cannot be used is skipped with a warning, never an error.
 pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
+    load_rules_over(args, config, None)
+}
+
+/// As [`load_rules`], for a daemon that runs with `in_force`: when a file or directory
+/// named cannot be read, or nothing loads where rules ran before, it keeps those. A rule
+/// file being rewritten, or a directory moved, must not leave mail unfiltered; an
+/// administrator who wants no rules says `rules = "none"`.
+pub fn load_rules_over(
+    args: &Settings,
+    config: &Config,
+    in_force: Option<&Arc<crate::rules::RuleSet>>,
+) -> Option<Arc<crate::rules::RuleSet>> {
     let source = rule_source(args, config);
     let started = std::time::Instant::now();
     let loaded = source.load();
@@ -158,6 +170,18 @@ pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::
         source.describe()
     );
     let (set, report) = loaded?;
+    if report.lost_files() {
+        for p in report.problems.iter().filter(|p| p.origin.line == 0) {
+            tracing::error!("rules: {}: {}", p.origin.file.display(), p.reason);
+        }
+    }
+    if let Some(kept) = in_force.filter(|_| report.lost_files() || set.is_empty()) {
+        tracing::error!(
+            kept = kept.rules().len(),
+            "rules: the new rules could not be read whole; keeping the ones in force"
+        );
+        return Some(kept.clone());
+    }
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(
             loaded = report.total_loaded(),

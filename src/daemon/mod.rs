@@ -206,7 +206,8 @@ pub enum Error {
 /// Builds the engine a configuration asks for, over an already open store.
 pub type EngineBuilder = dyn Fn(&Config) -> Engine + Send + Sync;
 /// Reads the configuration again (SIGHUP): the file and the command line's overrides.
-pub type ConfigLoader = dyn Fn() -> Result<Config, String> + Send + Sync;
+/// Loads the configuration again, given the one in force.
+pub type ConfigLoader = dyn Fn(&Config) -> Result<Config, String> + Send + Sync;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
 pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
@@ -352,7 +353,7 @@ impl Signals {
 /// broken. Listeners, limits and the database path stay as started (they need a restart).
 fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
     notify::notify("RELOADING=1");
-    match load() {
+    match load(&ctx.config()) {
         Ok(new) => {
             let old = ctx.config();
             if new.db != old.db {

@@ -96,6 +96,12 @@ impl LoadReport {
         });
     }
 
+    /// Whether a rule file or directory named could not be read at all (a path that is
+    /// gone, a file without permission): the rules it holds are missing, not broken.
+    pub fn lost_files(&self) -> bool {
+        self.problems.iter().any(|p| p.origin.line == 0)
+    }
+
     pub fn total_loaded(&self) -> usize {
         self.loaded.values().sum()
     }

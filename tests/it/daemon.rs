@@ -324,12 +324,17 @@ fn sighup_keeps_the_rules() {
     d.signal("HUP");
     d.wait_log("reloaded the configuration", Duration::from_secs(10));
     assert!(rules_hit(), "and after it");
-    // The log says how many rules run at start, and which at each reload.
+    // The log says how many rules run, which load, and how long compiling took.
     assert!(d.log().contains("ready rules=1"), "{}", d.log());
-    // The daemon's own log starts after the rules load: this line is the reload's, with
-    // how long compiling took.
     assert!(d.log().contains(&format!("rules: {rules}")), "{}", d.log());
     assert!(d.log().contains("compile_ms="), "{}", d.log());
+    // A rule file that is gone at a reload (being rewritten, its directory moved) leaves
+    // the rules in force: mail is not left unfiltered.
+    std::fs::remove_file(rules).expect("remove the rule file");
+    d.signal("HUP");
+    d.wait_log("keeping the ones in force", Duration::from_secs(10));
+    assert!(rules_hit(), "and after a reload that could not read them");
+    assert!(d.log().contains("cannot read the rule file"), "{}", d.log());
 }
 
 #[test]
