@@ -1,8 +1,10 @@
 //! Where mail comes from on the command line: a file, a Maildir, a folder of message files,
 //! an mbox, or `-` for stdin. Each becomes a list of [`MailSource`]s, read one at a time.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// One message to read: a file, one message of an mbox, or stdin.
@@ -71,7 +73,7 @@ fn expand_path(path: &Path) -> Vec<Input> {
         Err(e) => vec![Err(unreadable(path, &e))],
         Ok(meta) if meta.is_dir() => {
             let mut files = Vec::new();
-            expand_dir(path, &mut files);
+            expand_dir(path, &mut Visited::new(), &mut files);
             use rayon::prelude::*;
             files
                 .into_par_iter()
@@ -105,21 +107,35 @@ fn file_inputs(path: &Path, size: u64) -> Vec<Input> {
 /// A file found in a directory, or why it could not be listed.
 type Listed = Result<PathBuf, Unreadable>;
 
-fn expand_dir(dir: &Path, out: &mut Vec<Listed>) {
+/// The directories already listed, by device and inode. A link back up the tree
+/// (`up -> ..`) would otherwise be followed until the path is too long for the system, each
+/// time round listing every file again and ending in a line of errors.
+type Visited = HashSet<(u64, u64)>;
+
+fn expand_dir(dir: &Path, visited: &mut Visited, out: &mut Vec<Listed>) {
+    match fs::metadata(dir) {
+        Err(e) => return out.push(Err(unreadable(dir, &e))),
+        // Nothing is lost, every message under it is listed once already: nothing to report
+        // but to whoever wonders why the link was not followed.
+        Ok(meta) if !visited.insert((meta.dev(), meta.ino())) => {
+            return tracing::debug!("{}: a directory already listed, skipped", dir.display());
+        }
+        Ok(_) => {}
+    }
     // A Maildir: its messages are in cur/ and new/; tmp/ holds deliveries in progress.
     if dir.join("cur").is_dir() || dir.join("new").is_dir() {
         for sub in ["cur", "new"] {
             let sub = dir.join(sub);
             if sub.is_dir() {
-                walk(&sub, false, out);
+                walk(&sub, false, visited, out);
             }
         }
         return;
     }
-    walk(dir, true, out);
+    walk(dir, true, visited, out);
 }
 
-fn walk(dir: &Path, recurse: bool, out: &mut Vec<Listed>) {
+fn walk(dir: &Path, recurse: bool, visited: &mut Visited, out: &mut Vec<Listed>) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) => return out.push(Err(unreadable(dir, &e))),
@@ -139,7 +155,7 @@ fn walk(dir: &Path, recurse: bool, out: &mut Vec<Listed>) {
         };
         match kind {
             Err(e) => out.push(Err(unreadable(&path, &e))),
-            Ok(t) if t.is_dir() && recurse => expand_dir(&path, out),
+            Ok(t) if t.is_dir() && recurse => expand_dir(&path, visited, out),
             Ok(t) if t.is_file() => out.push(Ok(path)),
             Ok(_) => {}
         }
@@ -210,10 +226,43 @@ fn mbox_messages(path: &Path) -> io::Result<Vec<Vec<u8>>> {
 }
 
 fn split_mbox(mbox: impl io::BufRead) -> Vec<Vec<u8>> {
-    mail_parser::mailbox::mbox::MessageIterator::new(mbox)
+    let mut messages: Vec<Vec<u8>> = mail_parser::mailbox::mbox::MessageIterator::new(mbox)
         .filter_map(|m| m.ok())
         .map(|m| m.unwrap_contents())
-        .collect()
+        .collect();
+    drop_separator_lines(&mut messages);
+    messages
+}
+
+/// An mbox writer ends each message with an empty line (RFC 4155), which belongs to the
+/// mailbox: left in, it would make a message's digest differ from its copy in a file or a
+/// Maildir. When every message but the last ends with one, the writer added them, and each
+/// message loses it (the last too, if it has one). A writer that does not add them leaves
+/// messages whose own last line may be empty; one message alone does not say which writer
+/// it had, and keeps its bytes, as the same message read as a file does.
+fn drop_separator_lines(messages: &mut [Vec<u8>]) {
+    let Some((_, all_but_last)) = messages.split_last() else {
+        return;
+    };
+    let separated = |m: &Vec<u8>| separator_len(m).is_some();
+    if all_but_last.is_empty() || !all_but_last.iter().all(separated) {
+        return;
+    }
+    for message in messages {
+        let kept = message.len() - separator_len(message).unwrap_or(0);
+        message.truncate(kept);
+    }
+}
+
+/// The length of the empty line that ends `message`, LF or CRLF, if its last line is empty.
+fn separator_len(message: &[u8]) -> Option<usize> {
+    if message.ends_with(b"\n\n") {
+        Some(1)
+    } else if message.ends_with(b"\n\r\n") {
+        Some(2)
+    } else {
+        None
+    }
 }
 
 /// Reads one message. Mbox messages are read by splitting the whole file again; callers
@@ -224,11 +273,13 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
         reason: describe(&e),
     };
     match source {
-        MailSource::File(p) => fs::read(p).map(strip_envelope_line).map_err(named),
+        MailSource::File(p) => fs::read(p).map(strip_envelope).map_err(named),
+        // One message, read as a file of one message is: a hook's copy (procmail's has its
+        // envelope line) must be the message learned from a file, or `--forget -` misses.
         MailSource::Stdin => {
             let mut buf = Vec::new();
             io::stdin().read_to_end(&mut buf).map_err(named)?;
-            Ok(buf)
+            Ok(strip_envelope(buf))
         }
         MailSource::Mbox { path, index } => mbox_messages(path)
             .map_err(named)?
@@ -289,7 +340,7 @@ fn read_file(path: &Path) -> Vec<Named> {
                 .collect();
         }
     }
-    vec![(name, Ok(strip_envelope_line(raw)))]
+    vec![(name, Ok(strip_envelope(raw)))]
 }
 
 /// [`read_all`] on one thread, an mbox split once for all its messages.
@@ -322,11 +373,49 @@ fn read_in_order(inputs: &[Input]) -> Vec<Named> {
     out
 }
 
-/// Drops an mbox `From ` envelope line: it belongs to the mailbox, not to the message.
-fn strip_envelope_line(mut raw: Vec<u8>) -> Vec<u8> {
+/// A message as a one-message mbox holds it: its `From ` envelope line, and the `>` that
+/// quotes each `From ` line of its body, belong to the mailbox, not to the message, and go
+/// as [`split_mbox`] drops them. Bytes without an envelope line are the message as they are.
+pub fn strip_envelope(mut raw: Vec<u8>) -> Vec<u8> {
     let envelope = raw.len() - crate::message::without_envelope_line(&raw).len();
+    if envelope == 0 {
+        return raw;
+    }
     raw.drain(..envelope);
-    raw
+    unquote_from_lines(raw)
+}
+
+/// mboxrd unquoting, as mail-parser's reader does it: a line of one or more `>` and then
+/// `From ` loses one `>`.
+fn unquote_from_lines(raw: Vec<u8>) -> Vec<u8> {
+    if memchr::memmem::find(&raw, b">From ").is_none() {
+        return raw;
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    for line in raw.split_inclusive(|&b| b == b'\n') {
+        let quotes = line.iter().take_while(|&&b| b == b'>').count();
+        let quoted = quotes > 0 && line[quotes..].starts_with(b"From ");
+        out.extend_from_slice(if quoted { &line[1..] } else { line });
+    }
+    out
+}
+
+/// Whether `raw` begins as mail does, with a header field `Name: value` (an RFC 5322
+/// field name: printable ASCII but the colon; obsolete syntax allows blanks before the
+/// colon). Envelope lines may come first: some archives stack them, or quote one as
+/// `>From `. A cheap test, to keep files that are plainly not mail (a binary, a
+/// README) out of what is learned, where they would skew the counts.
+pub fn looks_like_mail(raw: &[u8]) -> bool {
+    let mut rest = raw;
+    while rest.starts_with(b"From ") || rest.starts_with(b">From ") {
+        rest = crate::message::without_envelope_line(rest.strip_prefix(b">").unwrap_or(rest));
+    }
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let Some(colon) = memchr::memchr(b':', line) else {
+        return false;
+    };
+    let name = line[..colon].trim_ascii_end();
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_graphic())
 }
 
 fn unreadable(path: &Path, e: &io::Error) -> Unreadable {
@@ -481,5 +570,110 @@ mod tests {
                 assert!(raw.starts_with(subject.as_bytes()), "{name}");
             }
         }
+    }
+
+    /// What a message's copy in an mbox, on stdin or in a file with an envelope line reads
+    /// as: the message itself, so that every copy has one digest.
+    #[test]
+    fn an_envelope_is_not_part_of_the_message() {
+        let cases = [
+            ("Subject: a\n\nbody\n", "Subject: a\n\nbody\n"),
+            // Without an envelope line, nothing is quoting: the bytes are the message's.
+            ("Subject: a\n\n>From me\n", "Subject: a\n\n>From me\n"),
+            (
+                "From a@b Mon Jan  1 00:00:00 2024\nSubject: a\n\n>From me\n>>From you\n> From x\n",
+                "Subject: a\n\nFrom me\n>From you\n> From x\n",
+            ),
+            (
+                "From a@b Mon Jan  1 00:00:00 2024\r\nS: a\r\n\r\n>From me\r\n",
+                "S: a\r\n\r\nFrom me\r\n",
+            ),
+        ];
+        for (raw, want) in cases {
+            let got = strip_envelope(raw.as_bytes().to_vec());
+            assert_eq!(String::from_utf8_lossy(&got), want, "reading {raw:?}");
+            // A one-message mbox is split to the same bytes.
+            if raw.starts_with("From ") {
+                assert_eq!(split_mbox(raw.as_bytes()), [got], "splitting {raw:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn mbox_separator_lines_belong_to_the_mbox() {
+        let from = "From a@b Mon Jan  1 00:00:00 2024";
+        let a = "Subject: a\n\n>From me\nends with an empty line\n\n";
+        let b = "Subject: b\n\nb";
+        let c = "Subject: c\r\n\r\nc\r\n";
+        let cases: [(String, [&str; 3]); 3] = [
+            // RFC 4155: each message ends with an empty line, the last one too.
+            (
+                format!("{from}\n{a}\n{from}\n{b}\n\n{from}\r\n{c}\r\n"),
+                [a, "Subject: b\n\nb\n", c],
+            ),
+            // A last message cut off before its empty line keeps all it has.
+            (
+                format!("{from}\n{a}\n{from}\n{b}\n\n{from}\r\n{c}"),
+                [a, "Subject: b\n\nb\n", c],
+            ),
+            // A writer that adds no empty line: the messages' own are kept.
+            (
+                format!("{from}\n{a}{from}\n{b}\n{from}\n{c}\r\n"),
+                [a, "Subject: b\n\nb\n", "Subject: c\r\n\r\nc\r\n\r\n"],
+            ),
+        ];
+        for (mbox, want) in cases {
+            let got: Vec<String> = split_mbox(mbox.as_bytes())
+                .iter()
+                .map(|m| String::from_utf8_lossy(m).into_owned())
+                .collect();
+            let want: Vec<String> = want.iter().map(|m| m.replace(">From", "From")).collect();
+            assert_eq!(got, want, "splitting {mbox:?}");
+        }
+    }
+
+    #[test]
+    fn mail_begins_with_a_header_field() {
+        let cases = [
+            ("Subject: hi\n\nbody", true),
+            ("Return-Path: <a@b>\n", true),
+            ("Received: from x\n\tby y\n", true),
+            ("X-Status: \n", true),
+            ("Subject : obsolete blank before the colon\n", true),
+            ("From a@b Mon Jan  1 00:00:00 2024\nSubject: hi\n", true),
+            (">From a@b Mon Jan  1 00:00:00 2024\nSubject: hi\n", true),
+            ("\r\nSubject: after an empty line, it is a body\n", false),
+            ("", false),
+            ("# spamnb\n\nspamnb is a spam filter: a README\n", false),
+            ("[[package]]\nname = \"spamnb\"\n", false),
+            (": no name\n", false),
+            ("From a@b Mon Jan  1 00:00:00 2024\n", false),
+            ("a sentence: with a colon\n", false),
+            ("\u{1}\u{2}binary:\n", false),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(looks_like_mail(raw.as_bytes()), want, "{raw:?}");
+        }
+    }
+
+    /// A link back up the tree is not followed: each message is listed once, and nothing
+    /// is unreadable.
+    #[test]
+    fn a_directory_link_loop_is_listed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("in");
+        fs::create_dir_all(root.join("loop")).unwrap();
+        fs::write(root.join("m1"), "Subject: one\n\nx\n").unwrap();
+        std::os::unix::fs::symlink("..", root.join("loop/up")).unwrap();
+        // A second way to the same folder, not a loop: still listed once.
+        std::os::unix::fs::symlink("loop", root.join("same")).unwrap();
+        let names: Vec<String> = expand(std::slice::from_ref(&root))
+            .into_iter()
+            .map(|i| match i {
+                Ok(source) => source.name(),
+                Err(e) => e.to_string(),
+            })
+            .collect();
+        assert_eq!(names, [root.join("m1").display().to_string()]);
     }
 }

@@ -79,6 +79,14 @@ fn prepare(
                 name,
                 reason: "empty: not a message".into(),
             }),
+            // Learned, a file that is not mail would add its noise to a class's counts for
+            // good: it is named instead, for the user to leave it out.
+            Ok(raw) if !mailbox::looks_like_mail(&raw) => unreadable.push(Unreadable {
+                name,
+                reason: "not a mail message: it does not begin with a header line \
+                         (`Name: value`); leave it out"
+                    .into(),
+            }),
             Ok(raw) => raws.push(raw),
             Err(e) => unreadable.push(e),
         }

@@ -402,9 +402,10 @@ fn bad_input_is_named_and_the_batch_goes_on() {
     );
     assert!(err.contains("empty.eml: empty"), "{err}");
     assert!(err.contains("dangling.eml: no such file"), "{err}");
-    // garbage, huge, the two mbox messages and the 60 spam are learned
+    assert!(err.contains("garbage.bin: not a mail message"), "{err}");
+    // huge, the two mbox messages and the 60 spam are learned
     assert!(
-        err.contains("learned 64 as spam") && err.contains("2 unreadable"),
+        err.contains("learned 63 as spam") && err.contains("3 unreadable"),
         "{err}"
     );
     let after = stats(&db);
@@ -412,7 +413,7 @@ fn bad_input_is_named_and_the_batch_goes_on() {
         after["messages"]["ham"], before["messages"]["ham"],
         "nothing learned before is lost"
     );
-    assert_eq!(after["messages"]["spam"], 64);
+    assert_eq!(after["messages"]["spam"], 63);
 
     // check keeps one line per input, in order, even for the unreadable.
     let out = spamnb(&db)
@@ -599,5 +600,103 @@ fn learn_reads_stdin() {
     assert!(
         ledger[0].contains(" ham ") && ledger[0].ends_with(" ann"),
         "the user is in the ledger: {ledger:?}"
+    );
+}
+
+/// A message with its envelope line (as procmail pipes it) is the same message on stdin as
+/// in a file: `--forget -` takes back what was learned from the file.
+#[test]
+fn stdin_and_file_copies_of_a_message_are_one_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let raw = format!(
+        "From a@b Mon Jan  1 00:00:00 2024\n{}",
+        message("hi", "see you at lunch\n>From the kitchen")
+    );
+    let file = write(tmp.path(), "m.eml", &raw);
+    learn(&db, "spam", &[&file]);
+    let out = run_with_stdin(spamnb(&db).args(["learn", "--forget", "-"]), raw.as_bytes());
+    let err = text(&out.stderr);
+    assert!(err.contains("forgot 1, 0 were never learned"), "{err}");
+}
+
+/// An mbox's copy of a message, as one of many (an empty line before the next `From `)
+/// or alone (`>From ` quoted), is the message learned from its file.
+#[test]
+fn mbox_and_file_copies_of_a_message_are_one_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let envelope = "From a@b Mon Jan  1 00:00:00 2024\n";
+    let original = message("hi", "see you at lunch\nFrom the kitchen");
+    let quoted = original.replace("\nFrom the", "\n>From the");
+    let file = write(tmp.path(), "m.eml", &original);
+    let first_of_two = write(
+        tmp.path(),
+        "two.mbox",
+        format!("{envelope}{quoted}\n{envelope}{}\n", message("b", "other")),
+    );
+    let only = write(tmp.path(), "one.mbox", format!("{envelope}{quoted}"));
+    learn(&db, "ham", &[&file]);
+    let err = learn(&db, "ham", &[&first_of_two]);
+    assert!(
+        err.contains("learned 1 as ham") && err.contains("1 already known"),
+        "{err}"
+    );
+    let err = learn(&db, "ham", &[&only]);
+    assert!(
+        err.contains("learned 0 as ham") && err.contains("1 already known"),
+        "{err}"
+    );
+}
+
+/// A file that is not mail (a binary, a README) is named and not learned; the mail beside
+/// it is.
+#[test]
+fn files_that_are_not_mail_are_not_learned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let garbage: Vec<u8> = (0..5000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    let binary = write(tmp.path(), "random.bin", &garbage);
+    let readme = write(
+        tmp.path(),
+        "README.md",
+        "# notes\n\nA line: with a colon.\n",
+    );
+    let mail = write(tmp.path(), "m.eml", message("hi", "see you at lunch"));
+    let out = spamnb(&db)
+        .args(["learn", "--ham"])
+        .args([&binary, &readme, &mail])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for refused in ["random.bin", "README.md"] {
+        assert!(
+            err.contains(&format!("{refused}: not a mail message")),
+            "{err}"
+        );
+    }
+    assert!(
+        err.contains("learned 1 as ham") && err.contains("2 unreadable"),
+        "{err}"
+    );
+}
+
+/// A link back up a folder is not followed round and round: each message is learned once,
+/// and nothing is reported unreadable.
+#[test]
+fn a_directory_link_loop_is_learned_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let dir = tmp.path().join("in");
+    write(&dir, "m.eml", message("hi", "see you at lunch"));
+    std::fs::create_dir_all(dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink("..", dir.join("loop/up")).unwrap();
+    let err = learn(&db, "ham", &[&dir]);
+    assert_eq!(
+        err.trim(),
+        "learned 1 as ham, relearned 0 as ham, 0 already known"
     );
 }
