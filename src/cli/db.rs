@@ -50,13 +50,13 @@ pub fn prune(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode> {
     } else {
         "removed"
     };
-    println!(
-        "{verb} {} of {} tokens (seen in fewer than {} messages; rule hits stay), {} left",
+    print(&format!(
+        "{verb} {} of {} tokens (seen in fewer than {} messages; rule hits stay), {} left\n",
         p.removed,
         p.removed + p.kept,
         args.min_messages,
         p.kept
-    );
+    ))?;
     if !args.dry_run && p.removed > 0 {
         route.flush().context("saving the pruned database")?;
     }
@@ -67,9 +67,9 @@ pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
     let s = super::route::Route::open(config)?.stats()?;
     let t = s.totals;
-    match args.format {
-        Format::Json => println!(
-            "{}",
+    let text = match args.format {
+        Format::Json => format!(
+            "{}\n",
             serde_json::json!({
                 "database": config.db,
                 "schema_version": s.schema_version,
@@ -80,17 +80,35 @@ pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
                 "size_on_disk": s.size_on_disk,
             })
         ),
-        Format::Text | Format::Tsv => {
-            println!("database        {}", config.db.display());
-            println!("schema version  {}", s.schema_version);
-            println!("spam learned    {}", t.messages[1]);
-            println!("ham learned     {}", t.messages[0]);
-            println!("ledger entries  {}", s.ledger_entries);
-            println!("distinct tokens {}", t.vocabulary);
-            println!("size on disk    {:.1} MB", s.size_on_disk as f64 / 1e6);
-        }
-    }
+        Format::Text | Format::Tsv => format!(
+            "database        {}\n\
+             schema version  {}\n\
+             spam learned    {}\n\
+             ham learned     {}\n\
+             ledger entries  {}\n\
+             distinct tokens {}\n\
+             size on disk    {:.1} MB\n",
+            config.db.display(),
+            s.schema_version,
+            t.messages[1],
+            t.messages[0],
+            s.ledger_entries,
+            t.vocabulary,
+            s.size_on_disk as f64 / 1e6
+        ),
+    };
+    print(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `text` to stdout. A reader that has gone (`spamnb stats | head -1`) ends the
+/// command quietly, as it ends `cat`: what it did not read, it did not want.
+fn print(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.context("writing to stdout"),
+    }
 }
 
 pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
@@ -103,6 +121,9 @@ pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
     route.export(&mut out).context("writing the export")?;
+    // Dropping a BufWriter would flush it and lose the error: a full disk must not leave
+    // a cut dump behind an exit status of success.
+    out.flush().context("writing the export")?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -125,7 +125,9 @@ impl Route {
     /// The verdict on each message.
     pub fn check(&self, raws: &[&[u8]]) -> anyhow::Result<Vec<Verdict>> {
         match self {
-            Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))),
+            Route::Local { engine, .. } => Ok(each(raws, |raw| engine.try_check(raw))
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()?),
             Route::Daemon(client) => each(raws, |raw| retry(|| client.verdict(raw)))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()

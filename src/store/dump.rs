@@ -2,13 +2,21 @@
 //! moving a model between machines, rebuilding a damaged database.
 //!
 //! ```text
-//! spamnb-export 1
+//! spamnb-export 2
 //! totals MSG_HAM MSG_SPAM
 //! token OCC_HAM OCC_SPAM MSG_HAM MSG_SPAM FEATURE
 //! ledger DIGEST_HEX ham|spam LEARNED_AT USER|-
+//! end TOKEN_RECORDS LEDGER_RECORDS
 //! ```
 //! Features are percent-escaped (`%`, whitespace and control characters) so each record
 //! is one line. Token totals and vocabulary are recomputed on import, not trusted.
+//!
+//! A dump cut short (a full disk, a copy stopped halfway) still parses line by line, and
+//! would load as a model with every message counted and few of its tokens: the `end`
+//! record, written last, says how many records came before it, and an import without it,
+//! or whose counts differ, is refused. Version 1 dumps have no `end`; they are imported
+//! when their ledger holds exactly the messages their totals count, as a whole dump's
+//! does and a cut one's (missing ledger records, which come last) does not.
 
 use std::io::{BufRead, Write};
 
@@ -16,15 +24,19 @@ use super::{Error, LedgerEntry, Store};
 use crate::message::Digest;
 use crate::model::{Class, TokenCounts, Totals};
 
-const HEADER: &str = "spamnb-export 1";
+const HEADER: &str = "spamnb-export 2";
+/// The header of dumps written before the `end` record.
+const HEADER_V1: &str = "spamnb-export 1";
 
 pub fn export(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
     let totals = store.totals();
     writeln!(out, "{HEADER}")?;
     writeln!(out, "totals {} {}", totals.messages[0], totals.messages[1])?;
     let mut result: std::io::Result<()> = Ok(());
+    let (mut tokens, mut entries) = (0u64, 0u64);
     store.for_each_token(&mut |feature, c| {
         if result.is_ok() {
+            tokens += 1;
             result = writeln!(
                 out,
                 "token {} {} {} {} {}",
@@ -39,6 +51,7 @@ pub fn export(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
     std::mem::replace(&mut result, Ok(()))?;
     store.for_each_ledger_entry(&mut |digest, e| {
         if result.is_ok() {
+            entries += 1;
             let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
             result = writeln!(
                 out,
@@ -50,16 +63,22 @@ pub fn export(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
         }
     })?;
     result?;
+    writeln!(out, "end {tokens} {entries}")?;
     out.flush()?;
     Ok(())
 }
 
-/// Reads a dump into `store`, which must be empty. All or nothing.
+/// Reads a dump into `store`, which must be empty. All or nothing: a dump that is
+/// damaged or cut short is refused before anything is written.
 pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> {
     let mut totals = Totals::default();
     let mut tokens: Vec<(String, TokenCounts)> = Vec::new();
     let mut ledger: Vec<(Digest, LedgerEntry)> = Vec::new();
-    let mut seen_header = false;
+    let mut version = None;
+    let mut seen_totals = false;
+    // Token records read, those of zero counts (not kept) included: what `end` counts.
+    let mut token_records = 0u64;
+    let mut end = None;
     for (i, line) in input.lines().enumerate() {
         let line = line?;
         let n = i + 1;
@@ -67,14 +86,20 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
             line: n,
             reason: reason.to_string(),
         };
-        if !seen_header {
-            if line != HEADER {
-                return Err(bad(
-                    "not a spamnb export (first line should be `spamnb-export 1`)",
-                ));
-            }
-            seen_header = true;
+        let Some(v) = version else {
+            version = Some(match line.as_str() {
+                HEADER => 2,
+                HEADER_V1 => 1,
+                _ => {
+                    return Err(bad(&format!(
+                        "not a spamnb export (first line should be `{HEADER}`)"
+                    )));
+                }
+            });
             continue;
+        };
+        if end.is_some() && !line.is_empty() {
+            return Err(bad("a record after `end`, which must come last"));
         }
         let fields: Vec<&str> = line.split(' ').collect();
         match fields.as_slice() {
@@ -83,8 +108,10 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                     number(ham).ok_or_else(|| bad("bad count"))?,
                     number(spam).ok_or_else(|| bad("bad count"))?,
                 ];
+                seen_totals = true;
             }
             ["token", a, b, c, d, feature] => {
+                token_records += 1;
                 let nums: Option<Vec<u32>> = [a, b, c, d].iter().map(|s| s.parse().ok()).collect();
                 let nums = nums.ok_or_else(|| bad("bad count"))?;
                 let counts = TokenCounts {
@@ -120,19 +147,68 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                     },
                 ));
             }
+            ["end", t, l] if v == 2 => {
+                end = Some([
+                    number(t).ok_or_else(|| bad("bad count"))?,
+                    number(l).ok_or_else(|| bad("bad count"))?,
+                ]);
+            }
             [""] => {}
             _ => return Err(bad("unknown record")),
         }
     }
-    if !seen_header {
-        return Err(Error::Import {
-            line: 0,
-            reason: "the input is empty".into(),
-        });
+    match version {
+        None => {
+            return Err(Error::Import {
+                line: 0,
+                reason: "the input is empty".into(),
+            });
+        }
+        Some(2) => check_end(end, seen_totals, [token_records, ledger.len() as u64])?,
+        Some(_) => check_ledger_matches_totals(&ledger, &totals, seen_totals)?,
     }
     store.replace_all(totals, &tokens, &ledger)?;
     store.flush()?;
     Ok(tokens.len() as u64)
+}
+
+/// A version 2 dump is whole when its `end` record counts the records before it.
+fn check_end(end: Option<[u64; 2]>, seen_totals: bool, read: [u64; 2]) -> Result<(), Error> {
+    let reason = match end {
+        None => "it ends before its `end` record".to_string(),
+        Some(_) if !seen_totals => "it has no `totals` record".to_string(),
+        Some(counted) if counted != read => format!(
+            "its `end` record counts {} token and {} ledger records, but {} and {} came before it",
+            counted[0], counted[1], read[0], read[1]
+        ),
+        Some(_) => return Ok(()),
+    };
+    Err(Error::CutOff { reason })
+}
+
+/// A version 1 dump has no `end`, but its ledger, written last, holds one entry per
+/// message its totals count: a dump cut anywhere after the totals falls short of them.
+fn check_ledger_matches_totals(
+    ledger: &[(Digest, LedgerEntry)],
+    totals: &Totals,
+    seen_totals: bool,
+) -> Result<(), Error> {
+    let mut entries = [0u64; 2];
+    for (_, e) in ledger {
+        entries[e.class.index()] += 1;
+    }
+    let reason = if !seen_totals {
+        "it has no `totals` record".to_string()
+    } else if entries != totals.messages {
+        format!(
+            "its totals count {} ham and {} spam messages, but its ledger holds {} and {} \
+             (written by an older spamnb, it has no `end` record to tell)",
+            totals.messages[0], totals.messages[1], entries[0], entries[1]
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::CutOff { reason })
 }
 
 fn number(s: &str) -> Option<u64> {
@@ -184,6 +260,93 @@ fn unescape(s: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::CountSource;
+    use crate::store::{Lesson, SledStore, StoreOptions};
+
+    fn open(dir: &std::path::Path) -> SledStore {
+        SledStore::open(dir, &StoreOptions::default()).unwrap()
+    }
+
+    /// A store with a few messages of each class learned, and its dump.
+    fn learned(dir: &std::path::Path) -> (SledStore, String) {
+        let store = open(dir);
+        let lessons: Vec<Lesson> = (0..6u8)
+            .map(|i| Lesson {
+                digest: [i; 16],
+                target: Some(if i % 2 == 0 { Class::Ham } else { Class::Spam }),
+                features: ["common", &format!("own{i}"), &format!("pair{}", i / 2)]
+                    .into_iter()
+                    .collect(),
+                user: (i == 3).then(|| "a user".to_string()),
+            })
+            .collect();
+        store.learn(&lessons).unwrap();
+        let mut dump = Vec::new();
+        export(&store, &mut dump).unwrap();
+        (store, String::from_utf8(dump).unwrap())
+    }
+
+    fn contents(store: &SledStore) -> (Totals, Vec<String>, Vec<String>) {
+        let (mut tokens, mut ledger) = (Vec::new(), Vec::new());
+        store
+            .for_each_token(&mut |f, c| tokens.push(format!("{f} {c:?}")))
+            .unwrap();
+        store
+            .for_each_ledger_entry(&mut |d, e| ledger.push(format!("{d:?} {e:?}")))
+            .unwrap();
+        (store.totals(), tokens, ledger)
+    }
+
+    /// `dump` cut after each of its lines but the last is refused, and leaves `store`
+    /// (empty) as it was; whole, it loads what `want` holds.
+    fn refuses_every_cut(dump: &str, want: &SledStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let empty = contents(&store);
+        let lines: Vec<&str> = dump.lines().collect();
+        for cut in 1..lines.len() {
+            let part = lines[..cut].join("\n") + "\n";
+            let result = import(&store, &mut part.as_bytes());
+            assert!(
+                matches!(result, Err(Error::CutOff { .. })),
+                "{result:?} for the first {cut} lines of\n{dump}"
+            );
+            assert_eq!(contents(&store), empty, "after the first {cut} lines");
+        }
+        import(&store, &mut dump.as_bytes()).unwrap();
+        assert_eq!(contents(&store), contents(want));
+    }
+
+    #[test]
+    fn a_dump_cut_at_a_line_boundary_is_refused_and_a_whole_one_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, dump) = learned(dir.path());
+        assert!(dump.ends_with("end 10 6\n"), "{dump}");
+        refuses_every_cut(&dump, &store);
+        // A record miscounted, or one after `end`, is not a whole dump either.
+        let miscounted = dump.replace("end 10 6", "end 10 7");
+        let fresh = tempfile::tempdir().unwrap();
+        let result = import(&open(fresh.path()), &mut miscounted.as_bytes());
+        assert!(matches!(result, Err(Error::CutOff { .. })), "{result:?}");
+        let appended = format!("{dump}totals 1 1\n");
+        let result = import(&open(fresh.path()), &mut appended.as_bytes());
+        assert!(matches!(result, Err(Error::Import { .. })), "{result:?}");
+    }
+
+    /// A dump written before the `end` record: whole, it loads; cut, its ledger falls
+    /// short of its totals.
+    #[test]
+    fn a_version_1_dump_loads_whole_and_is_refused_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, dump) = learned(dir.path());
+        let v1: String = dump
+            .replace(HEADER, HEADER_V1)
+            .lines()
+            .filter(|l| !l.starts_with("end "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        refuses_every_cut(&v1, &store);
+    }
 
     #[test]
     fn escaping_round_trips() {

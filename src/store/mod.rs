@@ -7,12 +7,13 @@ mod dump;
 mod layout;
 mod sled_store;
 
+use std::cell::OnceCell;
 use std::path::PathBuf;
 
 pub use dump::{export, import};
 pub use sled_store::{SledStore, StoreOptions};
 
-use crate::features::Features;
+use crate::features::{Features, feature_hash};
 use crate::message::Digest;
 use crate::model::{Class, CountSource, TokenCounts, Totals};
 
@@ -43,17 +44,66 @@ pub enum Error {
         expected: u32,
     },
     #[error(
-        "the database {path} is damaged: {reason}; rebuild it with `spamnb import` from an export"
+        "the database {path} is damaged: {reason}; rebuild it with `spamnb import` from an \
+         export, or, with no export, move it aside and learn your mail again into a new one \
+         (`spamnb learn --spam DIR`, `spamnb learn --ham DIR`)"
     )]
     Corrupt { path: PathBuf, reason: String },
     #[error("database write failed: {0}")]
     Write(String),
     #[error("line {line}: {reason}")]
     Import { line: usize, reason: String },
+    #[error(
+        "the dump looks cut off: {reason}; nothing was imported. Export the database again \
+         (or take a whole copy of the dump) and import that"
+    )]
+    CutOff { reason: String },
     #[error("cannot import into {path}: it already holds learned mail; import into a new database")]
     NotEmpty { path: PathBuf },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A store's counts as [`crate::model::classify`] reads them, which cannot fail: the
+/// first read error is kept aside, for [`ReadCounts::finish`] to return once the verdict
+/// is made. One per message: the model reads its counts on one thread.
+pub struct ReadCounts<'s> {
+    store: &'s dyn Store,
+    error: OnceCell<Error>,
+}
+
+impl<'s> ReadCounts<'s> {
+    pub fn new(store: &'s dyn Store) -> ReadCounts<'s> {
+        ReadCounts {
+            store,
+            error: OnceCell::new(),
+        }
+    }
+
+    /// The first error met while reading, if any: the verdict made meanwhile is wrong.
+    pub fn finish(self) -> Result<(), Error> {
+        self.error.into_inner().map_or(Ok(()), Err)
+    }
+}
+
+impl CountSource for ReadCounts<'_> {
+    fn totals(&self) -> Totals {
+        self.store.totals()
+    }
+
+    fn token(&self, feature: &str) -> Option<TokenCounts> {
+        self.token_hashed(feature, feature_hash(feature))
+    }
+
+    fn token_hashed(&self, feature: &str, hash: u64) -> Option<TokenCounts> {
+        if self.error.get().is_some() {
+            return None; // the verdict is lost already; reading on would only cost time
+        }
+        self.store.counts(feature, hash).unwrap_or_else(|e| {
+            let _ = self.error.set(e);
+            None
+        })
+    }
 }
 
 /// One message to learn (`target` a class) or forget (`target` None).
@@ -126,6 +176,11 @@ pub struct Pruned {
 }
 
 pub trait Store: CountSource + Send + Sync {
+    /// A feature's counts (`None`: never learned), or the error that kept them from being
+    /// read. Scoring goes through [`ReadCounts`], so that a damaged database fails the
+    /// check instead of scoring mail as if it had learned none of it.
+    fn counts(&self, feature: &str, hash: u64) -> Result<Option<TokenCounts>, Error>;
+
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error>;
 
     /// Applies the lessons in order, all of them or none: a crash never leaves part of a
