@@ -28,7 +28,13 @@ pub enum Route {
         store: Arc<SledStore>,
         engine: Engine,
     },
-    Daemon(Client),
+    Daemon {
+        client: Client,
+        /// Bytes of a message that scoring reads ([`crate::features::Extractor`]'s
+        /// `scan_limit`), and one more, that says the rest was cut; no more than the
+        /// daemon takes (`spamd.max_message_bytes`).
+        scanned: usize,
+    },
 }
 
 /// How long the CLI waits for one answer from the daemon: a message is scored in
@@ -36,36 +42,59 @@ pub enum Route {
 const DAEMON_TIMEOUT: Duration = Duration::from_secs(60);
 /// Tries of a request the daemon answered "overloaded, try again".
 const TRIES: u32 = 5;
+/// How long a command waits for a database that another spamnb process (not a daemon: a
+/// `learn`, or a hook like it) holds: procmail starts a `filter` per delivery, and a
+/// second one at the same moment used to pass its message on untagged.
+const LOCK_WAIT: Duration = Duration::from_secs(20);
 
 impl Route {
-    /// The database, or the daemon that holds it.
+    /// The database, or the daemon that holds it; while a process that is no daemon
+    /// holds it, the database once that process lets go.
     pub fn open(config: &Config) -> anyhow::Result<Route> {
         super::ensure_parent(&config.db)?;
-        match SledStore::open(&config.db, &config.store) {
-            Ok(store) => {
-                let store = Arc::new(store);
-                let engine = super::engine(config, store.clone());
-                Ok(Route::Local { store, engine })
-            }
-            // Locked: the daemon holds it. Open: this user may not write it, but may be
-            // allowed the daemon's socket (group spamnb under systemd).
-            Err(locked @ (Error::Locked { .. } | Error::Open { .. })) => {
-                let sockets = control_sockets(config);
-                match Client::connect(&sockets, DAEMON_TIMEOUT) {
-                    Ok(client) => {
-                        tracing::info!(
-                            "the daemon holds {}; going through {}",
-                            config.db.display(),
-                            client.path().display()
-                        );
-                        Ok(Route::Daemon(client))
-                    }
-                    Err(e) => Err(anyhow::anyhow!(
-                        "{locked}\n(no daemon answered on its control socket either: {e})"
-                    )),
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            match SledStore::open(&config.db, &config.store) {
+                Ok(store) => {
+                    let store = Arc::new(store);
+                    let engine = super::engine(config, store.clone());
+                    return Ok(Route::Local { store, engine });
                 }
+                // Locked: the daemon holds it. Open: this user may not write it, but may be
+                // allowed the daemon's socket (group spamnb under systemd).
+                Err(locked @ (Error::Locked { .. } | Error::Open { .. })) => {
+                    let sockets = control_sockets(config);
+                    let e = match Client::connect(&sockets, DAEMON_TIMEOUT) {
+                        Ok(client) => {
+                            tracing::info!(
+                                "the daemon holds {}; going through {}",
+                                config.db.display(),
+                                client.path().display()
+                            );
+                            let scanned = (config.extractor.scan_limit.saturating_add(1))
+                                .min(config.spamd.max_message_bytes);
+                            return Ok(Route::Daemon { client, scanned });
+                        }
+                        Err(e) => e,
+                    };
+                    if !matches!(locked, Error::Locked { .. })
+                        || std::time::Instant::now() >= deadline
+                    {
+                        let waited = match locked {
+                            Error::Locked { .. } => format!("waited {}s; ", LOCK_WAIT.as_secs()),
+                            _ => String::new(),
+                        };
+                        return Err(anyhow::anyhow!(
+                            "{locked}\n({waited}no daemon answered on its control socket either: {e})"
+                        ));
+                    }
+                    tracing::debug!("{locked}; waiting for it");
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => Err(e.into()),
         }
     }
 
@@ -82,7 +111,7 @@ impl Route {
         match self {
             Route::Local { store, .. } => Ok(store.preload()?),
             // The daemon always scores from memory.
-            Route::Daemon(_) => Ok(()),
+            Route::Daemon { .. } => Ok(()),
         }
     }
 
@@ -98,7 +127,7 @@ impl Route {
             Route::Local { engine, .. } => {
                 Prepared::Lessons(each(&raws, |raw| engine.lesson(raw, target, user)))
             }
-            Route::Daemon(_) => Prepared::Messages(raws),
+            Route::Daemon { .. } => Prepared::Messages(raws),
         }
     }
 
@@ -112,7 +141,7 @@ impl Route {
     ) -> anyhow::Result<Vec<Outcome>> {
         match (self, batch) {
             (Route::Local { engine, .. }, Prepared::Lessons(lessons)) => Ok(engine.learn(lessons)?),
-            (Route::Daemon(client), Prepared::Messages(raws)) => {
+            (Route::Daemon { client, .. }, Prepared::Messages(raws)) => {
                 each(raws, |raw| retry(|| client.tell(raw, target, user)))
                     .into_iter()
                     .collect::<Result<Vec<_>, _>>()
@@ -128,19 +157,21 @@ impl Route {
             Route::Local { engine, .. } => Ok(each(raws, |raw| engine.try_check(raw))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?),
-            Route::Daemon(client) => each(raws, |raw| retry(|| client.verdict(raw)))
-                .into_iter()
-                .collect::<Result<Vec<_>, _>>()
-                .with_context(|| {
-                    format!("scoring through the daemon at {}", client.path().display())
-                }),
+            // What scoring reads of each, as here: a message over the daemon's
+            // `max_message_bytes` would be refused whole, and its mail passed on untagged.
+            Route::Daemon { client, scanned } => each(raws, |raw| {
+                retry(|| client.verdict(&raw[..raw.len().min(*scanned)]))
+            })
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("scoring through the daemon at {}", client.path().display())),
         }
     }
 
     pub fn stats(&self) -> anyhow::Result<crate::store::Stats> {
         match self {
             Route::Local { store, .. } => Ok(store.stats()?),
-            Route::Daemon(client) => Ok(client.stats()?),
+            Route::Daemon { client, .. } => Ok(client.stats()?),
         }
     }
 
@@ -148,7 +179,7 @@ impl Route {
     pub fn prune(&self, min_messages: u32, dry_run: bool) -> anyhow::Result<crate::store::Pruned> {
         match self {
             Route::Local { store, .. } => Ok(store.prune(min_messages, dry_run)?),
-            Route::Daemon(client) => Ok(client.prune(min_messages, dry_run)?),
+            Route::Daemon { client, .. } => Ok(client.prune(min_messages, dry_run)?),
         }
     }
 
@@ -156,7 +187,7 @@ impl Route {
     pub fn export(&self, out: &mut dyn std::io::Write) -> anyhow::Result<()> {
         match self {
             Route::Local { store, .. } => Ok(crate::store::export(&**store, out)?),
-            Route::Daemon(client) => Ok(client.export(out)?),
+            Route::Daemon { client, .. } => Ok(client.export(out)?),
         }
     }
 
@@ -164,7 +195,7 @@ impl Route {
     pub fn flush(&self) -> anyhow::Result<()> {
         match self {
             Route::Local { store, .. } => Ok(store.flush()?),
-            Route::Daemon(client) => Ok(client.flush()?),
+            Route::Daemon { client, .. } => Ok(client.flush()?),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The command line: learn, check, filter, stats, export and import, run as a user would.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -449,36 +450,55 @@ fn unusable_databases_get_one_clear_message() {
         "nothing written into a foreign directory"
     );
 
-    // A database held by another process (here a learn waiting for its stdin).
+    // A database held by another process that is no daemon (here a learn waiting for its
+    // stdin) is waited for: procmail runs a filter per delivery, and one that could not
+    // open the database passed its message on untagged.
     let db = tmp.path().join("db");
     learn(
         &db,
         "ham",
         &[&write(tmp.path(), "first.eml", message("x", "y"))],
     );
-    let mut err = String::new();
-    for _ in 0..50 {
-        let mut holder = spamnb(&db)
-            .args(["learn", "--spam", "-"])
-            .stdin(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let out = spamnb(&db).arg("stats").output().unwrap();
-        err = text(&out.stderr);
-        drop(holder.stdin.take());
-        holder.wait().unwrap();
-        if !out.status.success() {
-            break;
-        }
-    }
+    let mut holder = spamnb(&db)
+        .args(["learn", "--spam", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Time for the learn to open the database.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut filter = spamnb(&db)
+        .arg("filter")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    filter
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(message("held", "waits its turn").as_bytes())
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(
-        err.contains(&format!(
-            "the database {} is in use by another process",
-            db.display()
-        )),
-        "{err}"
+        filter.try_wait().unwrap().is_none(),
+        "the filter waits while the learn holds the database"
+    );
+    holder
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(message("y", "z").as_bytes())
+        .unwrap();
+    holder.wait().unwrap();
+    let out = filter.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("X-Spam-Status: "),
+        "tagged once the database was free: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
     );
 
     // Damaged files: a clear error, never a panic.

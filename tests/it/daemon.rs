@@ -557,6 +557,21 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
         util::text(&import.stderr)
     );
 
+    // A message bigger than the daemon takes whole (spamd.max_message_bytes, 4 MiB) is
+    // scored on what scoring reads (scan_limit, 1 MiB), as it would be without the daemon.
+    let big = dir.path().join("big.eml");
+    let mut raw = util::message("big", "buy cheap pills now").into_bytes();
+    raw.extend(std::iter::repeat_n(b'x', 5 << 20));
+    std::fs::write(&big, &raw).unwrap();
+    let out = d
+        .cli()
+        .args(["check", "--format", "tsv"])
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    assert!(util::text(&out.stdout).starts_with(&format!("{}\t", big.display())));
+
     // `spamnb filter` goes through the daemon too, and tags like spamd's PROCESS does.
     let msg = std::fs::read(&probe[0]).expect("probe");
     let filtered = util::run_with_stdin(d.cli().arg("filter"), &msg);
