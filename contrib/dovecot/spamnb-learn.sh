@@ -2,10 +2,12 @@
 # spamnb-learn.sh spam|ham USER: learns the message on stdin for USER. Dovecot's
 # report-spam.sieve and report-ham.sieve pipe to it.
 #
-# While the spamnb daemon runs it owns the database; then set SPAMNB_SPAMD below (or in
-# the environment) to its spamd address, host:port or a unix socket path, and the message
-# goes through `spamc -L`. Otherwise the database is opened directly with `spamnb learn`,
-# which needs write access to it as the mail user Dovecot runs this as.
+# While the spamnb daemon runs it owns the database, and `spamnb learn` goes through its
+# control socket. To use `spamc -L` instead, set SPAMNB_SPAMD below (or in the
+# environment) to the daemon's spamd unix socket path; host:port works only with
+# `allow_tell = true` in its [spamd] section, as learning over TCP is off by default.
+# Without the daemon, `spamnb learn` opens the database directly, which needs write
+# access to it as the mail user Dovecot runs this as.
 set -eu
 
 SPAMNB_SPAMD=${SPAMNB_SPAMD:-}
