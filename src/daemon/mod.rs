@@ -192,7 +192,12 @@ pub enum Error {
         address: Address,
         source: std::io::Error,
     },
-    #[error("{0}")]
+    #[error(
+        "the database {0} is in use by another process (another daemon, or a `spamnb learn` \
+         still running); the daemon needs it to itself: let that process finish or stop it"
+    )]
+    Busy(std::path::PathBuf),
+    #[error(transparent)]
     Store(#[from] crate::store::Error),
     #[error("cannot create the runtime directory {path}: {source}")]
     RuntimeDir {
@@ -205,8 +210,8 @@ pub enum Error {
 
 /// Builds the engine a configuration asks for, over an already open store.
 pub type EngineBuilder = dyn Fn(&Config) -> Engine + Send + Sync;
-/// Reads the configuration again (SIGHUP): the file and the command line's overrides.
-/// Loads the configuration again, given the one in force.
+/// Reads the configuration again (SIGHUP), given the one in force: the file and the
+/// command line's overrides.
 pub type ConfigLoader = dyn Fn(&Config) -> Result<Config, String> + Send + Sync;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
@@ -214,7 +219,11 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
     raise_open_files_limit();
     let runtime_dir = config.daemon.runtime_dir();
     make_runtime_dir(&runtime_dir)?;
-    let store = Arc::new(SledStore::open(&config.db, &config.store)?);
+    let store = match SledStore::open(&config.db, &config.store) {
+        Ok(store) => Arc::new(store),
+        Err(crate::store::Error::Locked { path }) => return Err(Error::Busy(path)),
+        Err(e) => return Err(e.into()),
+    };
     // The daemon scores many messages: counts from memory, never from disk.
     store.preload()?;
     let build = {

@@ -292,6 +292,39 @@ pub fn unseen(n: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
 
 /// A reload loads the rules again, as start-up does: it once rebuilt the configuration
 /// without them, and the daemon went on scoring on words alone.
+/// A daemon that cannot have its database says so once, and what to do.
+#[test]
+fn a_database_held_by_a_learn_stops_the_daemon_with_one_clear_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let config = util::write(
+        dir.path(),
+        "spamnb.toml",
+        config_text(dir.path(), &Sections::default()),
+    );
+    let mut holder = util::spamnb(&db)
+        .args(["learn", "--spam", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("learn");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = Command::new(env!("CARGO_BIN_EXE_spamnb"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--db")
+        .arg(&db)
+        .arg("daemon")
+        .output()
+        .expect("daemon");
+    drop(holder.stdin.take());
+    holder.wait().expect("learn ends");
+    let err = util::text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.matches("in use by another process").count(), 1, "{err}");
+    assert!(err.contains("the daemon needs it to itself"), "{err}");
+}
+
 #[test]
 fn sighup_keeps_the_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
