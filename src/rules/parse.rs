@@ -379,31 +379,22 @@ impl Parsed {
                 }
             }
         }
+        // What only the whole file tells is told at its last line.
+        let end = Origin {
+            file: file.to_path_buf(),
+            line: text.lines().count(),
+        };
         if strays > MAX_STRAYS_NAMED {
             let more = strays - MAX_STRAYS_NAMED;
-            self.problem(
-                Origin {
-                    file: file.to_path_buf(),
-                    line: text.lines().count(),
-                },
-                None,
-                Reason::Syntax(format!(
-                    "{more} more lines that are not directives: is this a rule file?"
-                )),
-            );
+            let why = format!("{more} more lines that are not directives: is this a rule file?");
+            self.problem(end.clone(), None, Reason::Syntax(why));
         }
         if !blocks.is_empty() {
-            self.problem(
-                Origin {
-                    file: file.to_path_buf(),
-                    line: text.lines().count(),
-                },
-                None,
-                Reason::Syntax(format!(
-                    "{} if/ifplugin block(s) not closed with endif",
-                    blocks.len()
-                )),
+            let why = format!(
+                "{} if/ifplugin block(s) not closed with endif",
+                blocks.len()
             );
+            self.problem(end, None, Reason::Syntax(why));
         }
     }
 
