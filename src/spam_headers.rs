@@ -16,7 +16,8 @@ pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str
     let status = format!(
         "{}, score={:.1} required={:.1} tests={} version=spamnb-{}",
         if is_spam { "Yes" } else { "No" },
-        verdict.score,
+        // Rounded here, so that a score just below zero reads "0.0", not "-0.0".
+        (verdict.score * 10.0).round() / 10.0 + 0.0,
         model.spam_threshold,
         tests,
         env!("CARGO_PKG_VERSION"),
@@ -148,6 +149,11 @@ mod tests {
         assert!(h[1].1.contains("tests=none"));
         assert_eq!(h[2].1, "");
         assert_eq!(h[3].1, "unsure");
+        let h = spam_headers(
+            &verdict(Decision::Unsure, -0.04, &[]),
+            &ModelConfig::default(),
+        );
+        assert!(h[1].1.starts_with("No, score=0.0 "), "{}", h[1].1);
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub enum ClientError {
     Refused { path: PathBuf, line: String },
     #[error("the daemon at {path} sent a reply this spamnb cannot read: {reason}")]
     Garbled { path: PathBuf, reason: String },
+    #[error("the daemon at {path} did not answer within {}s (is it stopped or stuck?)", .waited.as_secs())]
+    NoAnswer { path: PathBuf, waited: Duration },
 }
 
 /// Replies beyond this are not the daemon's: verdicts and status lines are small, and an
@@ -201,9 +203,18 @@ impl Client {
         headers: &[(&str, String)],
         body: Option<&[u8]>,
     ) -> Result<Response, ClientError> {
-        let io = |source| ClientError::Io {
-            path: self.path.clone(),
-            source,
+        // A socket timeout reads as "resource temporarily unavailable": say what it means.
+        let io = |source: std::io::Error| match source.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                ClientError::NoAnswer {
+                    path: self.path.clone(),
+                    waited: self.timeout,
+                }
+            }
+            _ => ClientError::Io {
+                path: self.path.clone(),
+                source,
+            },
         };
         let mut stream = UnixStream::connect(&self.path).map_err(io)?;
         stream.set_read_timeout(Some(self.timeout)).map_err(io)?;
@@ -277,6 +288,28 @@ struct WireStats {
 mod tests {
     use super::*;
     use crate::model::{Decision, Reason, ScoreParts};
+
+    /// A daemon that takes the message and never answers (stopped, stuck) is named as
+    /// such, not as "resource temporarily unavailable".
+    #[test]
+    fn a_daemon_that_never_answers_is_said_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("control.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let holder = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            std::thread::sleep(Duration::from_secs(2));
+            drop(conn);
+        });
+        let client = Client {
+            path,
+            timeout: Duration::from_millis(200),
+        };
+        let e = client.verdict(b"Subject: x\n\nx\n").unwrap_err();
+        assert!(matches!(e, ClientError::NoAnswer { .. }), "{e}");
+        assert!(e.to_string().contains("did not answer within"), "{e}");
+        holder.join().unwrap();
+    }
 
     #[test]
     fn verdicts_survive_the_wire_to_the_bit() {
