@@ -42,17 +42,16 @@ pub enum Route {
 const DAEMON_TIMEOUT: Duration = Duration::from_secs(60);
 /// Tries of a request the daemon answered "overloaded, try again".
 const TRIES: u32 = 5;
-/// How long a command waits for a database that another spamnb process (not a daemon: a
-/// `learn`, or a hook like it) holds: procmail starts a `filter` per delivery, and a
-/// second one at the same moment used to pass its message on untagged.
-const LOCK_WAIT: Duration = Duration::from_secs(20);
 
 impl Route {
     /// The database, or the daemon that holds it; while a process that is no daemon
     /// holds it, the database once that process lets go.
     pub fn open(config: &Config) -> anyhow::Result<Route> {
         super::ensure_parent(&config.db)?;
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        // A database another process holds that is no daemon (a `learn`, a hook like
+        // this one) is waited for: procmail starts a `filter` per delivery, and a second
+        // one at the same moment used to pass its message on untagged.
+        let deadline = std::time::Instant::now() + crate::store::LOCK_WAIT;
         let mut pause = Duration::from_millis(20);
         loop {
             match SledStore::open(&config.db, &config.store) {
@@ -78,11 +77,20 @@ impl Route {
                         }
                         Err(e) => e,
                     };
+                    let daemon = crate::store::holding_daemon(&config.db);
                     if !matches!(locked, Error::Locked { .. })
+                        || daemon.is_some()
                         || std::time::Instant::now() >= deadline
                     {
-                        let waited = match locked {
-                            Error::Locked { .. } => format!("waited {}s; ", LOCK_WAIT.as_secs()),
+                        let waited = match (&locked, daemon) {
+                            (_, Some(pid)) => format!(
+                                "the daemon holding it is process {pid}, but its socket is \
+                                 not where this command looks: set [control] listen, or \
+                                 XDG_RUNTIME_DIR as the daemon has it; "
+                            ),
+                            (Error::Locked { .. }, None) => {
+                                format!("waited {}s; ", crate::store::LOCK_WAIT.as_secs())
+                            }
                             _ => String::new(),
                         };
                         return Err(anyhow::anyhow!(

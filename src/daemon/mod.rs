@@ -219,11 +219,11 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
     raise_open_files_limit();
     let runtime_dir = config.daemon.runtime_dir();
     make_runtime_dir(&runtime_dir)?;
-    let store = match SledStore::open(&config.db, &config.store) {
-        Ok(store) => Arc::new(store),
-        Err(crate::store::Error::Locked { path }) => return Err(Error::Busy(path)),
-        Err(e) => return Err(e.into()),
-    };
+    let store = Arc::new(open_store(&config)?);
+    let pid_file = config.db.join(crate::store::DAEMON_PID_FILE);
+    if let Err(e) = std::fs::write(&pid_file, format!("{}\n", std::process::id())) {
+        tracing::warn!("cannot write {}: {e}", pid_file.display());
+    }
     // The daemon scores many messages: counts from memory, never from disk.
     store.preload()?;
     let build = {
@@ -239,7 +239,26 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
     if let Err(e) = crate::store::Store::flush(&*store) {
         tracing::error!("cannot save the database on exit: {e}");
     }
+    let _ = std::fs::remove_file(&pid_file);
     result
+}
+
+/// The database, once no other process holds it: a `learn` or a hook that has it while
+/// the daemon (re)starts lets go in moments.
+fn open_store(config: &Config) -> Result<SledStore, Error> {
+    let deadline = std::time::Instant::now() + crate::store::LOCK_WAIT;
+    loop {
+        match SledStore::open(&config.db, &config.store) {
+            Ok(store) => return Ok(store),
+            Err(crate::store::Error::Locked { path }) => {
+                if std::time::Instant::now() >= deadline {
+                    return Err(Error::Busy(path));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 async fn serve(

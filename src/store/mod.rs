@@ -17,6 +17,30 @@ use crate::features::{Features, feature_hash};
 use crate::message::Digest;
 use crate::model::{Class, CountSource, TokenCounts, Totals};
 
+/// How long a process waits for a database that another spamnb process holds (a `learn`,
+/// a hook, a daemon restarting) before it gives up: sled admits one process at a time.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The file in a database's directory that names the daemon holding the database: a
+/// command that finds it locked, and no control socket where it looks, then knows that
+/// waiting would not help (the daemon's socket is elsewhere, or not this user's to use).
+pub const DAEMON_PID_FILE: &str = "daemon.pid";
+
+/// The process id of the running daemon that holds the database at `db`, if one does.
+pub fn holding_daemon(db: &std::path::Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(db.join(DAEMON_PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    // A file left by a daemon that was killed names no process, or some other one: the
+    // worst that comes of the latter is a command that fails at once, as it used to.
+    std::path::Path::new("/proc")
+        .join(pid.to_string())
+        .exists()
+        .then_some(pid)
+}
+
 /// The database layout this spamnb reads and writes. Version 1 and 2 databases are
 /// upgraded when opened (see `SledStore::open`).
 pub const SCHEMA_VERSION: u32 = 3;
