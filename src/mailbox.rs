@@ -274,12 +274,10 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
     };
     match source {
         MailSource::File(p) => fs::read(p).map(strip_envelope).map_err(named),
-        // One message, read as a file of one message is: a hook's copy (procmail's has its
-        // envelope line) must be the message learned from a file, or `--forget -` misses.
         MailSource::Stdin => {
             let mut buf = Vec::new();
             io::stdin().read_to_end(&mut buf).map_err(named)?;
-            Ok(strip_envelope(buf))
+            Ok(drop_envelope_line(buf))
         }
         MailSource::Mbox { path, index } => mbox_messages(path)
             .map_err(named)?
@@ -376,13 +374,23 @@ fn read_in_order(inputs: &[Input]) -> Vec<Named> {
 /// A message as a one-message mbox holds it: its `From ` envelope line, and the `>` that
 /// quotes each `From ` line of its body, belong to the mailbox, not to the message, and go
 /// as [`split_mbox`] drops them. Bytes without an envelope line are the message as they are.
-pub fn strip_envelope(mut raw: Vec<u8>) -> Vec<u8> {
+fn strip_envelope(mut raw: Vec<u8>) -> Vec<u8> {
     let envelope = raw.len() - crate::message::without_envelope_line(&raw).len();
     if envelope == 0 {
         return raw;
     }
     raw.drain(..envelope);
     unquote_from_lines(raw)
+}
+
+/// A message piped in, as procmail and Exim pipe one: its `From ` envelope line goes, or
+/// its copy in a Maildir would be another message to the ledger (and `--forget -` would
+/// miss what a file taught); its body stays as sent, since a pipe, unlike an mbox, does
+/// not quote `From ` lines.
+fn drop_envelope_line(mut raw: Vec<u8>) -> Vec<u8> {
+    let envelope = raw.len() - crate::message::without_envelope_line(&raw).len();
+    raw.drain(..envelope);
+    raw
 }
 
 /// mboxrd unquoting, as mail-parser's reader does it: a line of one or more `>` and then

@@ -54,10 +54,10 @@ fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     let config = super::load_config(&args.settings)?;
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(&config)?;
-    // Scored as `check -` reads it, envelope line and quoting dropped; the output keeps them.
-    let message = crate::mailbox::strip_envelope(raw.to_vec());
+    // Scored as `check -` reads it, without an envelope line; the output keeps it.
+    let message = crate::message::without_envelope_line(raw);
     let verdict = route
-        .check(&[&message])?
+        .check(&[message])?
         .pop()
         .expect("one verdict for one message");
     let headers = spam_headers(&verdict, &config.model);

@@ -623,19 +623,21 @@ fn learn_reads_stdin() {
     );
 }
 
-/// A message with its envelope line (as procmail pipes it) is the same message on stdin as
-/// in a file: `--forget -` takes back what was learned from the file.
+/// A message piped with its envelope line (as procmail pipes it) is the same message as
+/// its copy in a Maildir: `--forget -` takes back what was learned from the file. A pipe
+/// does not quote `From ` lines, so a `>From` the sender wrote stays as written.
 #[test]
 fn stdin_and_file_copies_of_a_message_are_one_message() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
-    let raw = format!(
-        "From a@b Mon Jan  1 00:00:00 2024\n{}",
-        message("hi", "see you at lunch\n>From the kitchen")
-    );
-    let file = write(tmp.path(), "m.eml", &raw);
+    let maildir_copy = message("hi", "see you at lunch\n>From the kitchen");
+    let piped = format!("From a@b Mon Jan  1 00:00:00 2024\n{maildir_copy}");
+    let file = write(tmp.path(), "m.eml", &maildir_copy);
     learn(&db, "spam", &[&file]);
-    let out = run_with_stdin(spamnb(&db).args(["learn", "--forget", "-"]), raw.as_bytes());
+    let out = run_with_stdin(
+        spamnb(&db).args(["learn", "--forget", "-"]),
+        piped.as_bytes(),
+    );
     let err = text(&out.stderr);
     assert!(err.contains("forgot 1, 0 were never learned"), "{err}");
 }
