@@ -428,7 +428,7 @@ fn find_urls(text: &str, html: &str) -> Vec<String> {
     for m in URL_IN_HTML.find_iter(html) {
         let (_, value) = m.as_str().split_once('=').unwrap_or_default();
         let value = value.trim_start();
-        let target = html::decode_entities(value.strip_prefix(['"', '\'']).unwrap_or(value));
+        let target = as_followed(value.strip_prefix(['"', '\'']).unwrap_or(value));
         let mailto = target
             .get(..7)
             .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"));
@@ -437,9 +437,18 @@ fn find_urls(text: &str, html: &str) -> Vec<String> {
         }
     }
     for m in URL_IN_TEXT.find_iter(html) {
-        push(&html::decode_entities(m.as_str()));
+        push(&as_followed(m.as_str()));
     }
     urls
+}
+
+/// A URL written in HTML as a browser follows it: entities decoded, and the tabs and line
+/// breaks it drops inside a URL (`ex&#10;ample.com`) gone.
+fn as_followed(written: &str) -> String {
+    html::decode_entities(written)
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
+        .collect()
 }
 
 /// The host part of a URL, lowercased, without port or credentials.
@@ -616,7 +625,9 @@ Gr=FC=DFe, see http://example.com/a.\r\n\
 --XX\r\n\
 Content-Type: text/html\r\n\
 \r\n\
-<html><body><p>Hi <a href=\"https://evil.example.net/x\">click</a></p></body></html>\r\n\
+<html><body><p>Hi <a href=\"https://evil.example.net/x\">click</a></p>\
+<a href=\"http://ex&#10;ample.com/?a=1&amp;b=2\">x</a> <a href=\"mailto:me@example.org\">m</a>\
+</body></html>\r\n\
 --XX--\r\n";
         let msg = Message::parse(raw, LIMIT);
         assert_eq!(msg.header("subject"), Some("Hello world"));
@@ -628,9 +639,15 @@ Content-Type: text/html\r\n\
         assert!(msg.text.contains("Grüße"), "{}", msg.text);
         assert!(msg.text.contains("click"), "{}", msg.text);
         assert!(msg.html.contains("<a href"), "{}", msg.html);
+        // Links as a browser follows them: entities decoded, line breaks dropped.
         assert_eq!(
             msg.urls,
-            ["http://example.com/a", "https://evil.example.net/x"]
+            [
+                "http://example.com/a",
+                "https://evil.example.net/x",
+                "http://example.com/?a=1&b=2",
+                "mailto:me@example.org"
+            ]
         );
         assert!(msg.anomalies.is_empty(), "{:?}", msg.anomalies);
     }

@@ -123,8 +123,10 @@ pub fn to_text(html: &str) -> String {
         }
         let rest = &bytes[at..];
         if rest.starts_with(b"!--") {
-            at = match memchr::memmem::find(&rest[3..], b"-->") {
-                Some(end) => at + 3 + end + 3,
+            // From the comment's own dashes: `<!-->` and `<!--->` are whole, empty
+            // comments to a browser, and text after them is shown.
+            at = match memchr::memmem::find(&rest[1..], b"-->") {
+                Some(end) => at + 1 + end + 3,
                 None => bytes.len(),
             };
             continue;
@@ -284,6 +286,7 @@ mod tests {
         );
         assert_eq!(to_text("before<script>never closed"), "before");
         assert_eq!(to_text("a <!-- never closed"), "a");
+        assert_eq!(to_text("<!-->shown<!--->too<!---->"), "showntoo");
     }
 
     #[test]
