@@ -139,7 +139,10 @@ pub struct Parsed {
     pub rules: Vec<RuleDef>,
     index: HashMap<String, usize>,
     pub describe: HashMap<String, String>,
+    /// The first of a rule's scores (the one used without Bayes or network tests).
     pub score: HashMap<String, f64>,
+    /// Rules whose every score is 0: switched off.
+    zero_scored: std::collections::HashSet<String>,
     pub tflags: HashMap<String, String>,
     pub problems: Vec<Problem>,
     /// Rules skipped before being defined (by `ifplugin`): name → reason, for the report.
@@ -214,10 +217,10 @@ impl Parsed {
         self.index.get(name).map(|&i| &self.rules[i])
     }
 
-    /// Whether `score NAME 0` switched the rule off, SpamAssassin's way to silence one; a
-    /// `__` helper has no score of its own, and stays on.
+    /// Whether `score NAME 0` switched the rule off, SpamAssassin's way to silence one (with
+    /// four scores, all of them 0); a `__` helper has no score of its own, and stays on.
     pub fn switched_off(&self, name: &str) -> bool {
-        !name.starts_with("__") && self.score.get(name) == Some(&0.0)
+        !name.starts_with("__") && self.zero_scored.contains(name)
     }
 
     fn define(&mut self, def: RuleDef) {
@@ -334,14 +337,24 @@ impl Parsed {
                 "describe" => {
                     self.describe.insert(name.to_string(), value.to_string());
                 }
-                "score" => match value.split_whitespace().next().map(str::parse::<f64>) {
-                    Some(Ok(s)) => {
-                        self.score.insert(name.to_string(), s);
+                // One score, or four: with and without Bayes and network tests.
+                "score" => match value
+                    .split_whitespace()
+                    .map(str::parse::<f64>)
+                    .collect::<Result<Vec<f64>, _>>()
+                {
+                    Ok(scores) if matches!(scores.len(), 1 | 4) => {
+                        self.score.insert(name.to_string(), scores[0]);
+                        if scores.iter().all(|&s| s == 0.0) {
+                            self.zero_scored.insert(name.to_string());
+                        } else {
+                            self.zero_scored.remove(name);
+                        }
                     }
                     _ => self.problem(
                         origin,
                         Some(name.into()),
-                        Reason::Syntax(format!("score {name}: not a number: {value:?}")),
+                        Reason::Syntax(format!("score {name}: not one number or four: {value:?}")),
                     ),
                 },
                 "tflags" => {

@@ -286,10 +286,11 @@ fn exists_knows_pseudo_headers() {
 #[test]
 fn score_zero_switches_a_rule_off_and_other_scores_are_ignored() {
     // Off means off for the meta rules that read it too, as in SpamAssassin; a `__`
-    // helper scored 0 stays on.
+    // helper scored 0 stays on, and so does a rule with four scores not all 0.
     let s = set("body A /x/\nscore A 0\nbody B /x/\nscore B 99\nmeta C A\n\
-         body __H /x/\nscore __H 0\nmeta D __H\n");
-    assert_eq!(hits(&s, &mail("Subject: s", "x")), ["B", "D"]);
+         body __H /x/\nscore __H 0\nmeta D __H\n\
+         body E /x/\nscore E 0 1.2 0 1.5\nbody F /x/\nscore F 0 0 0 0\n");
+    assert_eq!(hits(&s, &mail("Subject: s", "x")), ["B", "D", "E"]);
     assert_eq!(s.rule("B").and_then(|r| r.score), Some(99.0));
 }
 
