@@ -325,11 +325,13 @@ mod tests {
         refuses_every_cut(&dump, &store);
         // A record miscounted, or one after `end`, is not a whole dump either.
         let miscounted = dump.replace("end 10 6", "end 10 7");
+        // One store for both: reopened at once, sled's flusher may still hold the files.
         let fresh = tempfile::tempdir().unwrap();
-        let result = import(&open(fresh.path()), &mut miscounted.as_bytes());
+        let fresh = open(fresh.path());
+        let result = import(&fresh, &mut miscounted.as_bytes());
         assert!(matches!(result, Err(Error::CutOff { .. })), "{result:?}");
         let appended = format!("{dump}totals 1 1\n");
-        let result = import(&open(fresh.path()), &mut appended.as_bytes());
+        let result = import(&fresh, &mut appended.as_bytes());
         assert!(matches!(result, Err(Error::Import { .. })), "{result:?}");
     }
 
