@@ -18,21 +18,11 @@ pub struct Engine {
 impl Engine {
     /// The verdict on `raw`, or the store's error when a count could not be read: a
     /// damaged database fails the check rather than score mail as if it had learned none
-    /// of it.
-    pub fn try_check(&self, raw: &[u8]) -> Result<Verdict, Error> {
+    /// of it (the daemon passes the message on unscored, as on any failure).
+    pub fn check(&self, raw: &[u8]) -> Result<Verdict, Error> {
         let counts = ReadCounts::new(&*self.store);
         let verdict = classify(&self.extractor.features(raw), &counts, &self.model);
         counts.finish().map(|()| verdict)
-    }
-
-    /// [`Engine::try_check`] for the daemon, which preloads the counts and so reads none
-    /// from disk while scoring; should a read fail anyway, the message is unsure and the
-    /// error logged, and the mail flows.
-    pub fn check(&self, raw: &[u8]) -> Verdict {
-        self.try_check(raw).unwrap_or_else(|e| {
-            tracing::error!("cannot score a message: {e}");
-            Verdict::unsure(Vec::new(), e.to_string())
-        })
     }
 
     /// What learning (`target` a class) or forgetting (`None`) `raw` means for the store.

@@ -162,7 +162,7 @@ impl Route {
     /// The verdict on each message.
     pub fn check(&self, raws: &[&[u8]]) -> anyhow::Result<Vec<Verdict>> {
         match self {
-            Route::Local { engine, .. } => Ok(each(raws, |raw| engine.try_check(raw))
+            Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?),
             // What scoring reads of each, as here: a message over the daemon's

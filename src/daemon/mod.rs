@@ -162,6 +162,7 @@ impl Context {
         let verdict = tokio::time::timeout_at(deadline, scoring)
             .await
             .map_err(|_| CheckError::Timeout)?
+            .map_err(|e| CheckError::Internal(e.to_string()))?
             .map_err(|e| CheckError::Internal(e.to_string()))?;
         self.metrics
             .scored(protocol, verdict.decision, started.elapsed());
