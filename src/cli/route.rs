@@ -51,10 +51,9 @@ impl Route {
         // A database another process holds that is no daemon (a `learn`, a hook like
         // this one) is waited for: procmail starts a `filter` per delivery, and a second
         // one at the same moment used to pass its message on untagged.
-        let deadline = std::time::Instant::now() + crate::store::LOCK_WAIT;
-        let mut pause = Duration::from_millis(20);
+        let mut wait = crate::store::LockWait::start();
         loop {
-            match SledStore::open(&config.db, &config.store) {
+            let unopened = match SledStore::open(&config.db, &config.store) {
                 Ok(store) => {
                     let store = Arc::new(store);
                     let engine = super::engine(config, store.clone());
@@ -62,48 +61,45 @@ impl Route {
                 }
                 // Locked: the daemon holds it. Open: this user may not write it, but may be
                 // allowed the daemon's socket (group spamnb under systemd).
-                Err(locked @ (Error::Locked { .. } | Error::Open { .. })) => {
-                    let sockets = control_sockets(config);
-                    let e = match Client::connect(&sockets, DAEMON_TIMEOUT) {
-                        Ok(client) => {
-                            tracing::info!(
-                                "the daemon holds {}; going through {}",
-                                config.db.display(),
-                                client.path().display()
-                            );
-                            let scanned = (config.extractor.scan_limit.saturating_add(1))
-                                .min(config.spamd.max_message_bytes);
-                            return Ok(Route::Daemon { client, scanned });
-                        }
-                        Err(e) => e,
-                    };
-                    let daemon = crate::store::holding_daemon(&config.db);
-                    if !matches!(locked, Error::Locked { .. })
-                        || daemon.is_some()
-                        || std::time::Instant::now() >= deadline
-                    {
-                        let waited = match (&locked, daemon) {
-                            (_, Some(pid)) => format!(
-                                "the daemon holding it is process {pid}, but its socket is \
-                                 not where this command looks: set [control] listen, or \
-                                 XDG_RUNTIME_DIR as the daemon has it; "
-                            ),
-                            (Error::Locked { .. }, None) => {
-                                format!("waited {}s; ", crate::store::LOCK_WAIT.as_secs())
-                            }
-                            _ => String::new(),
-                        };
-                        return Err(anyhow::anyhow!(
-                            "{locked}\n({waited}no daemon answered on its control socket either: {e})"
-                        ));
-                    }
-                    tracing::debug!("{locked}; waiting for it");
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(500));
-                }
+                Err(e @ (Error::Locked { .. } | Error::Open { .. })) => e,
                 Err(e) => return Err(e.into()),
+            };
+            let unanswered = match Route::through_daemon(config) {
+                Ok(route) => return Ok(route),
+                Err(e) => e,
+            };
+            let locked = matches!(unopened, Error::Locked { .. });
+            let daemon = crate::store::holding_daemon(&config.db);
+            if locked && daemon.is_none() && wait.again() {
+                tracing::debug!("{unopened}; waiting for it");
+                continue;
             }
+            let why = match daemon {
+                Some(pid) => format!(
+                    "the daemon holding it is process {pid}, but its socket is not where \
+                     this command looks: set [control] listen, or XDG_RUNTIME_DIR as the \
+                     daemon has it; "
+                ),
+                None if locked => format!("waited {}s; ", crate::store::LOCK_WAIT.as_secs()),
+                None => String::new(),
+            };
+            return Err(anyhow::anyhow!(
+                "{unopened}\n({why}no daemon answered on its control socket either: {unanswered})"
+            ));
         }
+    }
+
+    /// The daemon that holds the database, through its control socket.
+    fn through_daemon(config: &Config) -> Result<Route, ClientError> {
+        let client = Client::connect(&control_sockets(config), DAEMON_TIMEOUT)?;
+        tracing::info!(
+            "the daemon holds {}; going through {}",
+            config.db.display(),
+            client.path().display()
+        );
+        let scanned =
+            (config.extractor.scan_limit.saturating_add(1)).min(config.spamd.max_message_bytes);
+        Ok(Route::Daemon { client, scanned })
     }
 
     /// Scores and learns with `rules` from now on: they compile while the database opens.

@@ -247,17 +247,12 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
 /// The database, once no other process holds it: a `learn` or a hook that has it while
 /// the daemon (re)starts lets go in moments.
 fn open_store(config: &Config) -> Result<SledStore, Error> {
-    let deadline = std::time::Instant::now() + crate::store::LOCK_WAIT;
+    let mut wait = crate::store::LockWait::start();
     loop {
         match SledStore::open(&config.db, &config.store) {
-            Ok(store) => return Ok(store),
-            Err(crate::store::Error::Locked { path }) => {
-                if std::time::Instant::now() >= deadline {
-                    return Err(Error::Busy(path));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            Err(e) => return Err(e.into()),
+            Err(crate::store::Error::Locked { .. }) if wait.again() => {}
+            Err(crate::store::Error::Locked { path }) => return Err(Error::Busy(path)),
+            opened => return Ok(opened?),
         }
     }
 }

@@ -21,6 +21,32 @@ use crate::model::{Class, CountSource, TokenCounts, Totals};
 /// a hook, a daemon restarting) before it gives up: sled admits one process at a time.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// Waiting for a database another process holds, a little longer each try, for
+/// [`LOCK_WAIT`] in all.
+pub struct LockWait {
+    deadline: std::time::Instant,
+    pause: std::time::Duration,
+}
+
+impl LockWait {
+    pub fn start() -> LockWait {
+        LockWait {
+            deadline: std::time::Instant::now() + LOCK_WAIT,
+            pause: std::time::Duration::from_millis(20),
+        }
+    }
+
+    /// Sleeps before another try and says so, or says there is none: the time is up.
+    pub fn again(&mut self) -> bool {
+        if std::time::Instant::now() >= self.deadline {
+            return false;
+        }
+        std::thread::sleep(self.pause);
+        self.pause = (self.pause * 2).min(std::time::Duration::from_millis(500));
+        true
+    }
+}
+
 /// The file in a database's directory that names the daemon holding the database: a
 /// command that finds it locked, and no control socket where it looks, then knows that
 /// waiting would not help (the daemon's socket is elsewhere, or not this user's to use).
