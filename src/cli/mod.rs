@@ -170,12 +170,12 @@ pub fn load_rules_over(
         source.describe()
     );
     let (set, report) = loaded?;
-    if report.lost_files() {
-        for p in report.problems.iter().filter(|p| p.origin.line == 0) {
-            tracing::error!("rules: {}: {}", p.origin.file.display(), p.reason);
-        }
+    let mut lost = false;
+    for p in report.lost_files() {
+        tracing::error!("rules: {}: {}", p.origin.file.display(), p.reason);
+        lost = true;
     }
-    if let Some(kept) = in_force.filter(|_| report.lost_files() || set.is_empty()) {
+    if let Some(kept) = in_force.filter(|_| lost || set.is_empty()) {
         tracing::error!(
             kept = kept.rules().len(),
             "rules: the new rules could not be read whole; keeping the ones in force"

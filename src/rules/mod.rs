@@ -96,10 +96,11 @@ impl LoadReport {
         });
     }
 
-    /// Whether a rule file or directory named could not be read at all (a path that is
-    /// gone, a file without permission): the rules it holds are missing, not broken.
-    pub fn lost_files(&self) -> bool {
-        self.problems.iter().any(|p| p.origin.line == 0)
+    /// The rule files and directories named that could not be read at all (a path that
+    /// is gone, a file without permission): the rules they hold are missing, not broken.
+    /// Their problems are the ones [`LoadReport::file_problem`] records, at line 0.
+    pub fn lost_files(&self) -> impl Iterator<Item = &Problem> {
+        self.problems.iter().filter(|p| p.origin.line == 0)
     }
 
     pub fn total_loaded(&self) -> usize {
