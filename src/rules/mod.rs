@@ -58,7 +58,7 @@ pub struct Rule {
     pub name: String,
     pub kind: Kind,
     pub describe: Option<String>,
-    /// The `.cf` score, kept for reports only: weights are learned.
+    /// The `.cf` score (the first of four), kept for reports only: weights are learned.
     pub score: Option<f64>,
     pub origin: Origin,
     /// Whether a hit becomes a feature: not for `__SUB` rules (SpamAssassin's helpers for
@@ -271,7 +271,7 @@ impl RuleSet {
                     report.literal += usize::from(literal);
                 }
             }
-            let score = parsed.score.get(&def.name).copied();
+            let score = parsed.score.get(&def.name).map(|s| s[0]);
             set.index.insert(def.name.clone(), id);
             set.rules.push(Rule {
                 name: def.name.clone(),

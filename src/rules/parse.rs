@@ -139,10 +139,9 @@ pub struct Parsed {
     pub rules: Vec<RuleDef>,
     index: HashMap<String, usize>,
     pub describe: HashMap<String, String>,
-    /// The first of a rule's scores (the one used without Bayes or network tests).
-    pub score: HashMap<String, f64>,
-    /// Rules whose every score is 0: switched off.
-    zero_scored: std::collections::HashSet<String>,
+    /// A rule's four scores (without and with network tests, without and with Bayes),
+    /// one given for all four when only one is.
+    pub score: HashMap<String, [f64; 4]>,
     pub tflags: HashMap<String, String>,
     pub problems: Vec<Problem>,
     /// Rules skipped before being defined (by `ifplugin`): name → reason, for the report.
@@ -220,7 +219,11 @@ impl Parsed {
     /// Whether `score NAME 0` switched the rule off, SpamAssassin's way to silence one (with
     /// four scores, all of them 0); a `__` helper has no score of its own, and stays on.
     pub fn switched_off(&self, name: &str) -> bool {
-        !name.starts_with("__") && self.zero_scored.contains(name)
+        !name.starts_with("__")
+            && self
+                .score
+                .get(name)
+                .is_some_and(|s| s.iter().all(|&s| s == 0.0))
     }
 
     fn define(&mut self, def: RuleDef) {
@@ -344,12 +347,8 @@ impl Parsed {
                     .collect::<Result<Vec<f64>, _>>()
                 {
                     Ok(scores) if matches!(scores.len(), 1 | 4) => {
-                        self.score.insert(name.to_string(), scores[0]);
-                        if scores.iter().all(|&s| s == 0.0) {
-                            self.zero_scored.insert(name.to_string());
-                        } else {
-                            self.zero_scored.remove(name);
-                        }
+                        let four = std::array::from_fn(|i| scores[i % scores.len()]);
+                        self.score.insert(name.to_string(), four);
                     }
                     _ => self.problem(
                         origin,
@@ -627,7 +626,7 @@ body\n\
         assert_eq!(p.get("C").unwrap().text, "/y/");
         assert_eq!(p.get("E").unwrap().text, "/a\\#b/");
         assert_eq!(p.describe["A"], "has x");
-        assert_eq!(p.score["A"], 1.5);
+        assert_eq!(p.score["A"], [1.5, 2.0, 3.0, 4.0]);
         assert_eq!(p.skipped.len(), 1, "{:?}", p.skipped);
         assert_eq!(p.skipped[0].1, Reason::NeedsPlugin("DNSEval".into()));
         assert_eq!(p.problems.len(), 1, "{:?}", p.problems);
