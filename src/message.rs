@@ -411,44 +411,61 @@ static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
 /// URLs written in the text, and the targets of links, images and forms in the HTML,
 /// entities decoded, as a browser would follow them; `mailto:` links as written, for `uri`
 /// rules (as SpamAssassin lists them).
-fn find_urls(text: &str, html: &str) -> Vec<String> {
+fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     let mut urls: Vec<String> = Vec::new();
-    // A page of links names most of them many times: seen ones are found by hash.
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut push = |u: &str| {
-        let u = u.trim_end_matches(['.', ',', ';', ':', '!', '?']);
-        if !u.is_empty() && urls.len() < 1000 && !seen.contains(u) {
-            seen.insert(u.to_string());
+    // A page of links names most of them many times: seen ones are found by hash, and
+    // only what an entity changed is copied to be looked up.
+    let mut seen: HashSet<Cow<'t, str>> = HashSet::new();
+    let mut push = |u: Cow<'t, str>| {
+        let end = ['.', ',', ';', ':', '!', '?'];
+        let u = match u {
+            Cow::Borrowed(u) => Cow::Borrowed(u.trim_end_matches(end)),
+            Cow::Owned(mut u) => {
+                u.truncate(u.trim_end_matches(end).len());
+                Cow::Owned(u)
+            }
+        };
+        if !u.is_empty() && urls.len() < 1000 && !seen.contains(u.as_ref()) {
             urls.push(u.to_string());
+            seen.insert(u);
         }
     };
     for m in URL_IN_TEXT.find_iter(text) {
-        push(m.as_str());
+        push(Cow::Borrowed(m.as_str()));
     }
     for m in URL_IN_HTML.find_iter(html) {
         let (_, value) = m.as_str().split_once('=').unwrap_or_default();
         let value = value.trim_start();
         let target = as_followed(value.strip_prefix(['"', '\'']).unwrap_or(value));
-        let mailto = target
-            .get(..7)
-            .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"));
-        if target.contains("://") || target.starts_with("www.") || mailto {
-            push(&target);
+        if target.contains("://") || target.starts_with("www.") || is_mailto(&target) {
+            push(target);
         }
     }
     for m in URL_IN_TEXT.find_iter(html) {
-        push(&as_followed(m.as_str()));
+        push(as_followed(m.as_str()));
     }
     urls
 }
 
 /// A URL written in HTML as a browser follows it: entities decoded, and the tabs and line
 /// breaks it drops inside a URL (`ex&#10;ample.com`) gone.
-fn as_followed(written: &str) -> String {
-    html::decode_entities(written)
-        .chars()
-        .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
-        .collect()
+fn as_followed(written: &str) -> Cow<'_, str> {
+    let decoded = html::decode_entities(written);
+    if !decoded.contains(['\t', '\r', '\n']) {
+        return decoded;
+    }
+    Cow::Owned(
+        decoded
+            .chars()
+            .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
+            .collect(),
+    )
+}
+
+/// Whether `url` is a `mailto:` link: an address, not a place.
+pub fn is_mailto(url: &str) -> bool {
+    url.get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"))
 }
 
 /// The host part of a URL, lowercased, without port or credentials.

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use crate::features::Features;
-use crate::message::{Message, url_host};
+use crate::message::{Message, is_mailto, url_host};
 
 /// Which token families a message is turned into. Each family can be switched off to
 /// measure what it is worth (`spamnb eval` does).
@@ -212,10 +212,7 @@ fn received_tokens(value: &str, out: &mut Features) {
 
 fn url_tokens(url: &str, out: &mut Features) {
     // Links that lead somewhere: a `mailto:` link's domain is a mailbox, not a site.
-    if url
-        .get(..7)
-        .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"))
-    {
+    if is_mailto(url) {
         return;
     }
     let Some(host) = url_host(url) else {

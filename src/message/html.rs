@@ -10,7 +10,7 @@
 use mail_parser::decoders::html::add_html_token;
 
 /// Where a tag breaks the text, and how.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Break {
     None,
     Space,
@@ -180,12 +180,11 @@ fn entity(bytes: &[u8], amp: usize, into: &mut String) -> Option<usize> {
 /// An attribute's value as the page means it: its entities decoded (`&amp;` in a link).
 pub fn decode_entities(value: &str) -> std::borrow::Cow<'_, str> {
     let bytes = value.as_bytes();
-    let Some(first) = memchr::memchr(b'&', bytes) else {
+    if memchr::memchr(b'&', bytes).is_none() {
         return value.into();
-    };
+    }
     let mut out = String::with_capacity(value.len());
-    out.push_str(&value[..first]);
-    let mut at = first;
+    let mut at = 0;
     while let Some(found) = memchr::memchr(b'&', &bytes[at..]) {
         let amp = at + found;
         out.push_str(&value[at..amp]);
