@@ -1521,15 +1521,17 @@ mod tests {
                 Err(Error::Corrupt { .. }) => continue,
                 opened => opened.unwrap(),
             };
-            let unreadable = tokens.iter().filter_map(|(f, _)| {
+            // Up to the first count that cannot be read: reading all 20,000 of a damaged
+            // tree took a minute on a busy machine.
+            let unreadable = tokens.iter().any(|(f, _)| {
                 let result = store.counts(f, feature_hash(f));
                 assert!(
                     matches!(result, Ok(Some(_)) | Err(Error::Corrupt { .. })),
                     "{result:?}"
                 );
-                result.err()
+                result.is_err()
             });
-            assert!(unreadable.count() > 0, "every count read without its blob");
+            assert!(unreadable, "every count read without its blob");
             return;
         }
         panic!("sled never opened the database without its blobs");

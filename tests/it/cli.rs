@@ -835,6 +835,8 @@ fn a_database_sled_panics_on_gets_one_clear_message() {
         err.contains("is damaged") && err.contains("learn your mail again"),
         "{err}"
     );
+    // The panic's own report, not some other error: the case is the one tested.
+    assert!(err.contains("the storage engine could not read"), "{err}");
     assert!(
         !err.contains("panicked at") && !err.contains("backtrace"),
         "{err}"
