@@ -42,6 +42,9 @@ pub enum Route {
 const DAEMON_TIMEOUT: Duration = Duration::from_secs(60);
 /// Tries of a request the daemon answered "overloaded, try again".
 const TRIES: u32 = 5;
+/// TELLs sent at once: the daemon writes the lessons that wait together as one batch, so
+/// more of them in flight than there are cores is what makes learning through it fast.
+const TELLS_IN_FLIGHT: usize = 32;
 
 impl Route {
     /// The database, or the daemon that holds it; while a process that is no daemon
@@ -146,9 +149,11 @@ impl Route {
         match (self, batch) {
             (Route::Local { engine, .. }, Prepared::Lessons(lessons)) => Ok(engine.learn(lessons)?),
             (Route::Daemon { client, .. }, Prepared::Messages(raws)) => {
-                each(raws, |raw| retry(|| client.tell(raw, target, user)))
-                    .into_iter()
-                    .collect::<Result<Vec<_>, _>>()
+                in_flight(raws, TELLS_IN_FLIGHT, |raw| {
+                    retry(|| client.tell(raw, target, user))
+                })
+                .into_iter()
+                .collect::<Result<Vec<_>, _>>()
             }
             .with_context(|| format!("learning through the daemon at {}", client.path().display())),
             _ => unreachable!("a batch is prepared by the route that learns it"),
@@ -212,6 +217,38 @@ fn each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec
     } else {
         items.par_iter().map(f).collect()
     }
+}
+
+/// `f` of each item, in order, with up to `width` calls running at once on threads of
+/// their own: for calls that mostly wait (on the daemon), where `each`'s one thread per
+/// core would leave it idle.
+fn in_flight<T: Sync, R: Send>(
+    items: &[T],
+    width: usize,
+    f: impl Fn(&T) -> R + Sync + Send,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..width.min(items.len()))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break done };
+                        done.push((i, f(item)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// Runs `f` again while the daemon answers "temporarily unavailable" (overload), with a

@@ -32,6 +32,7 @@
 
 pub mod config;
 pub mod http;
+pub mod learner;
 pub mod listen;
 pub mod metrics;
 pub mod milter_config;
@@ -57,6 +58,8 @@ use crate::store::SledStore;
 pub struct Context {
     /// Shared with the folder watcher, which learns through the daemon's own store.
     pub engine: Arc<SharedEngine>,
+    /// TELL's lessons, written in groups.
+    pub learner: Arc<learner::Learner>,
     /// The configuration now in force; see [`Context::config`].
     config: RwLock<Arc<Config>>,
     pub metrics: Metrics,
@@ -101,6 +104,7 @@ impl Context {
     pub fn new(engine: Engine, config: Config) -> Arc<Context> {
         Arc::new(Context {
             engine: Arc::new(SharedEngine::new(engine)),
+            learner: Arc::default(),
             connections: Arc::new(Semaphore::new(config.daemon.max_connections)),
             sessions: Arc::new(Semaphore::new(config.daemon.max_sessions)),
             config: RwLock::new(Arc::new(config)),

@@ -202,14 +202,14 @@ async fn tell(request: Request, peer: Peer, ctx: &Context, config: &Config) -> R
     };
     let engine = ctx.engine.current();
     let user_name = head.user.clone();
+    let learner = ctx.learner.clone();
     let learned = tokio::task::spawn_blocking(move || {
         let lesson = engine.lesson(&body, target, user_name.as_deref());
-        engine.learn(std::slice::from_ref(&lesson))
+        learner.learn(&engine, lesson)
     })
     .await;
     match learned {
-        Ok(Ok(outcomes)) => {
-            let outcome = outcomes.first().copied().unwrap_or(Outcome::NotLearned);
+        Ok(Ok(outcome)) => {
             if matches!(
                 outcome,
                 Outcome::Learned | Outcome::Relearned | Outcome::Forgotten
