@@ -105,6 +105,7 @@ pub fn to_text(html: &str) -> String {
         space: false,
     };
     let mut decoded = String::new();
+    let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
     while let Some(found) = memchr::memchr2(b'<', b'&', &bytes[at..]) {
         let start = at + found;
@@ -143,7 +144,7 @@ pub fn to_text(html: &str) -> String {
             text.words("<");
             continue;
         }
-        let end = memchr::memchr(b'>', rest).map_or(bytes.len(), |e| at + e + 1);
+        let end = tag_end(bytes, at, &mut unclosed);
         let name = &name[..name_len];
         at = end;
         if !markup {
@@ -161,8 +162,44 @@ pub fn to_text(html: &str) -> String {
     text.out
 }
 
+/// Just past the `>` that ends the tag whose name begins at `from`: a `>` inside a quoted
+/// attribute value (`<img alt="a>b">`) is the value's, as a browser reads it. A quote
+/// never closed ends at the first `>`, as broken mail is more common than a page whose
+/// every remaining byte is one attribute. `unclosed` remembers, per quote, where the page
+/// has no more of it, so that a page of unclosed quotes is not searched to its end per tag.
+fn tag_end(bytes: &[u8], from: usize, unclosed: &mut [usize; 2]) -> usize {
+    let first = memchr::memchr(b'>', &bytes[from..]).map_or(bytes.len(), |e| from + e + 1);
+    let mut at = from;
+    let mut after_equals = false;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'>' => return at + 1,
+            b'=' => after_equals = true,
+            quote @ (b'"' | b'\'') if after_equals => {
+                let none_from = &mut unclosed[usize::from(quote == b'"')];
+                let close = (at < *none_from)
+                    .then(|| memchr::memchr(quote, &bytes[at + 1..]))
+                    .flatten();
+                match close {
+                    Some(close) => at += close + 1,
+                    None => {
+                        *none_from = at;
+                        return first;
+                    }
+                }
+                after_equals = false;
+            }
+            b if b.is_ascii_whitespace() => {}
+            _ => after_equals = false,
+        }
+        at += 1;
+    }
+    bytes.len()
+}
+
 /// The entity (`&amp;`, `&#38;`, `&#x26;`) at `amp`, decoded into `into`, and its length;
-/// `None` where the `&` begins none. An unknown name is kept as written.
+/// `None` where the `&` begins none. An unknown name is kept as written. A numeric one
+/// needs no `;` (`&#86&#105agra`): browsers show it, and spam writes it so.
 fn entity(bytes: &[u8], amp: usize, into: &mut String) -> Option<usize> {
     let name = &bytes[amp + 1..];
     let len = name
@@ -170,11 +207,35 @@ fn entity(bytes: &[u8], amp: usize, into: &mut String) -> Option<usize> {
         .take(32)
         .take_while(|b| b.is_ascii_alphanumeric() || **b == b'#')
         .count();
-    if len == 0 || name.get(len) != Some(&b';') {
+    if len == 0 {
         return None;
     }
-    add_html_token(into, &bytes[amp..amp + len + 2], false);
-    Some(len + 2)
+    if name.get(len) == Some(&b';') {
+        add_html_token(into, &bytes[amp..amp + len + 2], false);
+        return Some(len + 2);
+    }
+    let (digits, radix) = match name {
+        [b'#', b'x' | b'X', rest @ ..] => (rest, 16),
+        [b'#', rest @ ..] => (rest, 10),
+        _ => return None,
+    };
+    let count = digits
+        .iter()
+        .take_while(|b| (**b as char).is_digit(radix))
+        .count();
+    if count == 0 {
+        return None;
+    }
+    let number = std::str::from_utf8(&digits[..count])
+        .ok()
+        .and_then(|d| u32::from_str_radix(d, radix).ok());
+    into.push(
+        number
+            .and_then(char::from_u32)
+            .filter(|&c| c != '\0')
+            .unwrap_or(char::REPLACEMENT_CHARACTER),
+    );
+    Some(name.len() - digits.len() + count + 1)
 }
 
 /// An attribute's value as the page means it: its entities decoded (`&amp;` in a link).
@@ -263,6 +324,23 @@ mod tests {
             "HI AT&T &bogus; <b>"
         );
         assert_eq!(to_text("a\u{a0}\u{a0} b"), "a b");
+        // Numeric ones without their `;`, as browsers show them.
+        assert_eq!(
+            to_text("&#86&#105agra &#x56iagra &#0 &#"),
+            "Viagra Viagra \u{fffd} &#"
+        );
+        assert_eq!(decode_entities("/?id=&#49&#x32"), "/?id=12");
+    }
+
+    #[test]
+    fn a_tag_ends_outside_its_quoted_values() {
+        assert_eq!(
+            to_text("<img alt=\"1 > 2\" src='a>b.gif'>text <a title = \"x>y\">link</a>"),
+            "text link"
+        );
+        // A quote never closed: the tag ends at its first `>`.
+        assert_eq!(to_text("<font face=\"arial>shown"), "shown");
+        assert_eq!(to_text("<b class=x\"y>bold"), "bold");
     }
 
     #[test]
