@@ -109,7 +109,7 @@ impl DaemonConfig {
 }
 
 /// The real user id, read from /proc so that no libc binding is needed for one number.
-fn uid() -> u32 {
+pub(crate) fn uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
 }

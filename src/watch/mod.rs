@@ -62,7 +62,7 @@ mod folder;
 mod seen;
 mod settings;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,7 +79,7 @@ pub use settings::{RawWatch, UserMaildir, WatchSettings};
 
 use crate::engine::{Engine, SharedEngine};
 use crate::mailbox::{self, MailSource};
-use crate::message::{Digest, digest};
+use crate::message::{Digest, digest, escape_control};
 use crate::model::Class;
 use crate::store::Outcome;
 
@@ -126,7 +126,7 @@ pub struct Counters {
     pub over_limit: AtomicU64,
     /// Files that could not be read.
     pub unreadable: AtomicU64,
-    /// Full rescans (start, overflow).
+    /// Rescans: of every Maildir (start, overflow), or of one that appeared.
     pub rescans: AtomicU64,
 }
 
@@ -140,6 +140,9 @@ struct UserState {
     user: String,
     root: PathBuf,
     folders: Vec<Folder>,
+    /// Whether the Maildir was there at the last look: a mailbox is made at its first
+    /// delivery, which may come after the watcher started.
+    found: bool,
 }
 
 /// A message file that appeared, or that a rescan found unrecorded.
@@ -203,6 +206,7 @@ impl Watcher {
                 user: u.user.clone(),
                 root: u.root.clone(),
                 folders: Vec::new(),
+                found: true,
             })
             .collect();
         let mut watcher = Watcher {
@@ -277,10 +281,19 @@ impl Watcher {
         // the watcher outlives trouble instead of silently stopping inside the daemon.
         let mut retry_at: Option<Instant> = None;
         let mut forget_at = Instant::now();
+        let look_every = self.settings.look_for_maildirs;
+        let mut look_at = Instant::now() + look_every;
         while !shutdown.is_cancelled() {
             if Instant::now() >= forget_at {
                 forget_at = Instant::now() + FORGET_EVERY;
                 self.forget_old_moves();
+            }
+            if Instant::now() >= look_at {
+                look_at = Instant::now() + look_every;
+                if let Err(e) = self.look_for_missing_maildirs() {
+                    error!("folder watch: {e}; rescanning in {RETRY:?}");
+                    retry_at = Some(Instant::now() + RETRY);
+                }
             }
             if retry_at.is_some_and(|at| Instant::now() >= at) {
                 retry_at = None;
@@ -331,6 +344,9 @@ impl Watcher {
         let mut paths = Vec::new();
         let mut seen_paths = HashSet::new();
         let mut left = HashSet::new();
+        // Paths that arrived by a rename: a folder renamed (or moved in whole) brings mail
+        // that was filed, not moved by the user one message at a time.
+        let mut arrived = HashSet::new();
         for event in events {
             let event = match event {
                 Ok(e) => e,
@@ -354,6 +370,10 @@ impl Watcher {
                 }
                 EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
                     left.extend(event.paths.first().cloned());
+                    arrived.extend(event.paths.get(1).cloned());
+                }
+                EventKind::Modify(ModifyKind::Name(RenameMode::To)) => {
+                    arrived.extend(event.paths.iter().cloned());
                 }
                 _ => {}
             }
@@ -370,9 +390,18 @@ impl Watcher {
             return self.rescan_all();
         }
 
+        // Folders renamed away or deleted first: their watches follow the directory to its
+        // new name, and a folder made again under the old name needs watches of its own.
+        let mut changed_users: HashSet<usize> = paths
+            .iter()
+            .filter(|p| self.folder_dirs.contains_key(*p))
+            .filter_map(|p| self.users.iter().position(|u| p.starts_with(&u.root)))
+            .collect();
+        for &user in &changed_users {
+            self.forget_lost_folders(user, &left)?;
+        }
         let mut candidates = Vec::new();
         let mut gone = Vec::new();
-        let mut changed_users = HashSet::new();
         for path in paths {
             if let Some(c) = self.candidate(&path) {
                 let exists = path.exists();
@@ -416,9 +445,19 @@ impl Watcher {
         for user in changed_users {
             let before = self.users[user].folders.len();
             self.refresh_folders(user)?;
-            // A folder that was just created may hold mail before its watch was set.
+            // A folder that was just created may hold mail before its watch was set; one
+            // that arrived by a rename holds mail filed long ago: it is only recorded.
             for folder in before..self.users[user].folders.len() {
-                self.rescan_folder(user, folder, false)?;
+                let path = &self.users[user].folders[folder].path;
+                let renamed = arrived.iter().any(|a| path.starts_with(a));
+                if renamed {
+                    info!(
+                        "folder watch: {} of {} came by a rename: recording what it holds, learning nothing",
+                        escape_control(&self.users[user].folders[folder].name),
+                        self.users[user].user
+                    );
+                }
+                self.rescan_folder(user, folder, renamed)?;
             }
         }
         self.learn_files(candidates, false)
@@ -440,18 +479,96 @@ impl Watcher {
         })
     }
 
-    /// Finds the user's folders and watches the new ones. Folders only ever get added:
-    /// a folder that disappears just stops sending events.
-    fn refresh_folders(&mut self, user: usize) -> Result<(), Error> {
-        let root = self.users[user].root.clone();
-        if !root.is_dir() {
-            warn!(
-                "folder watch: the Maildir {} of {} does not exist (yet); it is looked for again at the next rescan",
-                root.display(),
-                self.users[user].user
-            );
+    /// Stops watching the user's folders that are gone (deleted, or renamed away: in
+    /// `left`, even when a folder of the same name was made again at once) and forgets the
+    /// files recorded in them. Their mail, if it was renamed, is found under its new name.
+    fn forget_lost_folders(&mut self, user: usize, left: &HashSet<PathBuf>) -> Result<(), Error> {
+        let (lost, kept): (Vec<Folder>, Vec<Folder>) =
+            std::mem::take(&mut self.users[user].folders)
+                .into_iter()
+                .partition(|f| left.contains(&f.path) || !f.path.is_dir());
+        self.users[user].folders = kept;
+        if lost.is_empty() {
             return Ok(());
         }
+        let store = self.engine.current().store.clone();
+        let user_name = self.users[user].user.clone();
+        let mut changes = Vec::new();
+        for folder in &lost {
+            info!(
+                "folder watch: {} of {user_name} ({}) is gone",
+                escape_control(&folder.name),
+                shown(&folder.path)
+            );
+            for dir in [
+                folder.path.join("new"),
+                folder.path.join("cur"),
+                folder.path.clone(),
+            ] {
+                if self.watched.remove(&dir) {
+                    // A deleted directory's watch is gone already.
+                    let _ = self.notify.unwatch(&dir);
+                }
+            }
+            for unique in seen::files_in(&*store, &user_name, &folder.name)? {
+                seen::gone(&user_name, &folder.name, &unique, &mut changes);
+            }
+        }
+        if !changes.is_empty() {
+            store.write_notes(&changes)?;
+        }
+        self.folder_dirs.retain(|_, &mut (u, _)| u != user);
+        for (index, folder) in self.users[user].folders.iter().enumerate() {
+            self.folder_dirs.insert(folder.path.clone(), (user, index));
+        }
+        Ok(())
+    }
+
+    /// Watches the Maildirs that were missing and have appeared since, and scans them.
+    fn look_for_missing_maildirs(&mut self) -> Result<(), Error> {
+        for user in 0..self.users.len() {
+            if self.users[user].found {
+                continue;
+            }
+            self.refresh_folders(user)?;
+            if self.users[user].found {
+                info!(
+                    "folder watch: the Maildir {} of {} is there now; watching it",
+                    self.users[user].root.display(),
+                    self.users[user].user
+                );
+                Counters::add(&self.counters.rescans, 1);
+                self.rescan_user(user)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the user's folders and watches the new ones.
+    fn refresh_folders(&mut self, user: usize) -> Result<(), Error> {
+        let root = self.users[user].root.clone();
+        if let Err(e) = std::fs::read_dir(&root) {
+            // Said once, until it is found: it is looked for again and again.
+            if std::mem::replace(&mut self.users[user].found, false) {
+                let why = match e.kind() {
+                    std::io::ErrorKind::NotFound => "does not exist (yet)".to_string(),
+                    std::io::ErrorKind::PermissionDenied => format!(
+                        "cannot be read by this process (uid {}): {e}; give it read access \
+                         (and under systemd, ProtectHome=read-only)",
+                        crate::daemon::config::uid()
+                    ),
+                    _ => format!("cannot be read: {e}"),
+                };
+                warn!(
+                    "folder watch: the Maildir {} of {} {why}; it is looked for again every {}s",
+                    root.display(),
+                    self.users[user].user,
+                    self.settings.look_for_maildirs.as_secs()
+                );
+            }
+            return Ok(());
+        }
+        self.users[user].found = true;
         self.watch(&root)?;
         for folder in discover(&root, &self.settings) {
             if self.folder_dirs.contains_key(&folder.path) {
@@ -468,9 +585,9 @@ impl Watcher {
             }
             info!(
                 "folder watch: {} of {} ({}) is {}",
-                folder.name,
+                escape_control(&folder.name),
                 self.users[user].user,
-                folder.path.display(),
+                shown(&folder.path),
                 folder.kind.name()
             );
             let index = self.users[user].folders.len();
@@ -498,23 +615,32 @@ impl Watcher {
         Counters::add(&self.counters.rescans, 1);
         let started = Instant::now();
         for user in 0..self.users.len() {
-            let store = self.engine.current().store.clone();
-            let baseline = !seen::has_baseline(&*store, &self.users[user].user)?;
-            if baseline {
-                info!(
-                    "folder watch: first scan of {}'s Maildir: recording what it holds, learning nothing",
-                    self.users[user].user
-                );
-            }
-            for folder in 0..self.users[user].folders.len() {
-                self.rescan_folder(user, folder, baseline)?;
-            }
-            if baseline && self.users[user].root.is_dir() {
-                let u = &self.users[user];
-                store.write_notes(&[seen::baseline_done(&u.user, &u.root.to_string_lossy())])?;
+            if self.users[user].found {
+                self.rescan_user(user)?;
             }
         }
         debug!("folder watch: rescan took {:?}", started.elapsed());
+        Ok(())
+    }
+
+    /// Handles what the record does not know in each of the user's folders; the first
+    /// time, only records what they hold.
+    fn rescan_user(&mut self, user: usize) -> Result<(), Error> {
+        let store = self.engine.current().store.clone();
+        let baseline = !seen::has_baseline(&*store, &self.users[user].user)?;
+        if baseline {
+            info!(
+                "folder watch: first scan of {}'s Maildir: recording what it holds, learning nothing",
+                self.users[user].user
+            );
+        }
+        for folder in 0..self.users[user].folders.len() {
+            self.rescan_folder(user, folder, baseline)?;
+        }
+        if baseline && self.users[user].found {
+            let u = &self.users[user];
+            store.write_notes(&[seen::baseline_done(&u.user, &u.root.to_string_lossy())])?;
+        }
         Ok(())
     }
 
@@ -602,33 +728,54 @@ impl Watcher {
         let store = &*engine.store;
         let read: Vec<Option<(Vec<u8>, Digest)>> = chunk
             .par_iter()
-            .map(|c| match mailbox::read(&MailSource::File(c.path.clone())) {
-                Ok(raw) => {
-                    let d = digest(&raw);
-                    Some((raw, d))
-                }
-                Err(e) => {
-                    // Gone already (moved on, or its flags changed: its new name has its own
-                    // event), or unreadable.
-                    if c.path.exists() {
-                        warn!("folder watch: {e}");
-                        Counters::add(&self.counters.unreadable, 1);
-                    }
+            .map(|c| match regular_file(&c.path) {
+                // A link or a device among a user's messages is no message: a link to a
+                // file this process may read and the user may not would teach its content.
+                Ok(false) => {
+                    warn!(
+                        "folder watch: {} is not a regular file: not read",
+                        shown(&c.path)
+                    );
+                    Counters::add(&self.counters.unreadable, 1);
                     None
                 }
+                Err(_) => None,
+                Ok(true) => match mailbox::read(&MailSource::File(c.path.clone())) {
+                    Ok(raw) => {
+                        let d = digest(&raw);
+                        Some((raw, d))
+                    }
+                    Err(e) => {
+                        // Gone already (moved on, or its flags changed: its new name has its own
+                        // event), or unreadable.
+                        if c.path.exists() {
+                            warn!("folder watch: {}", escape_control(&e.to_string()));
+                            Counters::add(&self.counters.unreadable, 1);
+                        }
+                        None
+                    }
+                },
             })
             .collect();
 
         let mut notes = Vec::new();
         let mut plans: Vec<(usize, Class)> = Vec::new();
-        let mut refused = 0u64;
+        // Per user, folder and class: how many messages the burst limit kept back.
+        let mut refused: BTreeMap<(usize, usize, &str), u64> = BTreeMap::new();
         let now = Instant::now();
         let seen_at = epoch_secs();
         for (i, (c, r)) in chunk.iter().zip(&read).enumerate() {
             let Some((raw, d)) = r else { continue };
             let user = &self.users[c.user].user;
             let folder = &self.users[c.user].folders[c.folder];
-            if !baseline {
+            if !mailbox::looks_like_mail(raw) {
+                // Recorded as seen below, so that a rescan does not read it again.
+                warn!(
+                    "folder watch: {} is not mail (it does not begin with a header field): not learned",
+                    shown(&c.path)
+                );
+                Counters::add(&self.counters.unreadable, 1);
+            } else if !baseline {
                 let previous = seen::last_folder(store, user, d)?;
                 let moved_from = previous
                     .filter(|p| *p != folder.name)
@@ -639,33 +786,32 @@ impl Watcher {
                     if self.burst.admit(user, now) {
                         plans.push((i, target));
                     } else {
-                        refused += 1;
-                        let line = format!(
-                            "folder watch: {user} has moved more than {} messages within {:?}: not learning {} as {}; \
-                             if that is right, run `spamnb learn --{} --user {user} {}`",
-                            self.settings.burst_limit,
-                            self.settings.burst_window,
-                            c.path.display(),
-                            target.name(),
-                            target.name(),
-                            c.path.display()
-                        );
-                        if refused <= 20 {
-                            warn!("{line}");
-                        } else {
-                            info!("{line}");
-                        }
+                        *refused
+                            .entry((c.user, c.folder, target.name()))
+                            .or_default() += 1;
                     }
                 }
             }
             seen::seen(user, &folder.name, &c.unique, d, seen_at, &mut notes);
         }
-        if refused > 20 {
+        // One line per folder: the files are soon renamed (a client that opens the folder
+        // moves them to cur/ with flags), and learning the folder again skips what is known.
+        for (&(user, folder, target), count) in &refused {
+            let (user, folder) = (&self.users[user].user, &self.users[user].folders[folder]);
             warn!(
-                "folder watch: {refused} messages in all were over the burst limit (the rest are logged at info level)"
+                "folder watch: {} has moved more than {} messages within {:?}: not learning {count} of them in {} as {}; \
+                 if those moves were meant, run: spamnb learn --{} --user {} {}",
+                escape_control(user),
+                self.settings.burst_limit,
+                self.settings.burst_window,
+                escape_control(&folder.name),
+                target,
+                target,
+                escape_control(&shell_quote(user)),
+                escape_control(&shell_quote(&folder.path.to_string_lossy())),
             );
+            Counters::add(&self.counters.over_limit, *count);
         }
-        Counters::add(&self.counters.over_limit, refused);
 
         if !plans.is_empty() {
             let lessons: Vec<_> = plans
@@ -690,10 +836,10 @@ impl Watcher {
                 info!(
                     "folder watch: {} {} as {} for {} (in {})",
                     outcome.name(),
-                    c.path.display(),
+                    shown(&c.path),
                     target.name(),
                     self.users[c.user].user,
-                    self.users[c.user].folders[c.folder].name
+                    escape_control(&self.users[c.user].folders[c.folder].name)
                 );
             }
         }
@@ -701,6 +847,30 @@ impl Watcher {
             store.write_notes(&notes)?;
         }
         Ok(())
+    }
+}
+
+/// A path of the users' making, safe for one log line.
+fn shown(path: &Path) -> String {
+    escape_control(&path.to_string_lossy()).into_owned()
+}
+
+/// Whether `path` is a regular file itself, not a link to one.
+fn regular_file(path: &Path) -> std::io::Result<bool> {
+    Ok(std::fs::symlink_metadata(path)?.file_type().is_file())
+}
+
+/// `text` as one word to a POSIX shell, for a command a log line suggests: Maildir file
+/// and folder names are chosen by whoever delivers or files the mail.
+fn shell_quote(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%=".contains(&b));
+    if plain {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
     }
 }
 
@@ -774,6 +944,20 @@ mod tests {
                 "{kind:?} {from:?} {learned:?} {flag}"
             );
         }
+    }
+
+    #[test]
+    fn commands_in_logs_quote_what_users_named() {
+        assert_eq!(
+            shell_quote("/home/ann/Maildir/.Junk"),
+            "/home/ann/Maildir/.Junk"
+        );
+        assert_eq!(shell_quote("/m/.Junk E-mail"), "'/m/.Junk E-mail'");
+        assert_eq!(
+            shell_quote("we ird$(touch x)'s"),
+            r"'we ird$(touch x)'\''s'"
+        );
+        assert_eq!(shell_quote(""), "''");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub struct UserMaildir {
 }
 
 /// What the watcher does, validated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WatchSettings {
     pub users: Vec<UserMaildir>,
     /// Folder names whose mail is spam. A folder matches a name when the name is the
@@ -49,6 +49,9 @@ pub struct WatchSettings {
     pub debounce: Duration,
     /// How long the record of where a message was last seen is kept; `None`: for ever.
     pub forget_moves_after: Option<Duration>,
+    /// How often a Maildir that is not there is looked for (a mailbox is made at its first
+    /// delivery). Not in the file: only tests want another.
+    pub look_for_maildirs: Duration,
 }
 
 pub const DEFAULT_SPAM_FOLDERS: &[&str] =
@@ -90,6 +93,7 @@ impl Default for WatchSettings {
             forget_moves_after: Some(Duration::from_secs(
                 DEFAULT_FORGET_MOVES_AFTER_DAYS * DAY_SECS,
             )),
+            look_for_maildirs: Duration::from_secs(30),
         }
     }
 }
@@ -141,6 +145,7 @@ impl RawWatch {
                 Some(0) => None,
                 Some(days) => Some(Duration::from_secs(days.saturating_mul(DAY_SECS))),
             },
+            look_for_maildirs: d.look_for_maildirs,
         })
     }
 }

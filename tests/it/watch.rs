@@ -549,3 +549,100 @@ fn the_daemon_runs_the_watcher_from_its_configuration() {
         "the daemon's watcher learned the move into Junk",
     );
 }
+
+/// Renaming a folder moves its mail whole: that is filing, not the user's verdict on each
+/// message, and teaches nothing. A folder made again under the old name is watched anew.
+#[test]
+fn a_renamed_folder_teaches_nothing_and_one_made_again_is_watched() {
+    let mut f = Fixture::new(settings());
+    let (a, b, marker) = (mail(60), mail(61), mail(62));
+    let pa = f.place("INBOX", "1700000060.A.host:2,S", &a);
+    let pb = f.place("INBOX", "1700000061.B.host:2,S", &b);
+    let pm = f.place("INBOX", "1700000062.M.host:2,S", &marker);
+    f.start();
+    f.move_to(&pa, "Junk");
+    f.move_to(&pb, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    // Archived by a rename (a ham folder: other folders are ham), then Junk made again, as
+    // Dovecot does for a folder it is configured to keep.
+    std::fs::rename(f.folder("Junk"), f.folder("Junk-2024")).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(f.folder("Junk").join(sub)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    f.move_to(&pm, "Junk");
+    f.wait_learned(&marker, Class::Spam);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "the rename taught nothing"
+    );
+    assert_eq!(f.class_of(&b), Some(Class::Spam));
+    assert_eq!(f.messages(), [0, 3]);
+    // The renamed folder is watched like any other: a move out of it into Junk is news.
+    let c = mail(63);
+    let pc = f.place("Junk-2024", "1700000063.C.host:2,S", &c);
+    std::thread::sleep(Duration::from_millis(300));
+    f.move_to(&pc, "Junk");
+    f.wait_learned(&c, Class::Spam);
+    assert_eq!(f.class_of(&a), Some(Class::Spam));
+}
+
+/// A mailbox is made at its first delivery, which may come after the watcher started: its
+/// Maildir is looked for until it is there, and moves in it are learned from then on.
+#[test]
+fn a_maildir_made_after_start_is_watched() {
+    let mut f = Fixture::new(WatchSettings {
+        look_for_maildirs: Duration::from_millis(200),
+        ..settings()
+    });
+    let aside = f.root.with_file_name("not yet");
+    std::fs::rename(&f.root, &aside).unwrap();
+    f.start();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::rename(&aside, &f.root).unwrap();
+    let a = mail(70);
+    let pa = f.deliver("INBOX", "1700000070.A.host", &a);
+    // Found, watched and scanned (what it holds is recorded, not learned): then the move.
+    let counters = f.counters.clone().unwrap();
+    wait_until(
+        || counters.rescans.load(Ordering::Relaxed) == 2,
+        "the Maildir is found",
+    );
+    f.move_to(&pa, "Junk");
+    f.wait_learned(&a, Class::Spam);
+}
+
+/// Only regular files that are mail are learned: a link in a Junk folder may point at a
+/// file this process can read and the user cannot, and a binary dropped there is no mail.
+#[test]
+fn links_and_files_that_are_not_mail_are_not_learned() {
+    let mut f = Fixture::new(settings());
+    let outside = f.root.with_file_name("secret.eml");
+    std::fs::write(&outside, mail(80)).unwrap();
+    let marker = mail(81);
+    let pm = f.place("INBOX", "1700000081.M.host:2,S", &marker);
+    f.start();
+    let junk = f.folder("Junk").join("cur");
+    std::os::unix::fs::symlink(&outside, junk.join("1700000080.L.host:2,S")).unwrap();
+    std::fs::write(
+        junk.join("1700000082.B.host:2,S"),
+        b"\x7fELF\x02\x01\x01\0\0\0binary",
+    )
+    .unwrap();
+    std::fs::write(junk.join("1700000083.E.host:2,S"), b"").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    f.move_to(&pm, "Junk");
+    f.wait_learned(&marker, Class::Spam);
+    assert_eq!(f.messages(), [0, 1], "only the marker was learned");
+    assert_eq!(f.class_of(&mail(80)), None);
+    let unreadable = f
+        .counters
+        .as_ref()
+        .unwrap()
+        .unreadable
+        .load(Ordering::Relaxed);
+    assert_eq!(unreadable, 3, "each was reported");
+}
