@@ -408,6 +408,11 @@ fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
                     "reload: listeners and connection limits take a restart; the daemon keeps the ones it started with"
                 );
             }
+            if new.watch != old.watch {
+                tracing::warn!(
+                    "reload: [watch] takes a restart; the folder watcher keeps the users and settings it started with"
+                );
+            }
             let mut new = new;
             new.db = old.db.clone();
             let engine = build(&new);
