@@ -537,8 +537,8 @@ impl Watcher {
                     self.users[user].root.display(),
                     self.users[user].user
                 );
-                Counters::add(&self.counters.rescans, 1);
                 self.rescan_user(user)?;
+                Counters::add(&self.counters.rescans, 1);
             }
         }
         Ok(())
