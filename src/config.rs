@@ -211,6 +211,7 @@ impl Config {
                 cache_bytes: raw
                     .cache_mb
                     .map_or(defaults.store.cache_bytes, |mb| mb << 20),
+                ..defaults.store
             },
             extractor: Extractor {
                 tokenizer: raw.tokenizer,

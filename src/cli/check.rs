@@ -24,6 +24,12 @@ pub struct CheckArgs {
     paths: Vec<PathBuf>,
 }
 
+impl CheckArgs {
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+}
+
 /// Below this many messages, reading counts from sled's cache beats loading the table.
 const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;

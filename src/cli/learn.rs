@@ -32,6 +32,12 @@ pub struct LearnArgs {
     paths: Vec<PathBuf>,
 }
 
+impl LearnArgs {
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+}
+
 /// Messages per store batch: each batch is one atomic write, which rewrites the buckets of
 /// counts it touches; 500 messages already touch nearly all of them, so a batch costs about
 /// a rewrite of the whole table (~40 ms of CPU on the benchmark's). 1,000 messages take

@@ -55,6 +55,9 @@ pub struct Settings {
     /// Score with words alone: load no rules
     #[arg(long, global = true)]
     pub no_rules: bool,
+    /// Seconds to wait for the database while another spamnb process holds it [default: 20]
+    #[arg(long, global = true, env = "SPAMNB_LOCK_WAIT", value_name = "SECONDS")]
+    pub lock_wait: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,6 +93,37 @@ impl Command {
     pub fn sets_up_logging(&self) -> bool {
         matches!(self, Command::Daemon(_))
     }
+
+    /// Whether the command handles one message, as a mail server's hook runs it.
+    fn handles_one_message(&self) -> bool {
+        match self {
+            Command::Filter(_) => true,
+            Command::Learn(a) => one_message(a.paths()),
+            Command::Check(a) => one_message(a.paths()),
+            _ => false,
+        }
+    }
+}
+
+/// Whether `paths` name one message: `-` (stdin) or one file.
+fn one_message(paths: &[PathBuf]) -> bool {
+    matches!(paths, [p] if p.as_os_str() == "-" || p.is_file())
+}
+
+/// Makes every thread allocate from glibc's main malloc arena. By default glibc gives each
+/// thread that allocates an arena of its own, each a 64 MB reservation of address space;
+/// sled starts eight threads however little it is asked to do, so a one-message `learn`
+/// reserved some 650 MB while it used 15. Under an address-space limit (Dovecot runs its
+/// pipe programs under `default_vsz_limit`, 256 MB) the arenas took the room the message
+/// needed, and spamnb aborted. One message gains nothing from threads allocating side by
+/// side; many messages on every core would, so they keep glibc's default.
+fn malloc_in_one_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: no other thread runs yet; mallopt only sets what glibc reads when a thread
+    // first allocates.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,6 +134,9 @@ pub enum Format {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.command.handles_one_message() {
+        malloc_in_one_arena();
+    }
     match &args.command {
         // The filter loads its configuration itself: its errors must not lose the mail.
         Command::Filter(a) => Ok(filter::run(&args, a)),
@@ -122,6 +159,9 @@ pub fn load_settings(args: &Settings) -> anyhow::Result<Config> {
     let mut config = Config::load(args.config.as_deref())?;
     if let Some(db) = &args.db {
         config.db = db.clone();
+    }
+    if let Some(secs) = args.lock_wait {
+        config.store.lock_wait = std::time::Duration::from_secs(secs);
     }
     Ok(config)
 }
@@ -211,8 +251,7 @@ pub fn open_meanwhile<T: Send>(
         let made = meanwhile(&route)?;
         Ok((route, made))
     };
-    let one_message = matches!(paths, [p] if p.as_os_str() == "-" || p.is_file());
-    let (rules, opened) = if one_message {
+    let (rules, opened) = if one_message(paths) {
         // A hook whose daemon holds the database scores there: compiling rules here
         // would only delay the message.
         let opened = open();

@@ -48,13 +48,14 @@ const TELLS_IN_FLIGHT: usize = 32;
 
 impl Route {
     /// The database, or the daemon that holds it; while a process that is no daemon
-    /// holds it, the database once that process lets go.
+    /// holds it, the database once that process lets go (up to `--lock-wait`), unless
+    /// that process is a `spamnb watch`, which would not let go.
     pub fn open(config: &Config) -> anyhow::Result<Route> {
         super::ensure_parent(&config.db)?;
         // A database another process holds that is no daemon (a `learn`, a hook like
         // this one) is waited for: procmail starts a `filter` per delivery, and a second
         // one at the same moment used to pass its message on untagged.
-        let mut wait = crate::store::LockWait::start();
+        let mut wait = crate::store::LockWait::up_to(config.store.lock_wait);
         loop {
             let unopened = match SledStore::open(&config.db, &config.store) {
                 Ok(store) => {
@@ -72,6 +73,18 @@ impl Route {
                 Err(e) => e,
             };
             let locked = matches!(unopened, Error::Locked { .. });
+            if let Some(pid) = locked
+                .then(|| crate::store::holding_watcher(&config.db))
+                .flatten()
+            {
+                anyhow::bail!(
+                    "the database {} is held by `spamnb watch` (process {pid}), which keeps it \
+                     for as long as it runs; stop it and let the daemon watch the Maildirs \
+                     instead (`spamnb daemon` reads the same [watch] section): commands then \
+                     go through the daemon's control socket",
+                    config.db.display()
+                );
+            }
             let daemon = crate::store::holding_daemon(&config.db);
             if locked && daemon.is_none() && wait.again() {
                 tracing::debug!("{unopened}; waiting for it");
@@ -83,7 +96,10 @@ impl Route {
                      this command looks: set [control] listen, or XDG_RUNTIME_DIR as the \
                      daemon has it; "
                 ),
-                None if locked => format!("waited {}s; ", crate::store::LOCK_WAIT.as_secs()),
+                None if locked => format!(
+                    "waited {}s (--lock-wait); ",
+                    config.store.lock_wait.as_secs()
+                ),
                 None => String::new(),
             };
             return Err(anyhow::anyhow!(

@@ -48,6 +48,9 @@ pub fn run(config: &Config, args: &WatchArgs) -> anyhow::Result<ExitCode> {
          section of the configuration ([watch.users] NAME = \"/path/to/Maildir\")"
     );
     let store = super::open_store(config)?;
+    // The watcher holds the database until it stops: other commands (a Dovecot hook that
+    // Dovecot kills after 10 s) learn from this file that waiting for it is in vain.
+    let _holding = crate::store::PidFile::write(&config.db, crate::store::WATCHER_PID_FILE);
     let engine = Arc::new(SharedEngine::new(super::engine(config, store.clone())));
     let counters;
     if args.once {

@@ -52,7 +52,7 @@ use self::metrics::{Metrics, Protocol};
 use crate::config::Config;
 use crate::engine::{Engine, SharedEngine};
 use crate::model::Verdict;
-use crate::store::SledStore;
+use crate::store::{PidFile, SledStore};
 
 /// What every session of every protocol shares.
 pub struct Context {
@@ -202,6 +202,11 @@ pub enum Error {
          still running); the daemon needs it to itself: let that process finish or stop it"
     )]
     Busy(std::path::PathBuf),
+    #[error(
+        "the database {path} is held by `spamnb watch` (process {pid}), which keeps it for as \
+         long as it runs; stop it: the daemon watches the Maildirs of its own [watch] section"
+    )]
+    HeldByWatcher { path: std::path::PathBuf, pid: u32 },
     #[error(transparent)]
     Store(#[from] crate::store::Error),
     #[error("cannot create the runtime directory {path}: {source}")]
@@ -225,10 +230,8 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
     let runtime_dir = config.daemon.runtime_dir();
     make_runtime_dir(&runtime_dir)?;
     let store = Arc::new(open_store(&config)?);
-    let pid_file = config.db.join(crate::store::DAEMON_PID_FILE);
-    if let Err(e) = std::fs::write(&pid_file, format!("{}\n", std::process::id())) {
-        tracing::warn!("cannot write {}: {e}", pid_file.display());
-    }
+    // Removed on return, after the flush below.
+    let _holding = PidFile::write(&config.db, crate::store::DAEMON_PID_FILE);
     // The daemon scores many messages: counts from memory, never from disk.
     store.preload()?;
     let build = {
@@ -244,7 +247,6 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
     if let Err(e) = crate::store::Store::flush(&*store) {
         tracing::error!("cannot save the database on exit: {e}");
     }
-    let _ = std::fs::remove_file(&pid_file);
     result
 }
 
@@ -254,8 +256,14 @@ fn open_store(config: &Config) -> Result<SledStore, Error> {
     let mut wait = crate::store::LockWait::start();
     loop {
         match SledStore::open(&config.db, &config.store) {
-            Err(crate::store::Error::Locked { .. }) if wait.again() => {}
-            Err(crate::store::Error::Locked { path }) => return Err(Error::Busy(path)),
+            Err(crate::store::Error::Locked { path }) => {
+                if let Some(pid) = crate::store::holding_watcher(&config.db) {
+                    return Err(Error::HeldByWatcher { path, pid });
+                }
+                if !wait.again() {
+                    return Err(Error::Busy(path));
+                }
+            }
             opened => return Ok(opened?),
         }
     }

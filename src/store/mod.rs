@@ -19,10 +19,12 @@ use crate::model::{Class, CountSource, TokenCounts, Totals};
 
 /// How long a process waits for a database that another spamnb process holds (a `learn`,
 /// a hook, a daemon restarting) before it gives up: sled admits one process at a time.
+/// `--lock-wait` (`SPAMNB_LOCK_WAIT`) sets another for the commands; a hook with a deadline
+/// of its own (Dovecot kills a pipe program after 10 s) wants a shorter one.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// Waiting for a database another process holds, a little longer each try, for
-/// [`LOCK_WAIT`] in all.
+/// Waiting for a database another process holds, a little longer each try, for a given
+/// time in all ([`LOCK_WAIT`] unless told).
 pub struct LockWait {
     deadline: std::time::Instant,
     pause: std::time::Duration,
@@ -30,18 +32,23 @@ pub struct LockWait {
 
 impl LockWait {
     pub fn start() -> LockWait {
+        LockWait::up_to(LOCK_WAIT)
+    }
+
+    pub fn up_to(wait: std::time::Duration) -> LockWait {
         LockWait {
-            deadline: std::time::Instant::now() + LOCK_WAIT,
+            deadline: std::time::Instant::now() + wait,
             pause: std::time::Duration::from_millis(20),
         }
     }
 
     /// Sleeps before another try and says so, or says there is none: the time is up.
     pub fn again(&mut self) -> bool {
-        if std::time::Instant::now() >= self.deadline {
+        let now = std::time::Instant::now();
+        if now >= self.deadline {
             return false;
         }
-        std::thread::sleep(self.pause);
+        std::thread::sleep(self.pause.min(self.deadline - now));
         self.pause = (self.pause * 2).min(std::time::Duration::from_millis(500));
         true
     }
@@ -52,19 +59,52 @@ impl LockWait {
 /// waiting would not help (the daemon's socket is elsewhere, or not this user's to use).
 pub const DAEMON_PID_FILE: &str = "daemon.pid";
 
+/// The file in a database's directory that names the `spamnb watch` holding the database:
+/// it holds it for as long as it runs and has no socket to share it through, so a command
+/// (a Dovecot hook, which has 10 s) fails at once rather than wait for it in vain.
+pub const WATCHER_PID_FILE: &str = "watch.pid";
+
 /// The process id of the running daemon that holds the database at `db`, if one does.
 pub fn holding_daemon(db: &std::path::Path) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(db.join(DAEMON_PID_FILE))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    // A file left by a daemon that was killed names no process, or some other one: the
+    running_pid(&db.join(DAEMON_PID_FILE))
+}
+
+/// The process id of the running `spamnb watch` that holds the database at `db`, if one does.
+pub fn holding_watcher(db: &std::path::Path) -> Option<u32> {
+    running_pid(&db.join(WATCHER_PID_FILE))
+}
+
+/// The process that a pid file names, if it runs.
+fn running_pid(file: &std::path::Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
+    // A file left by a process that was killed names no process, or some other one: the
     // worst that comes of the latter is a command that fails at once, as it used to.
     std::path::Path::new("/proc")
         .join(pid.to_string())
         .exists()
         .then_some(pid)
+}
+
+/// A pid file in the database's directory that names this process while it holds the
+/// database ([`DAEMON_PID_FILE`], [`WATCHER_PID_FILE`]), removed when dropped.
+pub struct PidFile(PathBuf);
+
+impl PidFile {
+    /// Writes it; a file that cannot be written costs only the quick refusal it gives
+    /// other commands, so it is logged, not an error.
+    pub fn write(db: &std::path::Path, name: &str) -> PidFile {
+        let path = db.join(name);
+        if let Err(e) = std::fs::write(&path, format!("{}\n", std::process::id())) {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+        PidFile(path)
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// The database layout this spamnb reads and writes. Version 1 and 2 databases are

@@ -52,12 +52,16 @@ const MARKER_TEXT: &str =
 pub struct StoreOptions {
     /// Upper bound of sled's page cache.
     pub cache_bytes: u64,
+    /// How long a command waits for the database while another process holds it
+    /// ([`super::LOCK_WAIT`]; `--lock-wait`, not the file: it is the caller's deadline).
+    pub lock_wait: std::time::Duration,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             cache_bytes: 32 << 20,
+            lock_wait: super::LOCK_WAIT,
         }
     }
 }

@@ -1,6 +1,7 @@
 mod cli;
 mod daemon;
 mod eval;
+mod hook;
 mod milter;
 mod model;
 mod rules;

@@ -633,14 +633,45 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         ],
         &mails,
     );
-    drop(dovecot);
     assert!(
         db.exists(),
         "the Sieve scripts never ran spamnb; see {}",
         t.join("dovecot.log").display()
     );
+
+    // While `spamnb watch` holds the database (here watching another Maildir), the hook
+    // fails at once and says why in Dovecot's log; the MOVE itself neither waits for it
+    // nor fails.
+    let other = t.join("other/Maildir");
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(other.join(sub)).unwrap();
+    }
+    let watcher = Running(start_watcher(&mut watch_command(
+        &write_config(&t.join("other"), "bob", &other),
+        &db,
+    )));
+    let started = Instant::now();
+    dovecot.imap(&["move 7103 INBOX Junk", "copy 7103 Junk Trash"], &mails);
+    let took = started.elapsed();
+    stop_watcher(watcher);
+    assert!(
+        took < Duration::from_secs(5),
+        "a MOVE while spamnb watch held the database took {took:?} (Dovecot's limit is 10 s)"
+    );
+    drop(dovecot);
+
     let (counts, ledger) = learned(&db);
     let log = std::fs::read_to_string(t.join("dovecot.log")).unwrap_or_default();
+    // Dovecot logs whatever a pipe program writes to stderr as an error.
+    assert!(
+        !log.contains("learned"),
+        "a learn that worked wrote to Dovecot's log:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("Error") && l.contains("`spamnb watch`")),
+        "a learn that failed did not say why in Dovecot's log:\n{log}"
+    );
     assert_eq!(
         counts,
         [1, 1],
@@ -654,7 +685,11 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         ledger.get(&hex(&mail(7102))).map(String::as_str),
         Some("spam ann")
     );
-    assert_eq!(ledger.get(&hex(&mail(7103))), None);
+    assert_eq!(
+        ledger.get(&hex(&mail(7103))),
+        None,
+        "7103 went into Junk while spamnb watch held the database"
+    );
 }
 
 #[test]

@@ -1,0 +1,314 @@
+//! spamnb as a mail server's hook runs it: one message at a time, under the limits the
+//! server sets (Dovecot's `default_vsz_limit`, its 10 s timeout for pipe programs), through
+//! `contrib/dovecot/spamnb-learn.sh`.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use crate::util;
+
+/// Dovecot's `default_vsz_limit`, which its pipe programs run under: an address-space
+/// limit (RLIMIT_AS), so what counts is what a process reserves, not what it touches.
+const DOVECOT_VSZ_LIMIT: u64 = 256 << 20;
+
+/// `cmd` with its address space limited to `bytes`, as Dovecot starts a pipe program.
+fn under_address_space_limit(cmd: &mut Command, bytes: u64) -> &mut Command {
+    // SAFETY: between fork and exec only setrlimit runs, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+/// A message with a PDF of `attachment_bytes` attached (random bytes in base64, as a mail
+/// client sends them): what users move into Junk is not always a line of text.
+fn message_with_attachment(n: usize, attachment_bytes: usize) -> String {
+    const BASE64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64 ^ n as u64;
+    let mut attachment = String::with_capacity(attachment_bytes * 4 / 3 + attachment_bytes / 57);
+    for i in 0..attachment_bytes * 4 / 3 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        attachment.push(BASE64[(seed % 64) as usize] as char);
+        if i % 76 == 75 {
+            attachment.push('\n');
+        }
+    }
+    format!(
+        "From: billing@example.org\nTo: ann@example.net\nSubject: invoice {n}\n\
+         Message-ID: <invoice-{n}@example.org>\nMIME-Version: 1.0\n\
+         Content-Type: multipart/mixed; boundary=\"b\"\n\n--b\nContent-Type: text/plain\n\n\
+         Your invoice {n} is attached; pay it within 30 days.\n--b\n\
+         Content-Type: application/pdf; name=\"invoice.pdf\"\n\
+         Content-Transfer-Encoding: base64\n\n{attachment}\n--b--\n"
+    )
+}
+
+/// Issue: a one-message `learn` or `filter` aborted ("memory allocation of … bytes
+/// failed", or sled's "failed to allocate critical IO buffer" and a hang) under Dovecot's
+/// 256 MB address-space limit. glibc gave each of sled's ten threads a 64 MB malloc arena
+/// of its own: 700 MB reserved by a process that touched 15.
+#[test]
+fn one_message_learn_and_filter_work_under_dovecots_memory_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = util::spamnb(&db)
+        .args(["learn", "--ham", "--user", "ann", "-"])
+        .stdin(
+            std::fs::File::open(util::write(
+                dir.path(),
+                "first.eml",
+                util::message("lunch", "lunch at noon on friday"),
+            ))
+            .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    // Each run several times: what failed depended on which thread reserved first.
+    for n in 0..5 {
+        for (what, raw) in [
+            (
+                "a small message",
+                util::message(&format!("note {n}"), "see you at noon"),
+            ),
+            (
+                "a message with a 5 MB attachment",
+                message_with_attachment(n, 5 << 20),
+            ),
+        ] {
+            let learn = util::run_with_stdin(
+                under_address_space_limit(
+                    util::spamnb(&db).args(["learn", "--spam", "--user", "ann", "-"]),
+                    DOVECOT_VSZ_LIMIT,
+                ),
+                raw.as_bytes(),
+            );
+            assert!(
+                learn.status.success(),
+                "run {n}: learn of {what} under a 256 MB address-space limit: {}\n{}",
+                learn.status,
+                util::text(&learn.stderr)
+            );
+            let filter = util::run_with_stdin(
+                under_address_space_limit(util::spamnb(&db).arg("filter"), DOVECOT_VSZ_LIMIT),
+                raw.as_bytes(),
+            );
+            let tagged = util::text(&filter.stdout);
+            assert!(
+                filter.status.success()
+                    && tagged.contains("X-Spam-Status:")
+                    && filter.stderr.is_empty(),
+                "run {n}: filter of {what} under a 256 MB address-space limit: {}\n{}",
+                filter.status,
+                util::text(&filter.stderr)
+            );
+        }
+    }
+}
+
+/// `contrib/dovecot/spamnb-learn.sh` as installed, told where spamnb and its database are
+/// (as the Dovecot test does).
+fn install_learn_script(dir: &Path, db: &Path) -> PathBuf {
+    let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/dovecot");
+    let script = std::fs::read_to_string(contrib.join("spamnb-learn.sh"))
+        .unwrap()
+        .replace(
+            "SPAMNB=${SPAMNB:-spamnb}",
+            &format!(
+                "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null SPAMNB_RULES=none",
+                env!("CARGO_BIN_EXE_spamnb"),
+                db.display()
+            ),
+        );
+    util::write(dir, "spamnb-learn.sh", script)
+}
+
+/// Runs the learn script as Dovecot's `pipe` does, with the message on stdin.
+fn run_learn_script(script: &Path, class: &str, raw: &str) -> (Output, Duration) {
+    let started = Instant::now();
+    let out = util::run_with_stdin(
+        Command::new("sh")
+            .arg(script)
+            .args([class, "ann"])
+            .env_remove("SPAMNB_LOCK_WAIT")
+            .env_remove("SPAMNB_LOG"),
+        raw.as_bytes(),
+    );
+    (out, started.elapsed())
+}
+
+/// The ledger's classes by message, from `spamnb export`.
+fn ledger(db: &Path) -> String {
+    let out = util::spamnb(db).arg("export").output().unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    util::text(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("ledger "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue: Dovecot logged every learn that worked as an error ("imap: Error: learned 1 as
+/// spam, …"), since it logs whatever a pipe program writes to stderr.
+#[test]
+fn learn_script_is_silent_when_it_learns_and_speaks_when_it_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let script = install_learn_script(dir.path(), &db);
+    let (out, _) = run_learn_script(&script, "spam", &util::message("pills", "cheap pills"));
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "a learn that worked: {}, stdout {:?}, stderr {:?}",
+        out.status,
+        util::text(&out.stdout),
+        util::text(&out.stderr)
+    );
+    assert_eq!(ledger(&db).lines().count(), 1, "the message was learned");
+
+    let (out, _) = run_learn_script(&script, "spam", "\n");
+    let said = util::text(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("not a message"),
+        "a learn that failed must say why for Dovecot's log: {}, stderr {said:?}",
+        out.status
+    );
+}
+
+/// A process holding the database, killed if a failing test leaves it behind.
+struct Holder(std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Dovecot kills a pipe program after 10 s, and the IMAP client's MOVE waits for it.
+const DOVECOT_PIPE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Issue: while `spamnb watch` (or any long `spamnb learn`) held the database, the hook's
+/// `spamnb learn` waited 20 s for it; Dovecot killed it at 10 s, each MOVE hung that long,
+/// and Dovecot's log said nothing useful.
+#[test]
+fn learn_script_gives_up_before_dovecots_timeout_while_another_process_holds_the_database() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let script = install_learn_script(dir.path(), &db);
+    let (out, _) = run_learn_script(&script, "ham", &util::message("lunch", "at noon"));
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let before = ledger(&db);
+    let spam = util::message("pills", "cheap pills");
+
+    // `spamnb watch`, which holds the database for as long as it runs: the hook gives up
+    // at once, and says what to run instead.
+    let maildir = dir.path().join("Maildir");
+    for sub in ["cur", "new", "tmp"] {
+        std::fs::create_dir_all(maildir.join(sub)).unwrap();
+    }
+    let mut watch = util::spamnb(&db)
+        .arg("watch")
+        .arg(&maildir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = BufReader::new(watch.stderr.take().unwrap());
+    let watch = Holder(watch);
+    let mut line = String::new();
+    while !line.contains("watching") {
+        line.clear();
+        assert!(
+            log.read_line(&mut line).unwrap() > 0,
+            "spamnb watch exited before watching"
+        );
+    }
+    let (out, took) = run_learn_script(&script, "spam", &spam);
+    let said = util::text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && said.contains("spamnb watch")
+            && said.contains("spamnb daemon")
+            && took < Duration::from_secs(2),
+        "while spamnb watch holds the database, the hook fails at once and names it: \
+         {} after {took:?}, stderr {said:?}",
+        out.status
+    );
+    // Nor does a daemon started meanwhile wait for it.
+    let started = Instant::now();
+    let daemon = util::spamnb(&db).arg("daemon").output().unwrap();
+    let said = util::text(&daemon.stderr);
+    assert!(
+        !daemon.status.success()
+            && said.contains("spamnb watch")
+            && started.elapsed() < Duration::from_secs(5),
+        "a daemon fails at once while spamnb watch holds its database: {said:?}"
+    );
+    drop(watch);
+
+    // A `spamnb learn` that holds it a long time (its message still coming on stdin):
+    // the hook waits its few seconds for it, then gives up with the reason.
+    let mut learn = util::spamnb(&db)
+        .args(["learn", "--ham", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut message = learn.stdin.take().unwrap();
+    let learn = Holder(learn);
+    // It opens the database before it reads stdin; wait until it has.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while util::spamnb(&db)
+        .args(["--lock-wait", "0", "stats"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "spamnb learn never held the database"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (out, took) = run_learn_script(&script, "spam", &spam);
+    let said = util::text(&out.stderr);
+    assert!(
+        !out.status.success()
+            && said.contains("in use by another process")
+            && took < DOVECOT_PIPE_TIMEOUT - Duration::from_secs(2),
+        "while spamnb learn holds the database, the hook gives up well within Dovecot's \
+         {DOVECOT_PIPE_TIMEOUT:?}: {} after {took:?}, stderr {said:?}",
+        out.status
+    );
+    // The holder is none the worse for it.
+    use std::io::Write;
+    message
+        .write_all(util::message("minutes", "of the meeting").as_bytes())
+        .unwrap();
+    drop(message);
+    let mut learn = learn;
+    let status = learn.0.wait().unwrap();
+    assert!(status.success(), "the holding learn failed");
+    let after = ledger(&db);
+    assert_eq!(
+        after.lines().count(),
+        before.lines().count() + 1,
+        "only the holder's message was learned:\n{after}"
+    );
+}
