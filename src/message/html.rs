@@ -168,31 +168,30 @@ pub fn to_text(html: &str) -> String {
 /// every remaining byte is one attribute. `unclosed` remembers, per quote, where the page
 /// has no more of it, so that a page of unclosed quotes is not searched to its end per tag.
 fn tag_end(bytes: &[u8], from: usize, unclosed: &mut [usize; 2]) -> usize {
-    let first = memchr::memchr(b'>', &bytes[from..]).map_or(bytes.len(), |e| from + e + 1);
     let mut at = from;
-    let mut after_equals = false;
-    while at < bytes.len() {
-        match bytes[at] {
-            b'>' => return at + 1,
-            b'=' => after_equals = true,
-            quote @ (b'"' | b'\'') if after_equals => {
-                let none_from = &mut unclosed[usize::from(quote == b'"')];
-                let close = (at < *none_from)
-                    .then(|| memchr::memchr(quote, &bytes[at + 1..]))
-                    .flatten();
-                match close {
-                    Some(close) => at += close + 1,
-                    None => {
-                        *none_from = at;
-                        return first;
-                    }
-                }
-                after_equals = false;
+    while let Some(found) = memchr::memchr3(b'>', b'"', b'\'', &bytes[at..]) {
+        let i = at + found;
+        let quote = bytes[i];
+        // A quote opens a value only after `=` (spaces allowed): `<b class=x"y>` has none.
+        if quote == b'>' || !bytes[from..i].trim_ascii_end().ends_with(b"=") {
+            if quote == b'>' {
+                return i + 1;
             }
-            b if b.is_ascii_whitespace() => {}
-            _ => after_equals = false,
+            at = i + 1;
+            continue;
         }
-        at += 1;
+        let none_from = &mut unclosed[usize::from(quote == b'"')];
+        let close = (i < *none_from)
+            .then(|| memchr::memchr(quote, &bytes[i + 1..]))
+            .flatten();
+        match close {
+            Some(close) => at = i + 1 + close + 1,
+            None => {
+                *none_from = i;
+                // No `>` came before the quote: the first after it ends the tag.
+                return memchr::memchr(b'>', &bytes[i..]).map_or(bytes.len(), |e| i + e + 1);
+            }
+        }
     }
     bytes.len()
 }
