@@ -77,12 +77,10 @@ pub fn holding_watcher(db: &std::path::Path) -> Option<u32> {
 /// The process that a pid file names, if it runs.
 fn running_pid(file: &std::path::Path) -> Option<u32> {
     let pid: u32 = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
-    // A file left by a process that was killed names no process, or some other one: the
-    // worst that comes of the latter is a command that fails at once, as it used to.
-    std::path::Path::new("/proc")
-        .join(pid.to_string())
-        .exists()
-        .then_some(pid)
+    // A file left by a process that was killed names no process, or one that got its id
+    // since: only a process running this same program counts.
+    let program = |pid: &str| std::fs::read(format!("/proc/{pid}/comm")).ok();
+    (program(&pid.to_string())? == program("self")?).then_some(pid)
 }
 
 /// A pid file in the database's directory that names this process while it holds the
@@ -339,4 +337,34 @@ pub trait Store: CountSource + Send + Sync {
         tokens: &[(String, TokenCounts)],
         ledger: &[(Digest, LedgerEntry)],
     ) -> Result<(), Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pid file counts only while it names a running process of this same program: one
+    /// left by a killed daemon may name a process that got its id since.
+    #[test]
+    fn a_pid_file_names_a_holder_only_while_it_runs_this_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let naming = |pid: u32| {
+            std::fs::write(dir.path().join(WATCHER_PID_FILE), format!("{pid}\n")).unwrap();
+            holding_watcher(dir.path())
+        };
+        let me = std::process::id();
+        assert_eq!(naming(me), Some(me));
+        let mut other = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert_eq!(naming(other.id()), None, "a process of another program");
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert_eq!(naming(other.id()), None, "a process that has ended");
+        let held = PidFile::write(dir.path(), DAEMON_PID_FILE);
+        assert_eq!(holding_daemon(dir.path()), Some(me));
+        drop(held);
+        assert_eq!(holding_daemon(dir.path()), None, "removed when dropped");
+    }
 }
