@@ -48,8 +48,8 @@ const TELLS_IN_FLIGHT: usize = 32;
 
 impl Route {
     /// The database, or the daemon that holds it; while a process that is no daemon
-    /// holds it, the database once that process lets go (up to `--lock-wait`), unless
-    /// that process is a `spamnb watch`, which would not let go.
+    /// holds it, the database once that process lets go (up to `--lock-wait`); a
+    /// `spamnb watch`, which would not let go, fails it at once.
     pub fn open(config: &Config) -> anyhow::Result<Route> {
         super::ensure_parent(&config.db)?;
         // A database another process holds that is no daemon (a `learn`, a hook like
@@ -73,18 +73,6 @@ impl Route {
                 Err(e) => e,
             };
             let locked = matches!(unopened, Error::Locked { .. });
-            if let Some(pid) = locked
-                .then(|| crate::store::holding_watcher(&config.db))
-                .flatten()
-            {
-                anyhow::bail!(
-                    "the database {} is held by `spamnb watch` (process {pid}), which keeps it \
-                     for as long as it runs; stop it and let the daemon watch the Maildirs \
-                     instead (`spamnb daemon` reads the same [watch] section): commands then \
-                     go through the daemon's control socket",
-                    config.db.display()
-                );
-            }
             let daemon = crate::store::holding_daemon(&config.db);
             if locked && daemon.is_none() && wait.again() {
                 tracing::debug!("{unopened}; waiting for it");

@@ -202,11 +202,6 @@ pub enum Error {
          still running); the daemon needs it to itself: let that process finish or stop it"
     )]
     Busy(std::path::PathBuf),
-    #[error(
-        "the database {path} is held by `spamnb watch` (process {pid}), which keeps it for as \
-         long as it runs; stop it: the daemon watches the Maildirs of its own [watch] section"
-    )]
-    HeldByWatcher { path: std::path::PathBuf, pid: u32 },
     #[error(transparent)]
     Store(#[from] crate::store::Error),
     #[error("cannot create the runtime directory {path}: {source}")]
@@ -253,17 +248,11 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
 /// The database, once no other process holds it: a `learn` or a hook that has it while
 /// the daemon (re)starts lets go in moments.
 fn open_store(config: &Config) -> Result<SledStore, Error> {
-    let mut wait = crate::store::LockWait::start();
+    let mut wait = crate::store::LockWait::up_to(config.store.lock_wait);
     loop {
         match SledStore::open(&config.db, &config.store) {
-            Err(crate::store::Error::Locked { path }) => {
-                if let Some(pid) = crate::store::holding_watcher(&config.db) {
-                    return Err(Error::HeldByWatcher { path, pid });
-                }
-                if !wait.again() {
-                    return Err(Error::Busy(path));
-                }
-            }
+            Err(crate::store::Error::Locked { .. }) if wait.again() => {}
+            Err(crate::store::Error::Locked { path }) => return Err(Error::Busy(path)),
             opened => return Ok(opened?),
         }
     }

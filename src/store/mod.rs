@@ -19,22 +19,18 @@ use crate::model::{Class, CountSource, TokenCounts, Totals};
 
 /// How long a process waits for a database that another spamnb process holds (a `learn`,
 /// a hook, a daemon restarting) before it gives up: sled admits one process at a time.
-/// `--lock-wait` (`SPAMNB_LOCK_WAIT`) sets another for the commands; a hook with a deadline
-/// of its own (Dovecot kills a pipe program after 10 s) wants a shorter one.
+/// `--lock-wait` (`SPAMNB_LOCK_WAIT`) sets another; a hook with a deadline of its own
+/// (Dovecot kills a pipe program after 10 s) wants a shorter one.
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Waiting for a database another process holds, a little longer each try, for a given
-/// time in all ([`LOCK_WAIT`] unless told).
+/// time in all (`StoreOptions::lock_wait`).
 pub struct LockWait {
     deadline: std::time::Instant,
     pause: std::time::Duration,
 }
 
 impl LockWait {
-    pub fn start() -> LockWait {
-        LockWait::up_to(LOCK_WAIT)
-    }
-
     pub fn up_to(wait: std::time::Duration) -> LockWait {
         LockWait {
             deadline: std::time::Instant::now() + wait,
@@ -59,9 +55,9 @@ impl LockWait {
 /// waiting would not help (the daemon's socket is elsewhere, or not this user's to use).
 pub const DAEMON_PID_FILE: &str = "daemon.pid";
 
-/// The file in a database's directory that names the `spamnb watch` holding the database:
-/// it holds it for as long as it runs and has no socket to share it through, so a command
-/// (a Dovecot hook, which has 10 s) fails at once rather than wait for it in vain.
+/// The file in a database's directory that names the `spamnb watch` holding the database,
+/// so that opening it fails at once ([`Error::HeldByWatcher`]) rather than wait in vain: a
+/// Dovecot hook has 10 s.
 pub const WATCHER_PID_FILE: &str = "watch.pid";
 
 /// The process id of the running daemon that holds the database at `db`, if one does.
@@ -70,7 +66,7 @@ pub fn holding_daemon(db: &std::path::Path) -> Option<u32> {
 }
 
 /// The process id of the running `spamnb watch` that holds the database at `db`, if one does.
-pub fn holding_watcher(db: &std::path::Path) -> Option<u32> {
+fn holding_watcher(db: &std::path::Path) -> Option<u32> {
     running_pid(&db.join(WATCHER_PID_FILE))
 }
 
@@ -116,6 +112,14 @@ pub enum Error {
          stop that process, or run this command while the daemon is up so it goes through its socket"
     )]
     Locked { path: PathBuf },
+    /// Locked by a `spamnb watch`: it keeps the database for as long as it runs and has no
+    /// socket to share it through, so waiting for it is in vain.
+    #[error(
+        "the database {path} is held by `spamnb watch` (process {pid}), which keeps it for as \
+         long as it runs; stop it and let the daemon watch the Maildirs instead (`spamnb daemon` \
+         reads the same [watch] section): commands then go through the daemon's control socket"
+    )]
+    HeldByWatcher { path: PathBuf, pid: u32 },
     #[error("cannot open the database {path}: {reason}")]
     Open { path: PathBuf, reason: String },
     #[error(

@@ -951,7 +951,13 @@ fn refuse_foreign_directory(path: &Path) -> Result<(), Error> {
 fn open_error(path: &Path, e: sled::Error) -> Error {
     let reason = e.to_string();
     if reason.contains("could not acquire lock") {
-        Error::Locked { path: path.into() }
+        match super::holding_watcher(path) {
+            Some(pid) => Error::HeldByWatcher {
+                path: path.into(),
+                pid,
+            },
+            None => Error::Locked { path: path.into() },
+        }
     } else if matches!(e, sled::Error::Corruption { .. }) {
         Error::Corrupt {
             path: path.into(),
