@@ -223,36 +223,18 @@ fn each<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync + Send) -> Vec
     }
 }
 
-/// `f` of each item, in order, with up to `width` calls running at once on threads of
-/// their own: for calls that mostly wait (on the daemon), where `each`'s one thread per
-/// core would leave it idle.
+/// `f` of each item, in order, with up to `width` calls running at once: for calls that
+/// mostly wait (on the daemon), where `each`'s one thread per core would leave it idle.
 fn in_flight<T: Sync, R: Send>(
     items: &[T],
     width: usize,
     f: impl Fn(&T) -> R + Sync + Send,
 ) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..width.min(items.len()))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break done };
-                        done.push((i, f(item)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
-    done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, r)| r).collect()
+    match rayon::ThreadPoolBuilder::new().num_threads(width).build() {
+        Ok(pool) => pool.install(|| items.par_iter().map(f).collect()),
+        // No threads to be had (a process limit): one call at a time still works.
+        Err(_) => items.iter().map(f).collect(),
+    }
 }
 
 /// Runs `f` again while the daemon answers "temporarily unavailable" (overload), with a
