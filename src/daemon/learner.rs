@@ -73,8 +73,8 @@ mod tests {
     use crate::model::Class;
     use crate::store::{SledStore, Store};
 
-    /// Lessons that wait together are written as one group, and each TELL is answered for
-    /// its own message, even when the same message is told twice in the group.
+    /// Lessons that wait together are written as one group, in one write, and each TELL is
+    /// answered for its own message, even when the same message is told twice in the group.
     #[test]
     fn a_group_answers_each_tell_for_its_own_message() {
         let dir = tempfile::tempdir().unwrap();
@@ -116,6 +116,7 @@ mod tests {
             outcomes,
             [Outcome::Learned, Outcome::Learned, Outcome::AlreadyKnown]
         );
+        assert_eq!(store.pending_writes(), 1, "the three were written at once");
         assert_eq!(store.stats().unwrap().totals.messages, [1, 1]);
     }
 }

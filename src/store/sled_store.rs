@@ -361,6 +361,14 @@ impl SledStore {
         Ok(())
     }
 
+    /// How many writes of a few lessons' counts are pending: for tests of what writes
+    /// what, outside this module.
+    #[cfg(test)]
+    pub(crate) fn pending_writes(&self) -> u64 {
+        let records = &self.pending.read().unwrap().records;
+        records.end - records.start
+    }
+
     /// Copies all counts into memory so that scoring never waits on disk.
     pub fn preload(&self) -> Result<(), Error> {
         let mut table = TokenTable::default();
