@@ -280,9 +280,15 @@ struct Dovecot {
 }
 
 impl Dovecot {
-    /// Dovecot 2.3 with `extra` added to its configuration; None (skipped) for another
-    /// version, whose configuration syntax differs.
+    /// Dovecot 2.3 with `extra` added to its configuration and Maildir++ folders; None
+    /// (skipped) for another version, whose configuration syntax differs.
     fn start(dir: &Path, extra: &str) -> Option<Dovecot> {
+        Dovecot::start_with_layout(dir, extra, "")
+    }
+
+    /// As [`Dovecot::start`], with `layout` appended to the Maildir location
+    /// (`:LAYOUT=fs`: folders as nested directories, not `.A.B` beside INBOX).
+    fn start_with_layout(dir: &Path, extra: &str, layout: &str) -> Option<Dovecot> {
         let version = Command::new("dovecot")
             .arg("--version")
             .output()
@@ -318,7 +324,7 @@ impl Dovecot {
                 "base_dir = {d}/run\nstate_dir = {d}/state\nlog_path = {d}/dovecot.log\n\
                  protocols = imap\nlisten = 127.0.0.1\nssl = no\ndisable_plaintext_auth = no\n\
                  auth_mechanisms = plain\nfirst_valid_uid = 100\n\
-                 mail_location = maildir:{d}/home/%u/Maildir\n\
+                 mail_location = maildir:{d}/home/%u/Maildir{layout}\n\
                  passdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {d}/passwd\n}}\n\
                  userdb {{\n  driver = static\n  args = uid=65534 gid=65534 home={d}/home/%u\n}}\n\
                  service imap-login {{\n  inet_listener imap {{\n    address = 127.0.0.1\n    port = {port}\n  }}\n\
@@ -350,8 +356,8 @@ impl Dovecot {
         })
     }
 
-    /// Runs IMAP commands through Python's imaplib: `append SUBJECTNO`, `move N FROM TO`,
-    /// `copy N FROM TO` (N: the number in the message's subject).
+    /// Runs IMAP commands through Python's imaplib: `append SUBJECTNO`, `create FOLDER`,
+    /// `move N FROM TO`, `copy N FROM TO` (N: the number in the message's subject).
     fn imap(&self, commands: &[&str], mails: &dyn Fn(usize) -> String) {
         let mut script = format!(
             "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {})\nm.login('ann', 'secret')\n\
@@ -368,6 +374,9 @@ impl Dovecot {
                         "t, _ = m.append('INBOX', None, None, {raw:?}.encode())\nassert t == 'OK'\n"
                     ));
                 }
+                ["create", folder] => script.push_str(&format!(
+                    "t, d = m.create('{folder}')\nassert t == 'OK', d\n"
+                )),
                 [verb @ ("move" | "copy"), n, from, to] => script.push_str(&format!(
                     "t, d = m.uid('{}', find({n}, '{from}'), '{to}')\nassert t == 'OK', d\n",
                     verb.to_uppercase()
@@ -565,6 +574,91 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
         "a delivery into INBOX teaches nothing"
     );
     drop(dovecot);
+}
+
+fn walkdir_names(root: &Path) -> Vec<String> {
+    let out = Command::new("find").arg(root).output().unwrap();
+    util::text(&out.stdout).lines().map(String::from).collect()
+}
+
+/// The same through Dovecot's `fs` layout, where folders nest as directories inside one
+/// another (`Junk/Phishing/` inside `Junk/`, beside Junk's own `cur/`) and INBOX is the
+/// root: folders made while the watcher runs, a subfolder of Junk, and a rescue into a
+/// nested folder.
+#[test]
+fn dovecot_fs_layout_nested_folders_teach_through_the_watcher() {
+    if !util::have("dovecot")
+        || !util::have("python3")
+        || !util::root_or_skip("Dovecot (its mail processes run as nobody)")
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new("chmod")
+        .args(["755"])
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let Some(dovecot) = Dovecot::start_with_layout(dir.path(), "", ":LAYOUT=fs") else {
+        return;
+    };
+    let mails = |n: usize| mail(n);
+    dovecot.imap(
+        &["append 7201", "append 7202", "append 7203", "append 7204"],
+        &mails,
+    );
+    let root = dir.path().join("home/ann/Maildir");
+
+    let db = dir.path().join("db");
+    let config = write_config(dir.path(), "ann", &root);
+    let mut c = watch_command(&config, &db);
+    c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn spamnb watch");
+    let log = Log::follow(&mut child);
+    let watcher = Running(child);
+    log.wait_for("watching");
+
+    // Folders made while it runs (Dovecot makes even its automatic Junk at first use
+    // here), one of them inside Junk's own directory.
+    dovecot.imap(&["create Junk/Phishing", "create Work/2024"], &mails);
+    assert!(
+        root.join("Junk/Phishing/cur").is_dir() && !root.join(".Junk").exists(),
+        "Dovecot did not lay the folders out as directories: {:?}",
+        walkdir_names(&root)
+    );
+    dovecot.imap(
+        &[
+            "move 7201 INBOX Junk",
+            "move 7202 INBOX Junk/Phishing",
+            "copy 7203 INBOX Junk/Phishing",
+        ],
+        &mails,
+    );
+    for _ in 0..3 {
+        log.wait_for("as spam for ann");
+    }
+    // Rescued from the nested Junk into a nested folder of the user's own; INBOX into
+    // Work/2024 (a filing, not a rescue) teaches nothing.
+    dovecot.imap(
+        &[
+            "move 7202 Junk/Phishing Work/2024",
+            "move 7204 INBOX Work/2024",
+        ],
+        &mails,
+    );
+    log.wait_for("as ham for ann");
+    std::thread::sleep(Duration::from_millis(300));
+    stop_watcher(watcher);
+    drop(dovecot);
+
+    let (counts, ledger) = learned(&db);
+    let class = |n: usize| ledger.get(&hex(&mail(n))).map(String::as_str);
+    assert_eq!(counts, [1, 2], "7201 and 7203 spam, 7202 spam then ham");
+    assert_eq!(class(7201), Some("spam ann"));
+    assert_eq!(class(7202), Some("ham ann"), "rescued from Junk/Phishing");
+    assert_eq!(class(7203), Some("spam ann"), "copied into Junk/Phishing");
+    assert_eq!(class(7204), None, "filed from INBOX: nothing to learn");
 }
 
 #[test]
