@@ -356,46 +356,52 @@ impl Dovecot {
         })
     }
 
-    /// Runs IMAP commands through Python's imaplib: `append SUBJECTNO`, `create FOLDER`,
-    /// `move N FROM TO`, `copy N FROM TO` (N: the number in the message's subject).
+    /// Runs IMAP commands through Python's imaplib: see [`imap`].
     fn imap(&self, commands: &[&str], mails: &dyn Fn(usize) -> String) {
-        let mut script = format!(
-            "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {})\nm.login('ann', 'secret')\n\
-             def find(n, folder):\n    m.select(folder)\n    t, d = m.uid('SEARCH', None, 'HEADER', 'Subject', '\"note %d\"' % n)\n\
-             \x20   assert t == 'OK' and d[0], (n, folder, d)\n    return d[0].split()[0]\n",
-            self.port
-        );
-        for c in commands {
-            let words: Vec<&str> = c.split_whitespace().collect();
-            match words[..] {
-                ["append", n] => {
-                    let raw = mails(n.parse().unwrap()).replace('\n', "\r\n");
-                    script.push_str(&format!(
-                        "t, _ = m.append('INBOX', None, None, {raw:?}.encode())\nassert t == 'OK'\n"
-                    ));
-                }
-                ["create", folder] => script.push_str(&format!(
-                    "t, d = m.create('{folder}')\nassert t == 'OK', d\n"
-                )),
-                [verb @ ("move" | "copy"), n, from, to] => script.push_str(&format!(
-                    "t, d = m.uid('{}', find({n}, '{from}'), '{to}')\nassert t == 'OK', d\n",
-                    verb.to_uppercase()
-                )),
-                _ => panic!("bad IMAP step {c}"),
-            }
-        }
-        script.push_str("m.logout()\n");
-        let out = Command::new("python3")
-            .arg("-c")
-            .arg(&script)
-            .output()
-            .expect("python3");
-        assert!(
-            out.status.success(),
-            "IMAP {commands:?} failed:\n{}",
-            util::text(&out.stderr)
-        );
+        imap(self.port, commands, mails);
     }
+}
+
+/// Runs IMAP commands as ann (password `secret`) on a Dovecot at 127.0.0.1:`port`, through
+/// Python's imaplib: `append N [FOLDER]` (INBOX unless named), `create FOLDER`,
+/// `move N FROM TO`, `copy N FROM TO` (N: the number in the message's subject).
+fn imap(port: u16, commands: &[&str], mails: &dyn Fn(usize) -> String) {
+    let mut script = format!(
+        "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {port})\nm.login('ann', 'secret')\n\
+         def find(n, folder):\n    m.select(folder)\n    t, d = m.uid('SEARCH', None, 'HEADER', 'Subject', '\"note %d\"' % n)\n\
+         \x20   assert t == 'OK' and d[0], (n, folder, d)\n    return d[0].split()[0]\n"
+    );
+    for c in commands {
+        let words: Vec<&str> = c.split_whitespace().collect();
+        match words[..] {
+            ["append", n] | ["append", n, _] => {
+                let raw = mails(n.parse().unwrap()).replace('\n', "\r\n");
+                let folder = words.get(2).unwrap_or(&"INBOX");
+                script.push_str(&format!(
+                    "t, _ = m.append('{folder}', None, None, {raw:?}.encode())\nassert t == 'OK'\n"
+                ));
+            }
+            ["create", folder] => script.push_str(&format!(
+                "t, d = m.create('{folder}')\nassert t == 'OK', d\n"
+            )),
+            [verb @ ("move" | "copy"), n, from, to] => script.push_str(&format!(
+                "t, d = m.uid('{}', find({n}, '{from}'), '{to}')\nassert t == 'OK', d\n",
+                verb.to_uppercase()
+            )),
+            _ => panic!("bad IMAP step {c}"),
+        }
+    }
+    script.push_str("m.logout()\n");
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "IMAP {commands:?} failed:\n{}",
+        util::text(&out.stderr)
+    );
 }
 
 impl Drop for Dovecot {
@@ -409,7 +415,7 @@ impl Drop for Dovecot {
     }
 }
 
-trait WaitOrKill {
+pub(crate) trait WaitOrKill {
     fn wait_timeout_or_kill(&mut self) -> bool;
 }
 
@@ -482,22 +488,41 @@ fn stop_watcher(mut running: Running) {
     );
 }
 
-#[test]
-fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
+/// A temp dir for a test with Dovecot, whose mail processes (nobody) must reach the
+/// Maildirs below it; none, the test skipped, without Dovecot, python3 or root.
+fn dovecot_dir() -> Option<tempfile::TempDir> {
     if !util::have("dovecot")
         || !util::have("python3")
         || !util::root_or_skip("Dovecot (its mail processes run as nobody)")
     {
-        return;
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    // Dovecot's mail processes (nobody) must reach the Maildirs below it.
     let status = Command::new("chmod")
-        .args(["755"])
+        .arg("755")
         .arg(dir.path())
         .status()
         .unwrap();
     assert!(status.success());
+    Some(dir)
+}
+
+/// `spamnb -v watch` with `config` and `db`, once it says it is watching, and its log.
+fn watch_logged(config: &Path, db: &Path) -> (Running, Log) {
+    let mut c = watch_command(config, db);
+    c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn spamnb watch");
+    let log = Log::follow(&mut child);
+    let running = Running(child);
+    log.wait_for("watching");
+    (running, log)
+}
+
+#[test]
+fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
+    let Some(dir) = dovecot_dir() else {
+        return;
+    };
     let Some(dovecot) = Dovecot::start(dir.path(), "") else {
         return;
     };
@@ -511,15 +536,7 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
     let db = dir.path().join("db");
     let root = dir.path().join("home/ann/Maildir");
     let config = write_config(dir.path(), "ann", &root);
-    let spawn = || {
-        let mut c = watch_command(&config, &db);
-        c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn spamnb watch");
-        let log = Log::follow(&mut child);
-        let running = Running(child);
-        log.wait_for("watching");
-        (running, log)
-    };
+    let spawn = || watch_logged(&config, &db);
 
     // INBOX → Junk, by MOVE and by COPY: learned as spam.
     let (watcher, log) = spawn();
@@ -587,19 +604,9 @@ fn walkdir_names(root: &Path) -> Vec<String> {
 /// nested folder.
 #[test]
 fn dovecot_fs_layout_nested_folders_teach_through_the_watcher() {
-    if !util::have("dovecot")
-        || !util::have("python3")
-        || !util::root_or_skip("Dovecot (its mail processes run as nobody)")
-    {
+    let Some(dir) = dovecot_dir() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let status = Command::new("chmod")
-        .args(["755"])
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    };
     let Some(dovecot) = Dovecot::start_with_layout(dir.path(), "", ":LAYOUT=fs") else {
         return;
     };
@@ -612,12 +619,7 @@ fn dovecot_fs_layout_nested_folders_teach_through_the_watcher() {
 
     let db = dir.path().join("db");
     let config = write_config(dir.path(), "ann", &root);
-    let mut c = watch_command(&config, &db);
-    c.arg("-v").stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = c.spawn().expect("spawn spamnb watch");
-    let log = Log::follow(&mut child);
-    let watcher = Running(child);
-    log.wait_for("watching");
+    let (watcher, log) = watch_logged(&config, &db);
 
     // Folders made while it runs (Dovecot makes even its automatic Junk at first use
     // here), one of them inside Junk's own directory.
@@ -661,20 +663,14 @@ fn dovecot_fs_layout_nested_folders_teach_through_the_watcher() {
     assert_eq!(class(7204), None, "filed from INBOX: nothing to learn");
 }
 
-#[test]
-fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
-    if !util::have("dovecot")
-        || !util::have("python3")
-        || !util::root_or_skip("Dovecot (its mail processes run as nobody)")
-    {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let t = dir.path();
-    let status = Command::new("chmod").args(["755"]).arg(t).status().unwrap();
-    assert!(status.success());
-    // contrib/dovecot as an administrator installs it, with /etc/dovecot/sieve moved into
-    // the temp dir; the learn script is told where spamnb and its database are.
+/// Where the hook's learn script keeps ann's database, below the Dovecot's temp dir.
+const HOOK_DB: &str = "home/ann/spamnb-db";
+
+/// contrib/dovecot installed in `t` as an administrator installs it, for a Dovecot that sees
+/// `t` as `seen` (`t` itself, or its path inside a chroot): /etc/dovecot/sieve is `t/sieve`,
+/// and `spamnb-learn.sh` runs a copy of the spamnb under test on ann's database
+/// ([`HOOK_DB`]). Returns `conf`, a file of contrib/dovecot, with its paths moved.
+pub(crate) fn install_hook(t: &Path, seen: &Path, conf: &str) -> String {
     let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/dovecot");
     let sieve_dir = t.join("sieve");
     std::fs::create_dir_all(&sieve_dir).unwrap();
@@ -682,19 +678,21 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         std::fs::copy(contrib.join(script), sieve_dir.join(script)).unwrap();
     }
     // Dovecot runs the script as the mail user (nobody): a copy of spamnb it can execute.
-    let bin = t.join("spamnb");
-    std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), &bin).unwrap();
-    let db = t.join("home/ann/spamnb-db");
-    let learn = std::fs::read_to_string(contrib.join("spamnb-learn.sh"))
-        .unwrap()
-        .replace(
-            "SPAMNB=${SPAMNB:-spamnb}",
-            &format!(
-                "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null",
-                bin.display(),
-                db.display()
-            ),
-        );
+    std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), t.join("spamnb")).unwrap();
+    let learn = std::fs::read_to_string(contrib.join("spamnb-learn.sh")).unwrap();
+    let default = "SPAMNB=${SPAMNB:-spamnb}";
+    assert!(
+        learn.contains(default),
+        "spamnb-learn.sh no longer says {default}, where this test points it at its spamnb"
+    );
+    let learn = learn.replace(
+        default,
+        &format!(
+            "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null",
+            seen.join("spamnb").display(),
+            seen.join(HOOK_DB).display()
+        ),
+    );
     let script = util::write(&sieve_dir, "spamnb-learn.sh", learn);
     let status = Command::new("chmod")
         .arg("755")
@@ -702,23 +700,34 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         .status()
         .unwrap();
     assert!(status.success());
-    // Dovecot saves the compiled scripts beside them, as the mail user.
-    let status = Command::new("chown")
-        .arg("65534:65534")
-        .arg(&sieve_dir)
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let conf = std::fs::read_to_string(contrib.join("90-spamnb-imapsieve.conf"))
+    std::fs::read_to_string(contrib.join(conf))
         .unwrap()
-        .replace("/etc/dovecot/sieve", &sieve_dir.display().to_string());
+        .replace(
+            "/etc/dovecot/sieve",
+            &seen.join("sieve").display().to_string(),
+        )
+}
 
-    let Some(dovecot) = Dovecot::start(t, &conf) else {
-        return;
-    };
+/// The hook that [`install_hook`] put in `t`, run by a Dovecot whose IMAP is at `port`;
+/// `stop` stops that Dovecot. A MOVE or COPY into Junk and an APPEND to it teach spam,
+/// Junk → Trash nothing, Junk → INBOX ham, and a learn that worked says nothing in Dovecot's
+/// log. While `spamnb watch` holds the database, the hook fails at once and says why in
+/// Dovecot's log; the MOVE itself neither waits for it nor fails.
+pub(crate) fn hook_teaches(t: &Path, port: u16, stop: impl FnOnce()) {
+    let db = t.join(HOOK_DB);
     let mails = |n: usize| mail(n);
-    dovecot.imap(&["append 7101", "append 7102", "append 7103"], &mails);
-    dovecot.imap(
+    imap(
+        port,
+        &[
+            "append 7101",
+            "append 7102",
+            "append 7103",
+            "append 7104 Junk",
+        ],
+        &mails,
+    );
+    imap(
+        port,
         &[
             "move 7101 INBOX Junk",
             "copy 7102 INBOX Junk",
@@ -733,9 +742,7 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         t.join("dovecot.log").display()
     );
 
-    // While `spamnb watch` holds the database (here watching another Maildir), the hook
-    // fails at once and says why in Dovecot's log; the MOVE itself neither waits for it
-    // nor fails.
+    // `spamnb watch` holds the database, watching another Maildir.
     let other = t.join("other/Maildir");
     for sub in ["cur", "new", "tmp"] {
         std::fs::create_dir_all(other.join(sub)).unwrap();
@@ -745,45 +752,87 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
         &db,
     )));
     let started = Instant::now();
-    dovecot.imap(&["move 7103 INBOX Junk", "copy 7103 Junk Trash"], &mails);
+    imap(
+        port,
+        &["move 7103 INBOX Junk", "copy 7103 Junk Trash"],
+        &mails,
+    );
     let took = started.elapsed();
     stop_watcher(watcher);
     assert!(
         took < Duration::from_secs(5),
         "a MOVE while spamnb watch held the database took {took:?} (Dovecot's limit is 10 s)"
     );
-    drop(dovecot);
+    stop();
 
     let (counts, ledger) = learned(&db);
     let log = std::fs::read_to_string(t.join("dovecot.log")).unwrap_or_default();
-    // Dovecot logs whatever a pipe program writes to stderr as an error.
+    assert_eq!(
+        counts,
+        [1, 2],
+        "7101 spam then ham, 7102 and 7104 spam, nothing from Trash; dovecot.log:\n{log}"
+    );
+    let class = |n: usize| ledger.get(&hex(&mail(n))).map(String::as_str);
+    assert_eq!(class(7101), Some("ham ann"), "rescued from Junk");
+    assert_eq!(class(7102), Some("spam ann"), "copied into Junk");
+    assert_eq!(class(7104), Some("spam ann"), "appended to Junk");
+    assert_eq!(
+        class(7103),
+        None,
+        "7103 went into Junk while spamnb watch held the database"
+    );
+    // Dovecot logs whatever a pipe program writes to stderr as an error, and adds its own
+    // error lines about the program and the script when the program fails: all of them must
+    // come from the one learn that failed.
     assert!(
         !log.contains("learned"),
         "a learn that worked wrote to Dovecot's log:\n{log}"
     );
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|l| ["Error:", "Fatal:", "Panic:"].iter().any(|e| l.contains(e)))
+        .collect();
+    assert_eq!(
+        errors
+            .iter()
+            .filter(|l| l.contains("`spamnb watch`"))
+            .count(),
+        1,
+        "the learn that failed did not say why in Dovecot's log, once:\n{log}"
+    );
+    let others: Vec<&&str> = errors
+        .iter()
+        .filter(|l| {
+            !["`spamnb watch`", "spamnb-learn.sh", "Execution of script"]
+                .iter()
+                .any(|s| l.contains(s))
+        })
+        .collect();
     assert!(
-        log.lines()
-            .any(|l| l.contains("Error") && l.contains("`spamnb watch`")),
-        "a learn that failed did not say why in Dovecot's log:\n{log}"
+        others.is_empty(),
+        "errors besides the learn that failed in Dovecot's log:\n{log}"
     );
-    assert_eq!(
-        counts,
-        [1, 1],
-        "7101 spam then ham, 7102 spam, nothing from Trash; dovecot.log:\n{log}"
-    );
-    assert_eq!(
-        ledger.get(&hex(&mail(7101))).map(String::as_str),
-        Some("ham ann")
-    );
-    assert_eq!(
-        ledger.get(&hex(&mail(7102))).map(String::as_str),
-        Some("spam ann")
-    );
-    assert_eq!(
-        ledger.get(&hex(&mail(7103))),
-        None,
-        "7103 went into Junk while spamnb watch held the database"
-    );
+}
+
+#[test]
+fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
+    let Some(dir) = dovecot_dir() else {
+        return;
+    };
+    let t = dir.path();
+    let conf = install_hook(t, t, "90-spamnb-imapsieve.conf");
+    // Here Dovecot compiles the scripts and saves them beside them, as the mail user.
+    let status = Command::new("chown")
+        .arg("65534:65534")
+        .arg(t.join("sieve"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let Some(dovecot) = Dovecot::start(t, &conf) else {
+        return;
+    };
+    let port = dovecot.port;
+    hook_teaches(t, port, move || drop(dovecot));
 }
 
 #[test]
