@@ -1,5 +1,6 @@
 mod cli;
 mod daemon;
+mod dovecot24;
 mod eval;
 mod hook;
 mod milter;
