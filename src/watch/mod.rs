@@ -394,8 +394,7 @@ impl Watcher {
         // new name, and a folder made again under the old name needs watches of its own.
         let mut changed_users: HashSet<usize> = paths
             .iter()
-            .filter(|p| self.folder_dirs.contains_key(*p))
-            .filter_map(|p| self.users.iter().position(|u| p.starts_with(&u.root)))
+            .filter_map(|p| self.folder_dirs.get(p).map(|&(user, _)| user))
             .collect();
         for &user in &changed_users {
             self.forget_lost_folders(user, &left)?;
@@ -623,8 +622,8 @@ impl Watcher {
         Ok(())
     }
 
-    /// Handles what the record does not know in each of the user's folders; the first
-    /// time, only records what they hold.
+    /// Handles what the record does not know in each folder of a user whose Maildir was
+    /// found; the first time, only records what they hold.
     fn rescan_user(&mut self, user: usize) -> Result<(), Error> {
         let store = self.engine.current().store.clone();
         let baseline = !seen::has_baseline(&*store, &self.users[user].user)?;
@@ -637,7 +636,7 @@ impl Watcher {
         for folder in 0..self.users[user].folders.len() {
             self.rescan_folder(user, folder, baseline)?;
         }
-        if baseline && self.users[user].found {
+        if baseline {
             let u = &self.users[user];
             store.write_notes(&[seen::baseline_done(&u.user, &u.root.to_string_lossy())])?;
         }
