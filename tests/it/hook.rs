@@ -118,21 +118,35 @@ fn one_message_learn_and_filter_work_under_dovecots_memory_limit() {
     }
 }
 
-/// `contrib/dovecot/spamnb-learn.sh` as installed, told where spamnb and its database are
-/// (as the Dovecot test does).
-fn install_learn_script(dir: &Path, db: &Path) -> PathBuf {
+/// `contrib/dovecot/spamnb-learn.sh` as installed, told to run `spamnb` on the database
+/// `db` with `exports` (more `NAME=value` words for its environment) and no configuration
+/// file: the text to write. Shared with the tests that run it under a real Dovecot.
+pub(crate) fn learn_script(spamnb: &Path, db: &Path, exports: &str) -> String {
     let contrib = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/dovecot");
-    let script = std::fs::read_to_string(contrib.join("spamnb-learn.sh"))
-        .unwrap()
-        .replace(
-            "SPAMNB=${SPAMNB:-spamnb}",
-            &format!(
-                "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null SPAMNB_RULES=none",
-                env!("CARGO_BIN_EXE_spamnb"),
-                db.display()
-            ),
-        );
-    util::write(dir, "spamnb-learn.sh", script)
+    let script = std::fs::read_to_string(contrib.join("spamnb-learn.sh")).unwrap();
+    let default = "SPAMNB=${SPAMNB:-spamnb}";
+    assert!(
+        script.contains(default),
+        "spamnb-learn.sh no longer says {default}, where the tests point it at their spamnb"
+    );
+    script.replace(
+        default,
+        &format!(
+            "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null {exports}",
+            spamnb.display(),
+            db.display()
+        ),
+    )
+}
+
+/// [`learn_script`] written to `dir`, running the spamnb under test without rules.
+fn install_learn_script(dir: &Path, db: &Path) -> PathBuf {
+    let spamnb = Path::new(env!("CARGO_BIN_EXE_spamnb"));
+    util::write(
+        dir,
+        "spamnb-learn.sh",
+        learn_script(spamnb, db, "SPAMNB_RULES=none"),
+    )
 }
 
 /// Runs the learn script as Dovecot's `pipe` does, with the message on stdin.

@@ -679,20 +679,7 @@ pub(crate) fn install_hook(t: &Path, seen: &Path, conf: &str) -> String {
     }
     // Dovecot runs the script as the mail user (nobody): a copy of spamnb it can execute.
     std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), t.join("spamnb")).unwrap();
-    let learn = std::fs::read_to_string(contrib.join("spamnb-learn.sh")).unwrap();
-    let default = "SPAMNB=${SPAMNB:-spamnb}";
-    assert!(
-        learn.contains(default),
-        "spamnb-learn.sh no longer says {default}, where this test points it at its spamnb"
-    );
-    let learn = learn.replace(
-        default,
-        &format!(
-            "SPAMNB={}\nexport SPAMNB_DB={} SPAMNB_CONFIG=/dev/null",
-            seen.join("spamnb").display(),
-            seen.join(HOOK_DB).display()
-        ),
-    );
+    let learn = crate::hook::learn_script(&seen.join("spamnb"), &seen.join(HOOK_DB), "");
     let script = util::write(&sieve_dir, "spamnb-learn.sh", learn);
     let status = Command::new("chmod")
         .arg("755")
