@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util;
-use crate::watch_e2e::{WaitOrKill, hook_teaches, install_hook};
+use crate::watch_e2e::{WaitOrKill, give_to_mail_user, hook_teaches, install_hook};
 
 /// Where Dovecot 2.4 is: in the root named by `SPAMNB_DOVECOT24_ROOT`, which `.ci/run`
 /// builds, else on this machine if its own Dovecot is 2.4; none if neither.
@@ -73,21 +73,11 @@ impl Dovecot24 {
     /// included as Debian's dovecot.conf does. doveconf must take it without a word. Returns
     /// the port.
     fn configure(root: &Path, t: &Path, seen: &Path) -> u16 {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = util::free_port();
         for sub in ["run", "state", "home", "conf.d"] {
             std::fs::create_dir_all(t.join(sub)).unwrap();
         }
-        // Mail processes run as nobody: Dovecot refuses uid 0 for mail access.
-        let status = Command::new("chown")
-            .arg("65534:65534")
-            .arg(t.join("home"))
-            .status()
-            .unwrap();
-        assert!(status.success());
+        give_to_mail_user(&t.join("home"));
         util::write(t, "passwd", "ann:{PLAIN}secret\n");
         let d = seen.display();
         util::write(

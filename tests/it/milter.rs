@@ -2,7 +2,7 @@
 //! fed by swaks, the miltertest Lua suite in `tests/milter/`, and hostile clients. The
 //! database is trained on corpus mail first, so that verdicts are real ones.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use spamnb::milter::client::Client;
 use spamnb::milter::codec::Response;
 
 use super::daemon::{Daemon, Sections};
-use super::util::{corpus, corpus_files, have, root_or_skip, spamnb, text};
+use super::util::{corpus, corpus_files, free_port, have, root_or_skip, spamnb, text};
 
 /// A database trained on corpus mail, and held-out messages it classifies as spam and ham.
 struct Trained {
@@ -48,14 +48,6 @@ fn trained() -> Option<Trained> {
     let spam = pick("spam-2", "spam");
     let ham = pick("easy-ham-2", "ham");
     Some(Trained { dir, db, spam, ham })
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {

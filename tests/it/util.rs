@@ -113,3 +113,12 @@ pub fn corpus_files(root: &Path, group: &str, n: usize) -> Vec<PathBuf> {
     files.truncate(n);
     files
 }
+
+/// A loopback TCP port free at the moment, for a server a test starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}

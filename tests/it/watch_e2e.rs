@@ -279,6 +279,12 @@ struct Dovecot {
     child: Child,
 }
 
+/// Hands `path` to the user Dovecot's mail processes run as (nobody, as its userdb says):
+/// Dovecot refuses uid 0 for mail access.
+pub(crate) fn give_to_mail_user(path: &Path) {
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+}
+
 impl Dovecot {
     /// Dovecot 2.3 with `extra` added to its configuration and Maildir++ folders; None
     /// (skipped) for another version, whose configuration syntax differs.
@@ -301,21 +307,12 @@ impl Dovecot {
         ) {
             return None;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = util::free_port();
         let d = dir.display();
         for sub in ["run", "state", "home"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        // Mail processes run as nobody: Dovecot refuses uid 0 for mail access.
-        let status = Command::new("chown")
-            .args(["65534:65534", &format!("{d}/home")])
-            .status()
-            .unwrap();
-        assert!(status.success());
+        give_to_mail_user(&dir.join("home"));
         util::write(dir, "passwd", "ann:{PLAIN}secret\n");
         let config = util::write(
             dir,
@@ -809,12 +806,7 @@ fn dovecot_imapsieve_scripts_teach_through_spamnb_learn() {
     let t = dir.path();
     let conf = install_hook(t, t, "90-spamnb-imapsieve.conf");
     // Here Dovecot compiles the scripts and saves them beside them, as the mail user.
-    let status = Command::new("chown")
-        .arg("65534:65534")
-        .arg(t.join("sieve"))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    give_to_mail_user(&t.join("sieve"));
     let Some(dovecot) = Dovecot::start(t, &conf) else {
         return;
     };
