@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::Format;
 use super::Settings;
+use super::route::Missing;
 use crate::mailbox;
 use crate::model::Verdict;
 
@@ -35,23 +36,25 @@ const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;
 
 pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let (_, route, inputs) = super::open_meanwhile(settings, &args.paths, |route| {
-        // Many messages are scored from the counts loaded into memory; when the arguments
-        // promise many, loading them overlaps listing the messages.
-        let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
-        let inputs = if many {
-            let (inputs, loaded) = rayon::join(|| mailbox::expand(&args.paths), || route.preload());
-            loaded?;
-            inputs
-        } else {
-            let inputs = mailbox::expand(&args.paths);
-            if inputs.len() >= PRELOAD_FROM {
-                route.preload()?;
-            }
-            inputs
-        };
-        Ok(inputs)
-    })?;
+    let (_, route, inputs) =
+        super::open_meanwhile(settings, &args.paths, Missing::Empty, |route| {
+            // Many messages are scored from the counts loaded into memory; when the arguments
+            // promise many, loading them overlaps listing the messages.
+            let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
+            let inputs = if many {
+                let (inputs, loaded) =
+                    rayon::join(|| mailbox::expand(&args.paths), || route.preload());
+                loaded?;
+                inputs
+            } else {
+                let inputs = mailbox::expand(&args.paths);
+                if inputs.len() >= PRELOAD_FROM {
+                    route.preload()?;
+                }
+                inputs
+            };
+            Ok(inputs)
+        })?;
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

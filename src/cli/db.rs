@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::Format;
+use super::route::Missing;
 use crate::config::Config;
 use crate::model::CountSource;
 use crate::store;
@@ -43,7 +44,7 @@ pub struct PruneArgs {
 
 pub fn prune(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
-    let route = super::route::Route::open(config)?;
+    let route = super::route::Route::open(config, Missing::Empty)?;
     let p = route.prune(args.min_messages, args.dry_run)?;
     let verb = if args.dry_run {
         "would remove"
@@ -65,7 +66,7 @@ pub fn prune(config: &Config, args: &PruneArgs) -> anyhow::Result<ExitCode> {
 
 pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
-    let s = super::route::Route::open(config)?.stats()?;
+    let s = super::route::Route::open(config, Missing::Empty)?.stats()?;
     let t = s.totals;
     let text = match args.format {
         Format::Json => format!(
@@ -113,7 +114,7 @@ fn print(text: &str) -> anyhow::Result<()> {
 
 pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
-    let route = super::route::Route::open(config)?;
+    let route = super::route::Route::open(config, Missing::Empty)?;
     let mut out: Box<dyn Write> = match &args.file {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("cannot create {}", p.display()))?,

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::Args as ClapArgs;
 
 use super::Args;
+use super::route::Missing;
 use crate::model::Decision;
 use crate::spam_headers::{rewrite, spam_headers};
 
@@ -53,7 +54,7 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
 fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     let config = super::load_config(&args.settings)?;
     // The database here, or through the daemon that holds it.
-    let route = super::route::Route::open(&config)?;
+    let route = super::route::Route::open(&config, Missing::Empty)?;
     // Scored as `check -` reads it, without an envelope line; the output keeps it.
     let message = crate::message::without_envelope_line(raw);
     let verdict = route

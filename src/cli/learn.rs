@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::Settings;
-use super::route::{Prepared, Route};
+use super::route::{Missing, Prepared, Route};
 use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
 use crate::store::Outcome;
@@ -107,7 +107,9 @@ pub fn run(settings: &Settings, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let (config, route, inputs) =
-        super::open_meanwhile(settings, &args.paths, |_| Ok(mailbox::expand(&args.paths)))?;
+        super::open_meanwhile(settings, &args.paths, Missing::Create, |_| {
+            Ok(mailbox::expand(&args.paths))
+        })?;
     let mut tally = Tally::default();
     let bar = super::progress(inputs.len(), "learning");
     // A pipeline: while one batch is written to the store (one thread: writes are

@@ -242,12 +242,13 @@ pub fn load_rules_over(
 pub fn open_meanwhile<T: Send>(
     args: &Settings,
     paths: &[PathBuf],
+    missing: route::Missing,
     meanwhile: impl FnOnce(&route::Route) -> anyhow::Result<T> + Send,
 ) -> anyhow::Result<(Config, route::Route, T)> {
     let mut config = load_settings(args)?;
     let open = || -> anyhow::Result<(route::Route, T)> {
         // The database here, or through the daemon that holds it.
-        let route = route::Route::open(&config)?;
+        let route = route::Route::open(&config, missing)?;
         let made = meanwhile(&route)?;
         Ok((route, made))
     };

@@ -23,6 +23,17 @@ pub enum Prepared {
     Messages(Vec<Vec<u8>>),
 }
 
+/// What opening a database that is not there does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Missing {
+    /// Learning starts one.
+    Create,
+    /// The commands that only read work on an empty one that goes with them, and say so:
+    /// a database made at a mistyped path would answer "unsure" to every message from then
+    /// on, and nobody would know why.
+    Empty,
+}
+
 pub enum Route {
     Local {
         store: Arc<SledStore>,
@@ -50,7 +61,18 @@ impl Route {
     /// The database, or the daemon that holds it; while a process that is no daemon
     /// holds it, the database once that process lets go (up to `--lock-wait`); a
     /// `spamnb watch`, which would not let go, fails it at once.
-    pub fn open(config: &Config) -> anyhow::Result<Route> {
+    pub fn open(config: &Config, missing: Missing) -> anyhow::Result<Route> {
+        if missing == Missing::Empty && matches!(config.db.try_exists(), Ok(false)) {
+            tracing::warn!(
+                "no database at {}: going on as if nothing had been learned, and making \
+                 none. Learn some mail first (spamnb learn --spam DIR, then --ham DIR), or \
+                 name the database you meant with --db or SPAMNB_DB",
+                config.db.display()
+            );
+            let store = Arc::new(SledStore::open_empty(&config.store)?);
+            let engine = super::engine(config, store.clone());
+            return Ok(Route::Local { store, engine });
+        }
         super::ensure_parent(&config.db)?;
         // A database another process holds that is no daemon (a `learn`, a hook like
         // this one) is waited for: procmail starts a `filter` per delivery, and a second

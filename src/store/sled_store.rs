@@ -144,8 +144,22 @@ pub struct SledStore {
 impl SledStore {
     pub fn open(path: &Path, opts: &StoreOptions) -> Result<SledStore, Error> {
         refuse_foreign_directory(path)?;
+        SledStore::open_at(path, opts, false)
+    }
+
+    /// An empty database of its own, gone when dropped: what the commands that only read
+    /// score against where no database is, instead of leaving one behind.
+    pub fn open_empty(opts: &StoreOptions) -> Result<SledStore, Error> {
+        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("spamnb-empty-{}-{n}", std::process::id()));
+        SledStore::open_at(&path, opts, true)
+    }
+
+    fn open_at(path: &Path, opts: &StoreOptions, temporary: bool) -> Result<SledStore, Error> {
         let config = sled::Config::new()
             .path(path)
+            .temporary(temporary)
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(Some(1000));
         // sled has been seen to panic on some damaged files instead of returning an error.

@@ -249,6 +249,67 @@ fn too_little_learned_is_unsure() {
     );
 }
 
+/// A command that only reads, pointed at a database that is not there (a typo in `--db`),
+/// says so and leaves nothing behind: a database made there would answer "unsure" from then
+/// on. Learning makes one.
+#[test]
+fn reading_a_missing_database_warns_and_makes_none() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("typo/db");
+    let mail = write(tmp.path(), "m.eml", message("Lunch", "See you at noon."));
+    let warned = |out: &std::process::Output, what: &str| {
+        let log = text(&out.stderr);
+        assert!(out.status.success(), "{what}: {log}");
+        assert!(
+            log.contains(&format!("no database at {}", db.display())),
+            "{what}: {log}"
+        );
+        assert!(!db.exists(), "{what} made a database at {}", db.display());
+        assert!(
+            !tmp.path().join("typo").exists(),
+            "{what} made its directory"
+        );
+        assert_eq!(
+            std::fs::read_dir(scratch.path()).unwrap().count(),
+            0,
+            "{what} left its empty database behind"
+        );
+        text(&out.stdout)
+    };
+    let run = |args: &[&str]| {
+        spamnb(&db)
+            .env("TMPDIR", scratch.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let shown = warned(&run(&["check", mail.to_str().unwrap()]), "check");
+    assert!(
+        shown.contains("unsure") && shown.contains("needs 50 more spam"),
+        "{shown}"
+    );
+    let shown = warned(&run(&["stats", "--format", "json"]), "stats");
+    let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(v["messages"]["spam"], 0, "{shown}");
+    let raw = std::fs::read(&mail).unwrap();
+    let out = run_with_stdin(
+        spamnb(&db).env("TMPDIR", scratch.path()).arg("filter"),
+        &raw,
+    );
+    let tagged = warned(&out, "filter");
+    assert!(
+        tagged.contains("X-Spam-Status: ") && tagged.ends_with("See you at noon.\n"),
+        "{tagged}"
+    );
+    warned(&run(&["export"]), "export");
+
+    learn(&db, "ham", &[&mail]);
+    assert!(
+        db.join("spamnb-database").exists(),
+        "learn makes the database"
+    );
+}
 #[test]
 fn export_import_round_trip_reproduces_verdicts() {
     let tmp = tempfile::tempdir().unwrap();
