@@ -462,6 +462,33 @@ fn sighup_reloads_and_a_broken_config_keeps_the_old_one() {
     d.signal("HUP");
     d.wait_log("reloaded the configuration", Duration::from_secs(10));
     assert_eq!(threshold(&d), "7.5");
+
+    // A [watch] section that appears takes a restart, and the log says so rather than
+    // leave the operator believing the folders are watched.
+    let maildir = d.dir.join("Maildir");
+    std::fs::create_dir_all(maildir.join("cur")).expect("mkdir");
+    let extra = format!("[watch]\n[watch.users]\nann = {maildir:?}\n");
+    std::fs::write(
+        &d.config,
+        config_text(
+            &d.dir,
+            &Sections {
+                model: "spam_threshold = 6.5",
+                extra: &extra,
+                ..Default::default()
+            },
+        ),
+    )
+    .expect("write");
+    d.signal("HUP");
+    d.wait_log("[watch] takes a restart", Duration::from_secs(10));
+    let wait = std::time::Instant::now();
+    while d.log().matches("reloaded the configuration").count() < 2 {
+        assert!(wait.elapsed() < Duration::from_secs(10), "{}", d.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(threshold(&d), "6.5", "the rest of the file takes effect");
+    assert!(!d.log().contains("folder watch: "), "{}", d.log());
 }
 
 #[test]
@@ -854,4 +881,81 @@ fn tells_systemd_when_ready_reloading_and_stopping() {
     d.signal("TERM");
     assert!(next().starts_with("STOPPING=1"));
     assert!(d.wait_exit(Duration::from_secs(10)).success());
+}
+
+/// A daemon restarted while a `learn` still holds the database waits for it (`--lock-wait`)
+/// and then starts; told not to wait, it refuses at once and says what holds it.
+#[test]
+fn the_daemon_waits_out_another_process_holding_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let config = util::write(
+        dir.path(),
+        "spamnb.toml",
+        config_text(dir.path(), &Sections::default()),
+    );
+    let held = spamnb::store::SledStore::open(&db, &Default::default()).expect("hold the db");
+    let daemon = |wait: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_spamnb"));
+        c.arg("--config")
+            .arg(&config)
+            .arg("--db")
+            .arg(&db)
+            .args(["--lock-wait", wait, "daemon"])
+            .env("SPAMNB_RULES", "none")
+            .env_remove("SPAMNB_LOG")
+            .env_remove("NOTIFY_SOCKET")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    };
+
+    let started = Instant::now();
+    let out = daemon("0").output().expect("daemon --lock-wait 0");
+    let log = util::text(&out.stderr);
+    assert!(!out.status.success(), "{log}");
+    assert!(log.contains("is in use by another process"), "{log}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "it waited: {log}"
+    );
+
+    let mut child = daemon("60").spawn().expect("daemon --lock-wait 60");
+    let (lines, log) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = lines.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the daemon gave up instead of waiting: {:?}",
+        log.try_iter().collect::<Vec<_>>()
+    );
+    assert!(
+        log.try_iter().all(|l| !l.contains(" ready")),
+        "ready on a held database"
+    );
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut ready = false;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match log.recv_timeout(left) {
+            Ok(line) if line.contains(" ready") => {
+                ready = true;
+                break;
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(ready, "the daemon did not start once the database was free");
 }
