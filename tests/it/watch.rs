@@ -240,10 +240,11 @@ fn moves_into_junk_and_back_learn_once_flags_and_trash_teach_nothing() {
         "Trash neither unlearns nor relearns"
     );
 
+    // The counters move after the write that wait_learned sees: stopped, they are final.
+    f.stop();
     let counters = f.counters.clone().unwrap();
     assert_eq!(counters.learned.load(Ordering::Relaxed), 3);
     assert_eq!(counters.relearned.load(Ordering::Relaxed), 1);
-    f.stop();
 }
 
 #[test]
@@ -311,6 +312,7 @@ fn a_thousand_messages_moved_at_once_are_all_learned_exactly_once() {
     assert_eq!(f.messages(), [0, 1000]);
     assert_eq!(f.store.stats().unwrap().ledger_entries, 1000);
     assert!(mails.iter().all(|m| f.class_of(m) == Some(Class::Spam)));
+    f.stop();
     let counters = f.counters.clone().unwrap();
     assert_eq!(counters.learned.load(Ordering::Relaxed), 1000);
     eprintln!("1000 moves learned in {took:?}");
