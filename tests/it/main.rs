@@ -5,6 +5,7 @@ mod eval;
 mod hook;
 mod milter;
 mod model;
+mod mutated;
 mod rules;
 mod spamd;
 mod util;
