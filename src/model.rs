@@ -167,6 +167,19 @@ pub struct ModelConfig {
     pub all_features_share: f64,
     /// How many features for and against a verdict it carries as its explanation.
     pub explain_top: usize,
+    /// Which messages carry that explanation in an `X-Spam-Report` header.
+    pub report_header: ReportHeader,
+}
+
+/// Which messages get an `X-Spam-Report` header: the score's making and the features that
+/// moved it. SpamAssassin adds one to spam when it leaves the message itself unwrapped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportHeader {
+    Never,
+    #[default]
+    Spam,
+    Always,
 }
 
 impl Default for ModelConfig {
@@ -187,6 +200,7 @@ impl Default for ModelConfig {
             strongest_features: 15,
             all_features_share: 0.3,
             explain_top: 8,
+            report_header: ReportHeader::default(),
         }
     }
 }

@@ -2,10 +2,11 @@
 //! procmail and maildrop rules keep working, and the rewrite of a message that carries them.
 
 use crate::message::is_own_header;
-use crate::model::{Decision, ModelConfig, Verdict};
+use crate::model::{Decision, ModelConfig, ReportHeader, Verdict};
 
-/// `X-Spam-Flag`, `X-Spam-Status`, `X-Spam-Level` and `X-Spam-Class` for a verdict, in
-/// the order they are written. Values are single-line; `X-Spam-Status` folds its test list.
+/// `X-Spam-Flag`, `X-Spam-Status`, `X-Spam-Level`, `X-Spam-Class` and, as
+/// `report_header` says, `X-Spam-Report` for a verdict, in the order they are written.
+/// Lines are folded at 78 characters, with `\n\t`.
 pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str, String)> {
     let is_spam = verdict.decision == Decision::Spam;
     let tests = if verdict.rules.is_empty() {
@@ -22,15 +23,62 @@ pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str
         tests,
         env!("CARGO_PKG_VERSION"),
     );
-    vec![
+    let mut headers = vec![
         (
             "X-Spam-Flag",
             if is_spam { "YES" } else { "NO" }.to_string(),
         ),
-        ("X-Spam-Status", fold(&status)),
+        ("X-Spam-Status", fold("X-Spam-Status", &status)),
         ("X-Spam-Level", level(verdict.score)),
         ("X-Spam-Class", verdict.decision.name().to_string()),
-    ]
+    ];
+    if match model.report_header {
+        ReportHeader::Never => false,
+        ReportHeader::Spam => is_spam,
+        ReportHeader::Always => true,
+    } {
+        headers.push(("X-Spam-Report", report(verdict)));
+    }
+    headers
+}
+
+/// What a report line shows of a feature: the line stays within 78 characters.
+const REPORTED_FEATURE_BYTES: usize = 64;
+
+/// How the score was made and the features that moved it most, one a line, as
+/// SpamAssassin's report lists its rules: `*  4.2 subj:cheap`. Features are the mail's own
+/// words, so anything but printable ASCII in them is escaped: a sender may not write
+/// header lines of their own, nor 8-bit bytes into a header.
+fn report(verdict: &Verdict) -> String {
+    let summary = match (&verdict.parts, &verdict.note) {
+        (_, Some(note)) => format!("unsure: {note}"),
+        (Some(p), None) if p.strongest_count < p.all_count => format!(
+            "score {:.1} = {:.2} x {:.1} ({} strongest of {} features) + {:.2} x {:.1} (all)",
+            verdict.score,
+            1.0 - p.all_share,
+            p.strongest,
+            p.strongest_count,
+            p.all_count,
+            p.all_share,
+            p.all
+        ),
+        (Some(p), None) => format!("score {:.1} from all {} features", p.all, p.all_count),
+        (None, None) => format!("score {:.1}", verdict.score),
+    };
+    let mut out = fold("X-Spam-Report", &summary);
+    for r in &verdict.reasons {
+        let mut feature = String::new();
+        for c in r.feature.chars() {
+            match c {
+                ' '..='~' => feature.push(c),
+                _ => feature.extend(c.escape_unicode()),
+            }
+        }
+        // All ASCII now: any byte is a char boundary.
+        feature.truncate(REPORTED_FEATURE_BYTES);
+        out.push_str(&format!("\n\t* {:>4.1} {feature}", r.weight));
+    }
+    out
 }
 
 /// One star per unit of log-odds above zero, at most 50: rules such as
@@ -40,11 +88,11 @@ fn level(score: f64) -> String {
     "*".repeat(stars)
 }
 
-/// Folds a header value at spaces or commas so no line passes 78 characters (RFC 5322
-/// recommends it; SpamAssassin does it for the test list).
-fn fold(value: &str) -> String {
+/// Folds header `name`'s value at spaces or commas so no line passes 78 characters (RFC
+/// 5322 recommends it; SpamAssassin does it for the test list).
+fn fold(name: &str, value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 16);
-    let mut line_len = "X-Spam-Status: ".len();
+    let mut line_len = name.len() + 2;
     for piece in value.split_inclusive([' ', ',']) {
         if line_len + piece.len() > 78 && line_len > 0 {
             out.push_str("\n\t");
@@ -154,6 +202,60 @@ mod tests {
             &ModelConfig::default(),
         );
         assert!(h[1].1.starts_with("No, score=0.0 "), "{}", h[1].1);
+    }
+
+    #[test]
+    fn the_report_goes_where_report_header_says_and_escapes_the_mail_s_words() {
+        let mut spam = verdict(Decision::Spam, 9.0, &["A"]);
+        spam.reasons = vec![
+            crate::model::Reason {
+                feature: "subj:cheap\r\nX-Spam-Flag: NO".into(),
+                weight: 4.25,
+                count: 1,
+            },
+            crate::model::Reason {
+                feature: format!("caf\u{e9}{}", "x".repeat(100)),
+                weight: -1.5,
+                count: 2,
+            },
+        ];
+        spam.parts = Some(crate::model::ScoreParts {
+            strongest: 10.123,
+            strongest_count: 15,
+            all: 6.5,
+            all_count: 1234,
+            all_share: 0.3,
+        });
+        let ham = verdict(Decision::Ham, -4.0, &[]);
+        let report = |v: &Verdict, report_header| {
+            let model = ModelConfig {
+                report_header,
+                ..ModelConfig::default()
+            };
+            spam_headers(v, &model)
+                .into_iter()
+                .find(|(name, _)| *name == "X-Spam-Report")
+                .map(|(_, value)| value)
+        };
+        let shown = report(&spam, ReportHeader::Spam).expect("spam is reported");
+        let lines: Vec<&str> = shown.split("\n\t").collect();
+        assert!(
+            lines[0].starts_with("score 9.0 = 0.70 x 10.1 (15 strongest of 1234 features)"),
+            "{shown}"
+        );
+        let lines = &lines[lines.len() - 2..];
+        assert_eq!(lines[0], "*  4.2 subj:cheap\\u{d}\\u{a}X-Spam-Flag: NO");
+        assert!(lines[1].starts_with("* -1.5 caf\\u{e9}xxx"), "{shown}");
+        assert!(shown.is_ascii() && !shown.contains('\r'), "{shown}");
+        assert!(
+            ("X-Spam-Report: ".to_string() + &shown)
+                .split("\n\t")
+                .all(|l| l.len() <= 78),
+            "{shown}"
+        );
+        assert_eq!(report(&ham, ReportHeader::Spam), None);
+        assert!(report(&ham, ReportHeader::Always).is_some());
+        assert_eq!(report(&spam, ReportHeader::Never), None);
     }
 
     #[test]

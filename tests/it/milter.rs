@@ -308,6 +308,14 @@ fn assert_tagged(ham: &str, spam: &str, log: &str) {
         header_values(spam, "X-Spam-Status")[0].starts_with("Yes, score="),
         "{spam}"
     );
+    // Spam says why, folded as the MTA keeps it: the score's making, then a feature a line.
+    assert!(
+        header_values(spam, "X-Spam-Report")[0].starts_with("score "),
+        "{spam}"
+    );
+    let head = spam.split("\n\n").next().unwrap_or_default();
+    assert!(head.contains("\n\t* "), "{spam}");
+    assert!(header_values(ham, "X-Spam-Report").is_empty(), "{ham}");
 }
 
 /// `spamnb check` on a file: its decision and its score as X-Spam-Status writes it.
