@@ -32,11 +32,12 @@ pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str
         ("X-Spam-Level", level(verdict.score)),
         ("X-Spam-Class", verdict.decision.name().to_string()),
     ];
-    if match model.report_header {
+    let reported = match model.report_header {
         ReportHeader::Never => false,
         ReportHeader::Spam => is_spam,
         ReportHeader::Always => true,
-    } {
+    };
+    if reported {
         headers.push(("X-Spam-Report", report(verdict)));
     }
     headers
