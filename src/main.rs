@@ -9,8 +9,12 @@ fn main() -> ExitCode {
         let default = ["warn", "info", "debug"][usize::from(args.verbose.min(2))];
         let filter = tracing_subscriber::EnvFilter::try_from_env("SPAMNB_LOG")
             .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        // Colours only for a person at a terminal: a hook's stderr ends up in Dovecot's or
+        // procmail's log, where escape codes are noise.
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
         tracing_subscriber::fmt()
             .with_writer(std::io::stderr)
+            .with_ansi(ansi)
             .with_env_filter(filter)
             .init();
     }

@@ -265,6 +265,10 @@ fn reading_a_missing_database_warns_and_makes_none() {
             log.contains(&format!("no database at {}", db.display())),
             "{what}: {log}"
         );
+        assert!(
+            !log.contains('\u{1b}'),
+            "{what}: colours in a log that is no terminal: {log}"
+        );
         assert!(!db.exists(), "{what} made a database at {}", db.display());
         assert!(
             !tmp.path().join("typo").exists(),
