@@ -67,9 +67,11 @@ fn spamc_gets_what_spamd_would_give() {
     let tagged = text(&out.stdout);
     assert!(tagged.contains("\nX-Spam-Flag: YES\n"), "{tagged}");
     assert!(tagged.contains("\nX-Spam-Status: Yes, score="), "{tagged}");
+    assert!(tagged.contains("\nX-Spam-Report: score "), "{tagged}");
     let out = d.spamc(&["-E"], ham);
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).contains("\nX-Spam-Flag: NO\n"));
+    assert!(!text(&out.stdout).contains("X-Spam-Report"));
     // Without -E, spamc exits 0 either way, and the body is untouched.
     let out = d.spamc(&[], spam);
     assert_eq!(out.status.code(), Some(0));
