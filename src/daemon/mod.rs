@@ -221,6 +221,14 @@ pub type ConfigLoader = dyn Fn(&Config) -> Result<Config, String> + Send + Sync;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
 pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        tracing::warn!(
+            "running as root, which spamnb never needs: it parses mail from strangers. Run \
+             it as a user of its own, as systemd/spamnb.service does (port 783 needs only \
+             CAP_NET_BIND_SERVICE)"
+        );
+    }
     raise_open_files_limit();
     let runtime_dir = config.daemon.runtime_dir();
     make_runtime_dir(&runtime_dir)?;

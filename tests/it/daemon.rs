@@ -883,8 +883,9 @@ fn tells_systemd_when_ready_reloading_and_stopping() {
     assert!(d.wait_exit(Duration::from_secs(10)).success());
 }
 
-/// A daemon restarted while a `learn` still holds the database waits for it (`--lock-wait`)
-/// and then starts; told not to wait, it refuses at once and says what holds it.
+/// `--lock-wait` is the daemon's too: told not to wait for a database another process
+/// holds, it refuses at once and says what holds it; told to wait, it starts once the
+/// database is free. Run as root, it says that it needs no such thing.
 #[test]
 fn the_daemon_waits_out_another_process_holding_the_database() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -916,6 +917,8 @@ fn the_daemon_waits_out_another_process_holding_the_database() {
     let log = util::text(&out.stderr);
     assert!(!out.status.success(), "{log}");
     assert!(log.contains("is in use by another process"), "{log}");
+    let root = util::text(&Command::new("id").arg("-u").output().expect("id").stdout).trim() == "0";
+    assert_eq!(log.contains("running as root"), root, "{log}");
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "it waited: {log}"
