@@ -183,6 +183,20 @@ impl Config {
                 raw.model.ham_threshold, raw.model.spam_threshold
             )));
         }
+        if raw.model.autolearn
+            && (raw.model.autolearn_spam < raw.model.spam_threshold
+                || raw.model.autolearn_ham > raw.model.ham_threshold)
+        {
+            return Err(invalid(format!(
+                "model.autolearn_spam ({}) must not be below model.spam_threshold ({}), nor \
+                 model.autolearn_ham ({}) above model.ham_threshold ({}): only firm verdicts \
+                 may teach",
+                raw.model.autolearn_spam,
+                raw.model.spam_threshold,
+                raw.model.autolearn_ham,
+                raw.model.ham_threshold
+            )));
+        }
         if raw.model.event_model == crate::model::EventModel::Bernoulli {
             return Err(invalid(
                 "model.event_model = \"bernoulli\" is for `spamnb eval --models bernoulli` only (its score \
@@ -260,6 +274,16 @@ mod tests {
                 None,
                 "must not be above",
             ),
+            (
+                "[model]\nautolearn = true\nautolearn_spam = 3.0\n",
+                None,
+                "only firm verdicts may teach",
+            ),
+            (
+                "[model]\nautolearn = true\nham_threshold = -8.0\n",
+                None,
+                "only firm verdicts may teach",
+            ),
             ("[model\n", Some(1), ""),
             (
                 "[watch]\nusers = { ann = \"Maildir\" }\n",
@@ -273,5 +297,7 @@ mod tests {
             assert!(e.to_string().contains(wanted), "{text:?}: {e}");
             assert!(e.to_string().starts_with("spamnb.toml"), "{e}");
         }
+        // Thresholds beyond the autolearning ones are fine while it is off.
+        assert!(Config::parse("[model]\nspam_threshold = 10.0\n", p).is_ok());
     }
 }

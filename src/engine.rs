@@ -25,6 +25,29 @@ impl Engine {
         counts.finish().map(|()| verdict)
     }
 
+    /// [`Engine::check`], and when the model autolearns and the verdict is firm enough, the
+    /// lesson that learns `raw` as the class it was given: tentative, so that it never
+    /// overrides what a person taught. The features are extracted once for both.
+    pub fn check_autolearning(&self, raw: &[u8]) -> Result<(Verdict, Option<Lesson>), Error> {
+        let features = self.extractor.features(raw);
+        let counts = ReadCounts::new(&*self.store);
+        let verdict = classify(&features, &counts, &self.model);
+        counts.finish()?;
+        let Some(target) = self.model.autolearned_as(&verdict) else {
+            return Ok((verdict, None));
+        };
+        let mut features = features;
+        features.shrink_to_fit();
+        let lesson = Lesson {
+            digest: digest(raw),
+            target: Some(target),
+            features,
+            user: None,
+            tentative: true,
+        };
+        Ok((verdict, Some(lesson)))
+    }
+
     /// What learning (`target` a class) or forgetting (`None`) `raw` means for the store.
     pub fn lesson(&self, raw: &[u8], target: Option<Class>, user: Option<&str>) -> Lesson {
         self.lesson_with_digest(raw, digest(raw), target, user)
@@ -45,6 +68,7 @@ impl Engine {
             target,
             features,
             user: user.map(str::to_string),
+            tentative: false,
         }
     }
 

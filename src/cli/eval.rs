@@ -62,6 +62,11 @@ pub struct EvalArgs {
     /// Ham to test on, with --test-spam
     #[arg(long, num_args = 1.., requires = "test_spam")]
     test_ham: Vec<PathBuf>,
+    /// In a fixed split, score the test mail in date order and learn each firm verdict
+    /// as it comes, as the daemon does with `[model] autolearn` (its thresholds from the
+    /// config)
+    #[arg(long, requires = "test_spam")]
+    autolearn: bool,
     /// Folds of the stratified cross-validation (and of threshold validation in a split)
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=100))]
     folds: u64,
@@ -289,6 +294,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
                         model.min_feature_messages = 1;
                         model.strongest_features = 0;
                     }
+                    model.autolearn |= args.autolearn;
                     model.spam_threshold = args.spam_threshold.unwrap_or(model.spam_threshold);
                     model.ham_threshold = args.ham_threshold.unwrap_or(model.ham_threshold);
                     if model.ham_threshold > model.spam_threshold {

@@ -56,6 +56,7 @@ type Field = fn(&PerProtocol) -> &AtomicU64;
 pub struct Metrics {
     protocols: [PerProtocol; 3],
     learned: AtomicU64,
+    autolearned: AtomicU64,
     reloads: AtomicU64,
     reload_failures: AtomicU64,
 }
@@ -97,6 +98,11 @@ impl Metrics {
     /// A message was passed on unscored (timeout, overload, internal error).
     pub fn fail_open(&self, p: Protocol) {
         self.of(p).fail_open.fetch_add(1, Relaxed);
+    }
+
+    /// A message learned from the daemon's own firm verdict (`[model] autolearn`).
+    pub fn autolearned(&self) {
+        self.autolearned.fetch_add(1, Relaxed);
     }
 
     /// Messages learned or forgotten through TELL.
@@ -238,6 +244,11 @@ impl Metrics {
                 "learned_total",
                 "Messages learned or forgotten through the daemon.",
                 &self.learned,
+            ),
+            (
+                "autolearned_total",
+                "Messages learned from the daemon's own firm verdicts ([model] autolearn).",
+                &self.autolearned,
             ),
             (
                 "reloads_total",

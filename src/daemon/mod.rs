@@ -58,12 +58,13 @@ use crate::store::{PidFile, SledStore};
 pub struct Context {
     /// Shared with the folder watcher, which learns through the daemon's own store.
     pub engine: Arc<SharedEngine>,
-    /// TELL's lessons, written in groups.
+    /// TELL's and autolearning's lessons, written in groups.
     pub learner: Arc<learner::Learner>,
     /// The configuration now in force; see [`Context::config`].
     config: RwLock<Arc<Config>>,
-    pub metrics: Metrics,
-    /// Every connection's task, so that SIGTERM can wait for them to finish.
+    pub metrics: Arc<Metrics>,
+    /// Every connection's task, and every autolearning write, so that SIGTERM can wait
+    /// for them to finish.
     pub tasks: TaskTracker,
     connections: Arc<Semaphore>,
     sessions: Arc<Semaphore>,
@@ -108,7 +109,7 @@ impl Context {
             connections: Arc::new(Semaphore::new(config.daemon.max_connections)),
             sessions: Arc::new(Semaphore::new(config.daemon.max_sessions)),
             config: RwLock::new(Arc::new(config)),
-            metrics: Metrics::default(),
+            metrics: Arc::default(),
             tasks: TaskTracker::new(),
         })
     }
@@ -161,16 +162,39 @@ impl Context {
             // The slot stays taken until the scoring ends, even when nobody waits for it
             // any more: the CPU is busy either way.
             let _slot = slot;
-            scorer.check(&raw)
+            scorer.check_autolearning(&raw)
         });
-        let verdict = tokio::time::timeout_at(deadline, scoring)
+        let (verdict, lesson) = tokio::time::timeout_at(deadline, scoring)
             .await
             .map_err(|_| CheckError::Timeout)?
             .map_err(|e| CheckError::Internal(e.to_string()))?
             .map_err(|e| CheckError::Internal(e.to_string()))?;
         self.metrics
             .scored(protocol, verdict.decision, started.elapsed());
+        // Mail in transit teaches; a `spamnb check` through the control socket is a
+        // question, and teaches nothing.
+        if let Some(lesson) = lesson.filter(|_| protocol != Protocol::Control) {
+            self.autolearn(engine.clone(), lesson);
+        }
         Ok(Scored { verdict, engine })
+    }
+
+    /// Learns a message from its own firm verdict, after the reply: the mail never waits
+    /// for it, and a failure only loses the lesson. The lessons of busy moments are
+    /// written together, as TELLs are.
+    fn autolearn(&self, engine: Arc<Engine>, lesson: crate::store::Lesson) {
+        let learner = self.learner.clone();
+        let metrics = self.metrics.clone();
+        let class = lesson.target.map_or("", crate::model::Class::name);
+        self.tasks
+            .spawn_blocking(move || match learner.learn(&engine, lesson) {
+                Ok(crate::store::Outcome::Learned) => {
+                    metrics.autolearned();
+                    tracing::debug!(class, "autolearned");
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!("autolearning failed, the message is not learned: {e}"),
+            });
     }
 
     /// A slot of `max_sessions` for other blocking work (learning), or `None` on overload.

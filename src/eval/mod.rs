@@ -507,7 +507,14 @@ pub fn split(
     target: Option<Target>,
 ) -> Report {
     let mut table = corpus.table_of(train.iter());
-    let held_out = score_with(corpus, &mut table, setting, test);
+    let autolearning = setting.model.autolearn
+        && setting.vocab.is_none()
+        && setting.model.event_model != EventModel::Bernoulli;
+    let held_out = if autolearning {
+        replay_autolearning(corpus, &mut table, &setting.model, test)
+    } else {
+        score_with(corpus, &mut table, setting, test)
+    };
     let advice = target.map(|target| {
         let (validation, _) = cv_folds(corpus, train, setting, k, seed, None);
         let chosen = Thresholds::choose(
@@ -528,6 +535,32 @@ pub fn split(
         vec![held_out],
         advice,
     )
+}
+
+/// Scores `test` in date order (and lists it so), learning each firm verdict as the class it gave, as the
+/// daemon does with `[model] autolearn`: what autolearning does for mail that changes.
+fn replay_autolearning(
+    corpus: &Corpus,
+    table: &mut Table,
+    cfg: &ModelConfig,
+    test: &[usize],
+) -> Vec<Scored> {
+    online_order(corpus, test, Order::Date)
+        .into_iter()
+        .map(|i| {
+            let item = &corpus.items[i];
+            let v = model::classify(&item.features, &*table, cfg);
+            if let Some(class) = cfg.autolearned_as(&v) {
+                table.learn(&item.features, class, 1);
+            }
+            Scored {
+                index: i,
+                class: item.class,
+                score: v.score,
+                decision: v.decision,
+            }
+        })
+        .collect()
 }
 
 /// A stratified split of the corpus into (development, held-out), `fraction` of each
@@ -699,6 +732,58 @@ mod tests {
         assert_eq!(on_error.learned, Some(2));
         let c = on_error.micro.confusion;
         assert_eq!((c.fp, c.fn_, c.unsure), (0, 1, [1, 1]), "{c:?}");
+    }
+
+    /// A split replayed with autolearning learns the firm verdicts as they come, in date
+    /// order: a spam word that only the first test spam shares with the old ones then
+    /// counts against a later spam that has nothing else.
+    #[test]
+    fn a_split_with_autolearning_learns_firm_verdicts_in_date_order() {
+        let mut messages = Vec::new();
+        for _ in 0..20 {
+            messages.push(("cheap pills click", Class::Spam));
+            messages.push(("meeting agenda notes", Class::Ham));
+        }
+        messages.push(("crypto wallet", Class::Spam));
+        messages.push(("cheap pills click crypto wallet", Class::Spam));
+        let mut corpus = corpus_of(&messages);
+        // The later test message in the list came first.
+        corpus.items[40].date = Some(2);
+        corpus.items[41].date = Some(1);
+        let train: Vec<usize> = (0..40).collect();
+        let test = [40, 41];
+        let setting = |autolearn| Setting {
+            model: ModelConfig {
+                min_learned: 1,
+                autolearn,
+                autolearn_spam: 4.5,
+                ..ModelConfig::default()
+            },
+            selector: Selector::Mi,
+            vocab: None,
+        };
+        let score_of = |report: &Report, i: usize| {
+            report
+                .scores
+                .iter()
+                .find(|s| s.index == i)
+                .expect("scored")
+                .score
+        };
+        let fixed = split(&corpus, &train, &test, &setting(false), 2, 1, None);
+        let replayed = split(&corpus, &train, &test, &setting(true), 2, 1, None);
+        assert_eq!(score_of(&fixed, 41), score_of(&replayed, 41));
+        assert!(
+            score_of(&replayed, 41) >= 4.5,
+            "{}",
+            score_of(&replayed, 41)
+        );
+        assert!(
+            score_of(&replayed, 40) > score_of(&fixed, 40) + 1.0,
+            "{} against {}",
+            score_of(&replayed, 40),
+            score_of(&fixed, 40)
+        );
     }
 
     #[test]

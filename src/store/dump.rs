@@ -278,6 +278,7 @@ mod tests {
                     .into_iter()
                     .collect(),
                 user: (i == 3).then(|| "a user".to_string()),
+                tentative: false,
             })
             .collect();
         store.learn(&lessons).unwrap();

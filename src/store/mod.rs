@@ -205,6 +205,9 @@ pub struct Lesson {
     pub target: Option<Class>,
     pub features: Features,
     pub user: Option<String>,
+    /// Learned only if the ledger does not know the message: what spamnb learns from its
+    /// own confident verdicts (autolearning) never overrides what a person taught.
+    pub tentative: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

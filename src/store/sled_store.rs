@@ -625,7 +625,10 @@ impl Store for SledStore {
                 Some(entry) => entry.as_ref().map(|e| e.class),
                 None => self.ledger_entry(&lesson.digest)?.map(|e| e.class),
             };
-            let (outcome, moves) = moves(known, lesson.target);
+            let (outcome, moves) = match known {
+                Some(_) if lesson.tentative => (Outcome::AlreadyKnown, &[][..]),
+                _ => moves(known, lesson.target),
+            };
             for &(class, sign) in moves {
                 let c = class.index();
                 totals.messages[c] = (totals.messages[c] as i64 + sign).max(0) as u64;
@@ -1062,6 +1065,7 @@ mod tests {
             target,
             features: words.split_whitespace().collect(),
             user: None,
+            tentative: false,
         }
     }
 
@@ -1183,6 +1187,46 @@ mod tests {
         assert_eq!(got.0, want.0);
         assert_eq!(got.1.len(), want.1.len());
         assert!(got == want, "the sharded merge lost or changed counts");
+    }
+
+    /// A tentative lesson (autolearning) learns a message the ledger does not know, and
+    /// never moves one it does: what a person taught stands, and a person's lesson still
+    /// moves what was learned tentatively.
+    #[test]
+    fn tentative_lessons_never_override_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        let tentative = |id, class, words| Lesson {
+            tentative: true,
+            ..lesson(id, Some(class), words)
+        };
+        let learn = |l: Lesson| store.learn(&[l]).unwrap();
+        assert_eq!(
+            learn(lesson(1, Some(Class::Ham), "meeting agenda")),
+            [Outcome::Learned]
+        );
+        let taught = store.totals();
+        assert_eq!(
+            learn(tentative(1, Class::Spam, "meeting agenda")),
+            [Outcome::AlreadyKnown]
+        );
+        assert_eq!(store.totals(), taught);
+        assert_eq!(store.token("meeting").map(|c| c.messages), Some([1, 0]));
+
+        assert_eq!(
+            learn(tentative(2, Class::Spam, "cheap pills")),
+            [Outcome::Learned]
+        );
+        assert_eq!(store.totals().messages, [1, 1]);
+        assert_eq!(
+            learn(tentative(2, Class::Ham, "cheap pills")),
+            [Outcome::AlreadyKnown]
+        );
+        assert_eq!(
+            learn(lesson(2, Some(Class::Ham), "cheap pills")),
+            [Outcome::Relearned]
+        );
+        assert_eq!(store.totals().messages, [2, 0]);
     }
 
     #[test]

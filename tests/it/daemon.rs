@@ -962,3 +962,114 @@ fn the_daemon_waits_out_another_process_holding_the_database() {
     let _ = child.wait();
     assert!(ready, "the daemon did not start once the database was free");
 }
+
+/// With `[model] autolearn`, mail scored in transit (spamc here, as Exim does) teaches the
+/// model its own firm verdicts, each message once; off (the default), and for a `check`
+/// through the control socket, nothing is learned.
+#[test]
+fn autolearning_learns_firm_verdicts_of_mail_in_transit_once() {
+    if !util::have("spamc") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 80) else {
+        return;
+    };
+    let (spam, ham) = unseen(15);
+    let mail: Vec<&Vec<u8>> = spam.iter().chain(&ham).collect();
+    let d = Daemon::start(dir.path(), &db, &Sections::default());
+    let learned = || -> [u64; 2] {
+        let out = d
+            .cli()
+            .args(["stats", "--format", "json"])
+            .output()
+            .expect("stats");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        [&v["messages"]["spam"], &v["messages"]["ham"]].map(|n| n.as_u64().expect("count"))
+    };
+    let autolearned = || -> u64 {
+        let metrics = d.http_get("/metrics");
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with("spamnb_autolearned_total "))
+            .unwrap_or_else(|| panic!("{metrics}"));
+        line.rsplit(' ').next().unwrap().parse().expect("number")
+    };
+    let trained = learned();
+    // The spammiest of them, firm enough to be learned were it mail in transit.
+    let files: Vec<PathBuf> = spam
+        .iter()
+        .enumerate()
+        .map(|(i, m)| util::write(dir.path(), &format!("spam{i}.eml"), m))
+        .collect();
+    let out = d
+        .cli()
+        .args(["check", "--format", "tsv"])
+        .args(&files)
+        .output()
+        .expect("check");
+    let (probe, score) = util::text(&out.stdout)
+        .lines()
+        .map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            (
+                PathBuf::from(cols[0]),
+                cols[2].parse::<f64>().expect("score"),
+            )
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .expect("scores");
+    assert!(score >= 8.0, "no firm spam to probe with: {score}");
+    for m in &mail {
+        assert!(d.spamc(&["-c"], m).status.code().is_some());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(learned(), trained, "autolearning is off by default");
+
+    let on = config_text(
+        &d.dir,
+        &Sections {
+            model: "autolearn = true",
+            ..Default::default()
+        },
+    );
+    std::fs::write(&d.config, on).expect("write config");
+    d.signal("HUP");
+    d.wait_log("reloaded the configuration", Duration::from_secs(10));
+    let out = d.cli().arg("check").arg(&probe).output().expect("check");
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        learned(),
+        trained,
+        "a check through the control socket is a question"
+    );
+
+    for m in &mail {
+        assert!(d.spamc(&["-c"], m).status.code().is_some());
+    }
+    let wait = Instant::now();
+    while autolearned() == 0
+        || learned().iter().sum::<u64>() < trained.iter().sum::<u64>() + autolearned()
+    {
+        assert!(wait.elapsed() < Duration::from_secs(10), "{}", d.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let after = learned();
+    assert!(
+        after[0] > trained[0] && after[1] > trained[1],
+        "{trained:?} → {after:?}"
+    );
+    assert_eq!(
+        after.iter().sum::<u64>(),
+        trained.iter().sum::<u64>() + autolearned()
+    );
+    assert!(after.iter().sum::<u64>() <= trained.iter().sum::<u64>() + mail.len() as u64);
+
+    // The same mail again: known, nothing more.
+    for m in &mail {
+        assert!(d.spamc(&["-c"], m).status.code().is_some());
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(learned(), after, "each message is learned once");
+}

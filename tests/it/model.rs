@@ -26,6 +26,7 @@ fn learn(store: &SledStore, docs: &[(&str, Class)]) {
             target: Some(*class),
             features: text.split_whitespace().collect(),
             user: None,
+            tentative: false,
         })
         .collect();
     store.learn(&lessons).expect("learn");
