@@ -39,6 +39,7 @@ pub mod milter_config;
 pub mod notify;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -60,6 +61,8 @@ pub struct Context {
     pub engine: Arc<SharedEngine>,
     /// TELL's and autolearning's lessons, written in groups.
     pub learner: Arc<learner::Learner>,
+    /// Autolearning lessons not yet written; see [`AUTOLEARN_WAITING`].
+    autolearn_waiting: Arc<AtomicUsize>,
     /// The configuration now in force; see [`Context::config`].
     config: RwLock<Arc<Config>>,
     pub metrics: Arc<Metrics>,
@@ -106,6 +109,7 @@ impl Context {
         Arc::new(Context {
             engine: Arc::new(SharedEngine::new(engine)),
             learner: Arc::default(),
+            autolearn_waiting: Arc::default(),
             connections: Arc::new(Semaphore::new(config.daemon.max_connections)),
             sessions: Arc::new(Semaphore::new(config.daemon.max_sessions)),
             config: RwLock::new(Arc::new(config)),
@@ -183,18 +187,27 @@ impl Context {
     /// for it, and a failure only loses the lesson. The lessons of busy moments are
     /// written together, as TELLs are.
     fn autolearn(&self, engine: Arc<Engine>, lesson: crate::store::Lesson) {
+        let waiting = self.autolearn_waiting.clone();
+        if waiting.fetch_add(1, Ordering::Relaxed) >= AUTOLEARN_WAITING {
+            waiting.fetch_sub(1, Ordering::Relaxed);
+            tracing::debug!("autolearning behind: a lesson let go");
+            return;
+        }
         let learner = self.learner.clone();
         let metrics = self.metrics.clone();
         let class = lesson.target.map_or("", crate::model::Class::name);
-        self.tasks
-            .spawn_blocking(move || match learner.learn(&engine, lesson) {
+        self.tasks.spawn_blocking(move || {
+            let learned = learner.learn(&engine, lesson);
+            waiting.fetch_sub(1, Ordering::Relaxed);
+            match learned {
                 Ok(crate::store::Outcome::Learned) => {
                     metrics.autolearned();
                     tracing::debug!(class, "autolearned");
                 }
                 Ok(_) => {}
                 Err(e) => tracing::warn!("autolearning failed, the message is not learned: {e}"),
-            });
+            }
+        });
     }
 
     /// A slot of `max_sessions` for other blocking work (learning), or `None` on overload.
@@ -242,6 +255,11 @@ pub type EngineBuilder = dyn Fn(&Config) -> Engine + Send + Sync;
 /// Reads the configuration again (SIGHUP), given the one in force: the file and the
 /// command line's overrides.
 pub type ConfigLoader = dyn Fn(&Config) -> Result<Config, String> + Send + Sync;
+
+/// Autolearning lessons that may wait for the store at once. Each waits on a blocking
+/// thread; under a flood the daemon lets lessons go rather than pile up threads, since
+/// scoring, not learning, is what the mail waits on.
+const AUTOLEARN_WAITING: usize = 64;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
 pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {

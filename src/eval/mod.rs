@@ -140,6 +140,18 @@ pub struct Scored {
     pub decision: Decision,
 }
 
+impl Scored {
+    /// Message `index` of `corpus`, and the verdict it got.
+    fn of(corpus: &Corpus, index: usize, verdict: &model::Verdict) -> Scored {
+        Scored {
+            index,
+            class: corpus.items[index].class,
+            score: verdict.score,
+            decision: verdict.decision,
+        }
+    }
+}
+
 /// Scores `indices` against `table` (trained without them) under `setting`.
 fn score_with(
     corpus: &Corpus,
@@ -152,14 +164,8 @@ fn score_with(
         indices
             .iter()
             .map(|&i| {
-                let item = &corpus.items[i];
-                let v = model::classify(&item.features, source, cfg);
-                Scored {
-                    index: i,
-                    class: item.class,
-                    score: v.score,
-                    decision: v.decision,
-                }
+                let v = model::classify(&corpus.items[i].features, source, cfg);
+                Scored::of(corpus, i, &v)
             })
             .collect()
     };
@@ -553,12 +559,7 @@ fn replay_autolearning(
             if let Some(class) = cfg.autolearned_as(&v) {
                 table.learn(&item.features, class, 1);
             }
-            Scored {
-                index: i,
-                class: item.class,
-                score: v.score,
-                decision: v.decision,
-            }
+            Scored::of(corpus, i, &v)
         })
         .collect()
 }
@@ -637,12 +638,7 @@ pub fn online(
             table.learn(&item.features, item.class, 1);
             learned += 1;
         }
-        scored.push(Scored {
-            index: i,
-            class: item.class,
-            score: v.score,
-            decision: v.decision,
-        });
+        scored.push(Scored::of(corpus, i, &v));
     }
     let per_fold = vec![figures_of(&scored)];
     Ok(Report {
