@@ -625,10 +625,7 @@ impl Store for SledStore {
                 Some(entry) => entry.as_ref().map(|e| e.class),
                 None => self.ledger_entry(&lesson.digest)?.map(|e| e.class),
             };
-            let (outcome, moves) = match known {
-                Some(_) if lesson.tentative => (Outcome::AlreadyKnown, &[][..]),
-                _ => moves(known, lesson.target),
-            };
+            let (outcome, moves) = moves(known, lesson);
             for &(class, sign) in moves {
                 let c = class.index();
                 totals.messages[c] = (totals.messages[c] as i64 + sign).max(0) as u64;
@@ -999,10 +996,11 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
 /// Longer features are not learned; none of spamnb's own come near it.
 const MAX_FEATURE_BYTES: usize = 1024;
 
-/// Which learning moves what: the outcome, and the (class, +1/−1) steps to apply.
-fn moves(known: Option<Class>, target: Option<Class>) -> (Outcome, &'static [(Class, i64)]) {
-    match (known, target) {
-        (Some(k), Some(t)) if k == t => (Outcome::AlreadyKnown, &[]),
+/// Which learning moves what, for a message the ledger knows as `known`: the outcome, and
+/// the (class, +1/−1) steps to apply. A tentative lesson never moves a known message.
+fn moves(known: Option<Class>, lesson: &Lesson) -> (Outcome, &'static [(Class, i64)]) {
+    match (known, lesson.target) {
+        (Some(k), Some(t)) if k == t || lesson.tentative => (Outcome::AlreadyKnown, &[]),
         (Some(Class::Ham), Some(Class::Spam)) => {
             (Outcome::Relearned, &[(Class::Ham, -1), (Class::Spam, 1)])
         }
