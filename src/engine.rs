@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::features::Extractor;
+use crate::features::{Extractor, Features};
 use crate::message::{Digest, digest};
 use crate::model::{Class, ModelConfig, Verdict, classify};
 use crate::store::{Error, Lesson, Outcome, ReadCounts, Store};
@@ -20,23 +20,25 @@ impl Engine {
     /// damaged database fails the check rather than score mail as if it had learned none
     /// of it (the daemon passes the message on unscored, as on any failure).
     pub fn check(&self, raw: &[u8]) -> Result<Verdict, Error> {
+        self.scored(raw).map(|(verdict, _)| verdict)
+    }
+
+    /// The verdict on `raw`, and the features it was made from.
+    fn scored(&self, raw: &[u8]) -> Result<(Verdict, Features), Error> {
+        let features = self.extractor.features(raw);
         let counts = ReadCounts::new(&*self.store);
-        let verdict = classify(&self.extractor.features(raw), &counts, &self.model);
-        counts.finish().map(|()| verdict)
+        let verdict = classify(&features, &counts, &self.model);
+        counts.finish().map(|()| (verdict, features))
     }
 
     /// [`Engine::check`], and when the model autolearns and the verdict is firm enough, the
     /// lesson that learns `raw` as the class it was given: tentative, so that it never
     /// overrides what a person taught. The features are extracted once for both.
     pub fn check_autolearning(&self, raw: &[u8]) -> Result<(Verdict, Option<Lesson>), Error> {
-        let features = self.extractor.features(raw);
-        let counts = ReadCounts::new(&*self.store);
-        let verdict = classify(&features, &counts, &self.model);
-        counts.finish()?;
+        let (verdict, mut features) = self.scored(raw)?;
         let Some(target) = self.model.autolearned_as(&verdict) else {
             return Ok((verdict, None));
         };
-        let mut features = features;
         features.shrink_to_fit();
         let lesson = Lesson {
             digest: digest(raw),

@@ -162,11 +162,18 @@ impl Context {
         let engine = self.engine.current();
         let started = Instant::now();
         let scorer = engine.clone();
+        // Mail in transit teaches; a `spamnb check` through the control socket is a
+        // question, and teaches nothing.
+        let in_transit = protocol != Protocol::Control;
         let scoring = tokio::task::spawn_blocking(move || {
             // The slot stays taken until the scoring ends, even when nobody waits for it
             // any more: the CPU is busy either way.
             let _slot = slot;
-            scorer.check_autolearning(&raw)
+            if in_transit {
+                scorer.check_autolearning(&raw)
+            } else {
+                scorer.check(&raw).map(|verdict| (verdict, None))
+            }
         });
         let (verdict, lesson) = tokio::time::timeout_at(deadline, scoring)
             .await
@@ -175,9 +182,7 @@ impl Context {
             .map_err(|e| CheckError::Internal(e.to_string()))?;
         self.metrics
             .scored(protocol, verdict.decision, started.elapsed());
-        // Mail in transit teaches; a `spamnb check` through the control socket is a
-        // question, and teaches nothing.
-        if let Some(lesson) = lesson.filter(|_| protocol != Protocol::Control) {
+        if let Some(lesson) = lesson {
             self.autolearn(engine.clone(), lesson);
         }
         Ok(Scored { verdict, engine })
