@@ -258,6 +258,13 @@ impl Drop for Daemon {
     }
 }
 
+/// One number from the Prometheus text.
+pub fn metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
 /// A database learned from `n` corpus messages of each class, or `None` without a corpus.
 pub fn trained_db(dir: &Path, n: usize) -> Option<PathBuf> {
     let corpus = util::corpus()?;
@@ -987,14 +994,7 @@ fn autolearning_learns_firm_verdicts_of_mail_in_transit_once() {
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         [&v["messages"]["spam"], &v["messages"]["ham"]].map(|n| n.as_u64().expect("count"))
     };
-    let autolearned = || -> u64 {
-        let metrics = d.http_get("/metrics");
-        let line = metrics
-            .lines()
-            .find(|l| l.starts_with("spamnb_autolearned_total "))
-            .unwrap_or_else(|| panic!("{metrics}"));
-        line.rsplit(' ').next().unwrap().parse().expect("number")
-    };
+    let autolearned = || metric(&d.http_get("/metrics"), "spamnb_autolearned_total ");
     let trained = learned();
     // The spammiest of them, firm enough to be learned were it mail in transit.
     let files: Vec<PathBuf> = spam

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::daemon::{Daemon, Sections, trained_db, unseen};
+use crate::daemon::{Daemon, Sections, metric, trained_db, unseen};
 use crate::util::{self, text};
 
 /// `score/threshold` as spamc -c prints it.
@@ -148,13 +148,6 @@ fn raise_open_files_limit() {
         "the test needs 2400 open files; the hard limit is {}",
         limit.rlim_max
     );
-}
-
-/// One number from the Prometheus text.
-fn metric(text: &str, name: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
 }
 
 /// Reads whatever the daemon sends until it closes, within `timeout`.
