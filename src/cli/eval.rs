@@ -227,6 +227,16 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
     for s in &args.sweep {
         dims.apply(s)?;
     }
+    // As online mode does: these settings would be scored without the autolearning asked
+    // for, and the figures would say nothing about it.
+    if args.autolearn
+        && (dims.models.contains(&EventModel::Bernoulli) || dims.vocabs.iter().any(Option::is_some))
+    {
+        bail!(
+            "--autolearn learns as the daemon's store does: no bernoulli model and no --vocab \
+             selection (drop them, or drop --autolearn)"
+        );
+    }
 
     let (mail, problems) = Mail::read(&args.spam, &args.ham);
     let (test_mail, test_problems) = if args.test_spam.is_empty() {

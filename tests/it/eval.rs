@@ -315,3 +315,38 @@ fn fixed_split_on_the_corpus_sorts_most_mail() {
         "{advice}"
     );
 }
+
+/// Autolearning is replayed as the daemon's store learns: settings it cannot learn under
+/// are refused, not scored quietly without it.
+#[test]
+fn autolearning_refuses_settings_the_store_cannot_learn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spam, ham) = mail(dir.path(), 8);
+    let cfg = config(dir.path());
+    let run = |extra: &[&str]| {
+        spamnb(&dir.path().join("db"))
+            .env("SPAMNB_CONFIG", &cfg)
+            .args(["eval", "--autolearn", "--folds", "2"])
+            .args(extra)
+            .arg("--spam")
+            .args(&spam[..4])
+            .arg("--ham")
+            .args(&ham[..4])
+            .arg("--test-spam")
+            .args(&spam[4..])
+            .arg("--test-ham")
+            .args(&ham[4..])
+            .output()
+            .unwrap()
+    };
+    assert!(run(&[]).status.success(), "the plain replay runs");
+    for extra in [&["--vocab", "5"][..], &["--models", "bernoulli"]] {
+        let out = run(extra);
+        assert!(!out.status.success(), "{extra:?} was scored");
+        assert!(
+            text(&out.stderr).contains("--autolearn learns as the daemon's store does"),
+            "{extra:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}
