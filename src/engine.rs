@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::features::{Extractor, Features};
-use crate::message::{Digest, digest};
+use crate::message::Digest;
 use crate::model::{Class, ModelConfig, Verdict, classify};
 use crate::store::{Error, Lesson, Outcome, ReadCounts, Store};
 
@@ -41,7 +41,7 @@ impl Engine {
         };
         features.shrink_to_fit();
         let lesson = Lesson {
-            digest: digest(raw),
+            digest: self.digest(raw),
             target: Some(target),
             features,
             user: None,
@@ -52,7 +52,12 @@ impl Engine {
 
     /// What learning (`target` a class) or forgetting (`None`) `raw` means for the store.
     pub fn lesson(&self, raw: &[u8], target: Option<Class>, user: Option<&str>) -> Lesson {
-        self.lesson_with_digest(raw, digest(raw), target, user)
+        self.lesson_with_digest(raw, self.digest(raw), target, user)
+    }
+
+    /// `raw`'s name in the store's ledger.
+    pub fn digest(&self, raw: &[u8]) -> Digest {
+        self.store.digest_kind().of(raw)
     }
 
     /// [`Engine::lesson`] for a caller that has taken the message's digest already.

@@ -11,9 +11,11 @@ use std::sync::LazyLock;
 
 use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
 use regex::Regex;
-use sha2::{Digest as _, Sha256};
 
+mod digest;
 mod html;
+
+pub use digest::{Digest, DigestKind};
 
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
@@ -482,61 +484,6 @@ pub fn url_host(url: &str) -> Option<String> {
     (!host.is_empty()).then_some(host)
 }
 
-/// A message's identity in the ledger: SHA-256 (first 16 bytes) of the message with
-/// spamnb's own headers left out and line endings made LF, so that the copy Postfix
-/// hands the milter, the tagged copy in a Maildir and the original file are one message.
-pub type Digest = [u8; 16];
-
-pub fn digest(raw: &[u8]) -> Digest {
-    let mut hasher = Sha256::new();
-    let mut skipping = false;
-    let mut at = 0;
-    // The header block, a line at a time: spamnb's own fields are left out.
-    while at < raw.len() {
-        let end = line_end(raw, at);
-        let line = &raw[at..end];
-        at = end;
-        let content = line.strip_suffix(b"\n").unwrap_or(line);
-        let content = content.strip_suffix(b"\r").unwrap_or(content);
-        if content.is_empty() {
-            hasher.update(b"\n");
-            break;
-        }
-        if content[0] == b' ' || content[0] == b'\t' {
-            if skipping {
-                continue;
-            }
-        } else {
-            let name = content.split(|&b| b == b':').next().unwrap_or_default();
-            skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
-            if skipping {
-                continue;
-            }
-        }
-        hasher.update(content);
-        hasher.update(b"\n");
-    }
-    // The body as it is but for its line endings: a CR before each LF is left out, and the
-    // last line ends in LF whether or not it did.
-    let body = &raw[at..];
-    let mut from = 0;
-    for cr in memchr::memmem::find_iter(body, b"\r\n") {
-        hasher.update(&body[from..cr]);
-        from = cr + 1;
-    }
-    let tail = &body[from..];
-    if !tail.is_empty() && !tail.ends_with(b"\n") {
-        hasher.update(tail.strip_suffix(b"\r").unwrap_or(tail));
-        hasher.update(b"\n");
-    } else {
-        hasher.update(tail);
-    }
-    let full = hasher.finalize();
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&full[..16]);
-    out
-}
-
 /// Text from a message made safe for one log line or terminal: control characters
 /// (CR and LF among them, which would let a sender forge log lines) become `\u{..}` escapes.
 pub fn escape_control(text: &str) -> Cow<'_, str> {
@@ -701,75 +648,6 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         let msg = Message::parse(&raw, 100);
         assert_eq!(msg.raw.len(), 100);
         assert!(msg.anomalies.contains(&Anomaly::Truncated));
-    }
-
-    #[test]
-    fn digest_ignores_own_headers_and_line_endings() {
-        let plain = b"Subject: hi\nFrom: a@b\n\nbody\n";
-        let tagged = b"X-Spam-Flag: YES\r\nSubject: hi\r\nX-Spam-Status: Yes, score=9\r\n tests=A,B\r\nFrom: a@b\r\n\r\nbody\r\n";
-        assert_eq!(digest(plain), digest(tagged));
-        assert_ne!(digest(plain), digest(b"Subject: hi\nFrom: a@b\n\nbody!\n"));
-        // A body line that looks like our header is content, not ours.
-        assert_ne!(digest(b"S: x\n\nX-Spam-Flag: YES\n"), digest(b"S: x\n\n"));
-    }
-
-    /// The digest is the ledger's key, so it may never change: the body hashed in runs
-    /// between CRLFs is what hashing it a line at a time gave, for every mix of line
-    /// endings (lone CRs, CR CR LF, no final newline, a final CR, no body, no blank line).
-    #[test]
-    fn digest_is_the_line_by_line_digest() {
-        fn by_lines(raw: &[u8]) -> Digest {
-            let mut lines = raw.split_inclusive(|&b| b == b'\n').map(|line| {
-                let line = line.strip_suffix(b"\n").unwrap_or(line);
-                line.strip_suffix(b"\r").unwrap_or(line)
-            });
-            let mut kept: Vec<&[u8]> = Vec::new();
-            let mut ours = false;
-            for line in lines.by_ref() {
-                if line.is_empty() {
-                    kept.push(line);
-                    break;
-                }
-                if !matches!(line[0], b' ' | b'\t') {
-                    let name = line.split(|&b| b == b':').next().unwrap_or_default();
-                    ours = std::str::from_utf8(name).is_ok_and(is_own_header);
-                }
-                if !ours {
-                    kept.push(line);
-                }
-            }
-            kept.extend(lines);
-            let mut hasher = Sha256::new();
-            for line in kept {
-                hasher.update(line);
-                hasher.update(b"\n");
-            }
-            hasher.finalize()[..16].try_into().unwrap()
-        }
-        let pieces: [&[u8]; 9] = [
-            b"a",
-            b"\r",
-            b"\n",
-            b"\r\n",
-            b" ",
-            b"X-Spam-Flag: YES",
-            b"Subject: x",
-            b"\t",
-            b"",
-        ];
-        let mut next = crate::xorshift(12345);
-        for _ in 0..20_000 {
-            let mut raw = Vec::new();
-            for _ in 0..next() % 16 {
-                raw.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
-            }
-            assert_eq!(
-                digest(&raw),
-                by_lines(&raw),
-                "{:?}",
-                String::from_utf8_lossy(&raw)
-            );
-        }
     }
 
     #[test]

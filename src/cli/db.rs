@@ -74,6 +74,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
             serde_json::json!({
                 "database": config.db,
                 "schema_version": s.schema_version,
+                "ledger_digest": s.ledger_digest.name(),
                 "messages": { "spam": t.messages[1], "ham": t.messages[0] },
                 "ledger_entries": s.ledger_entries,
                 "tokens": t.vocabulary,
@@ -84,6 +85,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
         Format::Text | Format::Tsv => format!(
             "database        {}\n\
              schema version  {}\n\
+             ledger digest   {}\n\
              spam learned    {}\n\
              ham learned     {}\n\
              ledger entries  {}\n\
@@ -91,6 +93,7 @@ pub fn stats(config: &Config, args: &StatsArgs) -> anyhow::Result<ExitCode> {
              size on disk    {:.1} MB\n",
             config.db.display(),
             s.schema_version,
+            s.ledger_digest.name(),
             t.messages[1],
             t.messages[0],
             s.ledger_entries,

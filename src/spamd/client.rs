@@ -140,6 +140,8 @@ impl Client {
             ledger_entries: w.ledger_entries,
             size_on_disk: w.size_on_disk,
             schema_version: w.schema_version,
+            ledger_digest: crate::message::DigestKind::from_name(&w.ledger_digest)
+                .ok_or_else(|| self.garbled(format!("ledger digest {:?}", w.ledger_digest)))?,
         })
     }
 
@@ -276,6 +278,7 @@ fn parse_response(bytes: &[u8]) -> Result<Response, String> {
 #[derive(Deserialize)]
 struct WireStats {
     schema_version: u32,
+    ledger_digest: String,
     ledger_entries: u64,
     size_on_disk: u64,
     messages: [u64; 2],

@@ -322,6 +322,7 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
                 let t = s.totals;
                 let json = serde_json::json!({
                     "schema_version": s.schema_version,
+                    "ledger_digest": s.ledger_digest.name(),
                     "ledger_entries": s.ledger_entries,
                     "size_on_disk": s.size_on_disk,
                     "messages": t.messages,

@@ -2,7 +2,8 @@
 //! moving a model between machines, rebuilding a damaged database.
 //!
 //! ```text
-//! spamnb-export 2
+//! spamnb-export 3
+//! digest as-sent|whole-message
 //! totals MSG_HAM MSG_SPAM
 //! token OCC_HAM OCC_SPAM MSG_HAM MSG_SPAM FEATURE
 //! ledger DIGEST_HEX ham|spam LEARNED_AT USER|-
@@ -10,6 +11,8 @@
 //! ```
 //! Features are percent-escaped (`%`, whitespace and control characters) so each record
 //! is one line. Token totals and vocabulary are recomputed on import, not trusted.
+//! `digest` says how the ledger's digests were taken ([`DigestKind`]); dumps before
+//! version 3 have none, and were taken of the whole message.
 //!
 //! A dump cut short (a full disk, a copy stopped halfway) still parses line by line, and
 //! would load as a model with every message counted and few of its tokens: the `end`
@@ -21,16 +24,19 @@
 use std::io::{BufRead, Write};
 
 use super::{Error, LedgerEntry, Store};
-use crate::message::Digest;
+use crate::message::{Digest, DigestKind};
 use crate::model::{Class, TokenCounts, Totals};
 
-const HEADER: &str = "spamnb-export 2";
+const HEADER: &str = "spamnb-export 3";
+/// The header of dumps written before the `digest` record.
+const HEADER_V2: &str = "spamnb-export 2";
 /// The header of dumps written before the `end` record.
 const HEADER_V1: &str = "spamnb-export 1";
 
 pub fn export(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
     let totals = store.totals();
     writeln!(out, "{HEADER}")?;
+    writeln!(out, "digest {}", store.digest_kind().name())?;
     writeln!(out, "totals {} {}", totals.messages[0], totals.messages[1])?;
     let mut result: std::io::Result<()> = Ok(());
     let (mut tokens, mut entries) = (0u64, 0u64);
@@ -75,6 +81,7 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
     let mut tokens: Vec<(String, TokenCounts)> = Vec::new();
     let mut ledger: Vec<(Digest, LedgerEntry)> = Vec::new();
     let mut version = None;
+    let mut digest_kind = None;
     let mut seen_totals = false;
     // Token records read, those of zero counts (not kept) included: what `end` counts.
     let mut token_records = 0u64;
@@ -88,7 +95,8 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
         };
         let Some(v) = version else {
             version = Some(match line.as_str() {
-                HEADER => 2,
+                HEADER => 3,
+                HEADER_V2 => 2,
                 HEADER_V1 => 1,
                 _ => {
                     return Err(bad(&format!(
@@ -103,6 +111,10 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
         }
         let fields: Vec<&str> = line.split(' ').collect();
         match fields.as_slice() {
+            ["digest", kind] if v == 3 && digest_kind.is_none() => {
+                digest_kind =
+                    Some(DigestKind::from_name(kind).ok_or_else(|| bad("unknown digest kind"))?);
+            }
             ["totals", ham, spam] => {
                 totals.messages = [
                     number(ham).ok_or_else(|| bad("bad count"))?,
@@ -147,7 +159,7 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                     },
                 ));
             }
-            ["end", t, l] if v == 2 => {
+            ["end", t, l] if v >= 2 => {
                 end = Some([
                     number(t).ok_or_else(|| bad("bad count"))?,
                     number(l).ok_or_else(|| bad("bad count"))?,
@@ -164,15 +176,24 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                 reason: "the input is empty".into(),
             });
         }
-        Some(2) => check_end(end, seen_totals, [token_records, ledger.len() as u64])?,
-        Some(_) => check_ledger_matches_totals(&ledger, &totals, seen_totals)?,
+        Some(1) => check_ledger_matches_totals(&ledger, &totals, seen_totals)?,
+        Some(_) => check_end(end, seen_totals, [token_records, ledger.len() as u64])?,
     }
-    store.replace_all(totals, &tokens, &ledger)?;
+    let digest_kind = match (version, digest_kind) {
+        (Some(3), None) => {
+            return Err(Error::Import {
+                line: 2,
+                reason: "no `digest` record, which follows the first line".into(),
+            });
+        }
+        (_, kind) => kind.unwrap_or(DigestKind::WholeMessage),
+    };
+    store.replace_all(totals, &tokens, &ledger, digest_kind)?;
     store.flush()?;
     Ok(tokens.len() as u64)
 }
 
-/// A version 2 dump is whole when its `end` record counts the records before it.
+/// A version 2 or 3 dump is whole when its `end` record counts the records before it.
 fn check_end(end: Option<[u64; 2]>, seen_totals: bool, read: [u64; 2]) -> Result<(), Error> {
     let reason = match end {
         None => "it ends before its `end` record".to_string(),
@@ -345,10 +366,51 @@ mod tests {
         let v1: String = dump
             .replace(HEADER, HEADER_V1)
             .lines()
-            .filter(|l| !l.starts_with("end "))
+            .filter(|l| !l.starts_with("end ") && !l.starts_with("digest "))
             .map(|l| format!("{l}\n"))
             .collect();
         refuses_every_cut(&v1, &store);
+    }
+
+    /// The kind of digest the ledger was keyed by travels with it: a dump from before
+    /// there were two kinds loads as whole-message, and a whole-message ledger stays one
+    /// through an export and an import, where an as-sent one is refused as not a dump.
+    #[test]
+    fn the_digest_kind_travels_with_the_ledger() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, dump) = learned(&dir.path().join("a"));
+        assert_eq!(store.digest_kind(), DigestKind::AsSent);
+        let v2: String = dump
+            .replace(HEADER, HEADER_V2)
+            .lines()
+            .filter(|l| !l.starts_with("digest "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let old = open(&dir.path().join("b"));
+        import(&old, &mut v2.as_bytes()).unwrap();
+        assert_eq!(contents(&old), contents(&store));
+        assert_eq!(old.digest_kind(), DigestKind::WholeMessage);
+
+        let mut again = Vec::new();
+        export(&old, &mut again).unwrap();
+        let again = String::from_utf8(again).unwrap();
+        assert!(again.contains("\ndigest whole-message\n"), "{again}");
+        let copy = open(&dir.path().join("c"));
+        import(&copy, &mut again.as_bytes()).unwrap();
+        assert_eq!(copy.digest_kind(), DigestKind::WholeMessage);
+        drop(copy);
+        let copy = crate::store::sled_store::tests::open_when_free(&dir.path().join("c")).unwrap();
+        assert_eq!(copy.digest_kind(), DigestKind::WholeMessage, "reopened");
+
+        let unknown = dump.replace("digest as-sent", "digest md5");
+        let missing = dump.replace("digest as-sent\n", "");
+        let fresh = open(&dir.path().join("d"));
+        for bad in [unknown, missing] {
+            assert!(matches!(
+                import(&fresh, &mut bad.as_bytes()),
+                Err(Error::Import { line: 2, .. })
+            ));
+        }
     }
 
     #[test]

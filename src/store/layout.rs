@@ -10,6 +10,8 @@ pub(super) const TOKEN: u8 = b't';
 pub(super) const LEDGER: u8 = b'l';
 const NOTE: u8 = b'n';
 pub(super) const META_SCHEMA: &[u8] = b"mschema";
+/// The name of the [`crate::message::DigestKind`] the ledger is keyed by (schema 4 on).
+pub(super) const META_DIGEST: &[u8] = b"mdigest";
 pub(super) const META_TOTALS: &[u8] = b"mtotals";
 /// Records of counts that small batches changed, not yet folded into the buckets: one a
 /// batch, keyed by a sequence number, holding bucket entries (zero counts: features gone).

@@ -14,7 +14,7 @@ pub use dump::{export, import};
 pub use sled_store::{SledStore, StoreOptions};
 
 use crate::features::{Features, feature_hash};
-use crate::message::Digest;
+use crate::message::{Digest, DigestKind};
 use crate::model::{Class, CountSource, TokenCounts, Totals};
 
 /// How long a process waits for a database that another spamnb process holds (a `learn`,
@@ -101,9 +101,9 @@ impl Drop for PidFile {
     }
 }
 
-/// The database layout this spamnb reads and writes. Version 1 and 2 databases are
+/// The database layout this spamnb reads and writes. Version 1 to 3 databases are
 /// upgraded when opened (see `SledStore::open`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -261,6 +261,8 @@ pub struct Stats {
     pub ledger_entries: u64,
     pub size_on_disk: u64,
     pub schema_version: u32,
+    /// How the ledger names a message.
+    pub ledger_digest: DigestKind,
 }
 
 /// What [`Store::prune`] did, or would do.
@@ -277,6 +279,9 @@ pub trait Store: CountSource + Send + Sync {
     fn counts(&self, feature: &str, hash: u64) -> Result<Option<TokenCounts>, Error>;
 
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error>;
+
+    /// How the ledger names a message: each lesson's digest must be of this kind.
+    fn digest_kind(&self) -> DigestKind;
 
     /// Applies the lessons in order, all of them or none: a crash never leaves part of a
     /// message learned.
@@ -337,12 +342,14 @@ pub trait Store: CountSource + Send + Sync {
     /// relearning a message learned before takes off only the counts that are left.
     fn prune(&self, min_messages: u32, dry_run: bool) -> Result<Pruned, Error>;
 
-    /// Loads a whole model into an empty store in one atomic step.
+    /// Loads a whole model into an empty store in one atomic step, its ledger keyed by
+    /// digests of `digest_kind`.
     fn replace_all(
         &self,
         totals: Totals,
         tokens: &[(String, TokenCounts)],
         ledger: &[(Digest, LedgerEntry)],
+        digest_kind: DigestKind,
     ) -> Result<(), Error>;
 }
 

@@ -35,13 +35,13 @@ use std::sync::{Mutex, Once, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::layout::{
-    BucketEntries, FixedEntries, LEDGER, META_SCHEMA, META_TOTALS, PENDING, TOKEN, bucket_key,
-    bucket_of, bucket_of_key, decode_ledger, decode_totals, encode_entry, encode_ledger,
-    encode_totals, ledger_key, note_key, pending_key, pending_seq,
+    BucketEntries, FixedEntries, LEDGER, META_DIGEST, META_SCHEMA, META_TOTALS, PENDING, TOKEN,
+    bucket_key, bucket_of, bucket_of_key, decode_ledger, decode_totals, encode_entry,
+    encode_ledger, encode_totals, ledger_key, note_key, pending_key, pending_seq,
 };
 use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
 use crate::features::{RULE_PREFIX, feature_hash};
-use crate::message::Digest;
+use crate::message::{Digest, DigestKind};
 use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
 
 const MARKER_FILE: &str = "spamnb-database";
@@ -139,6 +139,8 @@ pub struct SledStore {
     /// What the pending records hold. Changed only with the writer lock held, and held
     /// itself through the commit: a reader never meets new buckets with old pending counts.
     pending: RwLock<Pending>,
+    /// How its ledger names a message; an import may change it.
+    digest_kind: RwLock<DigestKind>,
 }
 
 impl SledStore {
@@ -180,8 +182,13 @@ impl SledStore {
             table: RwLock::new(None),
             writer: Mutex::new(()),
             pending: RwLock::new(Pending::default()),
+            digest_kind: RwLock::new(DigestKind::AsSent),
         };
-        store.check_schema()?;
+        let digest_kind = store.check_schema()?;
+        *store
+            .digest_kind
+            .write()
+            .expect("digest kind lock is never poisoned") = digest_kind;
         let totals = store.read_totals()?;
         let pending = store.read_pending()?;
         *store
@@ -394,69 +401,85 @@ impl SledStore {
         Ok(())
     }
 
-    /// The schema version, checked; a new database gets one. The marker file says a spamnb
-    /// database was made here: sled recovers a damaged log by truncating it, so without the
-    /// marker a wrecked database would open as an empty one and quietly start over.
-    fn check_schema(&self) -> Result<(), Error> {
+    /// The schema version, checked, and the digest the ledger is keyed by; a new database
+    /// gets both. The marker file says a spamnb database was made here: sled recovers a
+    /// damaged log by truncating it, so without the marker a wrecked database would open as
+    /// an empty one and quietly start over.
+    fn check_schema(&self) -> Result<DigestKind, Error> {
         let marker = self.path.join(MARKER_FILE);
         let created = marker.exists();
-        match self.get(META_SCHEMA)? {
-            Some(v) => {
-                let found =
-                    u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
-                        path: self.path.clone(),
-                    })?);
-                if found == 1 || found == 2 {
-                    self.upgrade()?;
-                } else if found != SCHEMA_VERSION {
-                    return Err(Error::Schema {
-                        path: self.path.clone(),
-                        found,
-                        expected: SCHEMA_VERSION,
-                    });
-                }
-                if !created {
-                    std::fs::write(&marker, MARKER_TEXT)?;
-                }
-                Ok(())
-            }
-            None if created => Err(Error::Corrupt {
+        let found = match self.get(META_SCHEMA)? {
+            Some(v) => u32::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Foreign {
                 path: self.path.clone(),
-                reason: "its data files are unreadable".into(),
-            }),
+            })?),
+            None if created => {
+                return Err(Error::Corrupt {
+                    path: self.path.clone(),
+                    reason: "its data files are unreadable".into(),
+                });
+            }
             None if self.db.is_empty() => {
+                let mut batch = sled::Batch::default();
+                batch.insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes());
+                batch.insert(META_DIGEST, DigestKind::AsSent.name().as_bytes());
                 self.db
-                    .insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes())
+                    .apply_batch(batch)
                     .map_err(|e| Error::Write(e.to_string()))?;
                 self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
                 std::fs::write(&marker, MARKER_TEXT)?;
-                Ok(())
+                return Ok(DigestKind::AsSent);
             }
-            None => Err(Error::Foreign {
-                path: self.path.clone(),
-            }),
+            None => {
+                return Err(Error::Foreign {
+                    path: self.path.clone(),
+                });
+            }
+        };
+        match found {
+            1..=3 => self.upgrade(found)?,
+            SCHEMA_VERSION => {}
+            _ => {
+                return Err(Error::Schema {
+                    path: self.path.clone(),
+                    found,
+                    expected: SCHEMA_VERSION,
+                });
+            }
         }
+        if !created {
+            std::fs::write(&marker, MARKER_TEXT)?;
+        }
+        let kind = self.get(META_DIGEST)?;
+        kind.and_then(|k| DigestKind::from_name(std::str::from_utf8(&k).ok()?))
+            .ok_or_else(|| Error::Corrupt {
+                path: self.path.clone(),
+                reason: "it does not say how its ledger names messages".into(),
+            })
     }
 
     /// Schema 1 kept the counts in 4,096 buckets, by the top 12 bits of the feature's hash,
     /// schema 2 in 256 by the top 8, both with each count in four bytes; schema 3 keeps 256
-    /// buckets with the counts in LEB128. Rewritten in one atomic write: a crash leaves the
-    /// database as it was, to be upgraded at the next open.
-    fn upgrade(&self) -> Result<(), Error> {
-        let mut tokens = Vec::new();
+    /// buckets with the counts in LEB128. Schema 4 names the digest its ledger is keyed by:
+    /// what came before keeps the whole-message digest it was made with. Rewritten in one
+    /// atomic write: a crash leaves the database as it was, to be upgraded at the next open.
+    fn upgrade(&self, from: u32) -> Result<(), Error> {
         let mut batch = sled::Batch::default();
-        for kv in self.db.scan_prefix([TOKEN]) {
-            let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
-            batch.remove(key);
-            for entry in FixedEntries(&bucket) {
-                let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
-                tokens.push((feature.to_string(), counts));
+        if from < 3 {
+            let mut tokens = Vec::new();
+            for kv in self.db.scan_prefix([TOKEN]) {
+                let (key, bucket) = kv.map_err(|e| self.corrupt(e))?;
+                batch.remove(key);
+                for entry in FixedEntries(&bucket) {
+                    let (feature, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
+                    tokens.push((feature.to_string(), counts));
+                }
+            }
+            // New buckets overwrite old ones of the same key in the batch.
+            for (key, bucket) in encode_buckets(&tokens) {
+                batch.insert(&key[..], bucket);
             }
         }
-        // New buckets overwrite old ones of the same key in the batch.
-        for (key, bucket) in encode_buckets(&tokens) {
-            batch.insert(&key[..], bucket);
-        }
+        batch.insert(META_DIGEST, DigestKind::WholeMessage.name().as_bytes());
         batch.insert(META_SCHEMA, &SCHEMA_VERSION.to_le_bytes());
         self.db
             .apply_batch(batch)
@@ -601,6 +624,13 @@ impl Store for SledStore {
             .transpose()
     }
 
+    fn digest_kind(&self) -> DigestKind {
+        *self
+            .digest_kind
+            .read()
+            .expect("digest kind lock is never poisoned")
+    }
+
     fn learn(&self, lessons: &[Lesson]) -> Result<Vec<Outcome>, Error> {
         self.learn_noting(lessons, &[])
     }
@@ -722,6 +752,7 @@ impl Store for SledStore {
                 .map_err(|e| self.corrupt(e))?,
             size_on_disk: self.db.size_on_disk().map_err(|e| self.corrupt(e))?,
             schema_version: SCHEMA_VERSION,
+            ledger_digest: self.digest_kind(),
         })
     }
 
@@ -841,6 +872,7 @@ impl Store for SledStore {
         totals: Totals,
         tokens: &[(String, TokenCounts)],
         ledger: &[(Digest, LedgerEntry)],
+        digest_kind: DigestKind,
     ) -> Result<(), Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut pending = self
@@ -868,7 +900,12 @@ impl Store for SledStore {
         for (digest, entry) in ledger {
             batch.insert(ledger_key(digest), encode_ledger(entry));
         }
+        batch.insert(META_DIGEST, digest_kind.name().as_bytes());
         self.commit(batch, totals, Vec::new())?;
+        *self
+            .digest_kind
+            .write()
+            .expect("digest kind lock is never poisoned") = digest_kind;
         *pending = Pending::default();
         drop(pending);
         if self
@@ -1035,7 +1072,7 @@ impl Hasher for PrehashedKey {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::layout::count_fields;
 
@@ -1045,7 +1082,7 @@ mod tests {
         open_when_free(path).unwrap()
     }
 
-    fn open_when_free(path: &Path) -> Result<SledStore, Error> {
+    pub(crate) fn open_when_free(path: &Path) -> Result<SledStore, Error> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
             match SledStore::open(path, &StoreOptions::default()) {
@@ -1068,10 +1105,11 @@ mod tests {
     }
 
     /// A schema 1 database (4,096 buckets) and a schema 2 one (256), both with each count
-    /// in four bytes, open as schema 3 with every count where lookups find it.
+    /// in four bytes, and a schema 3 one, open as schema 4 with every count where lookups
+    /// find it, and their ledger keyed by the whole-message digest it was made with.
     #[test]
-    fn schema_1_and_2_databases_are_upgraded_when_opened() {
-        for (version, bucket_bits) in [(1u32, 12), (2, 8)] {
+    fn databases_of_schemas_1_to_3_are_upgraded_when_opened() {
+        for (version, bucket_bits) in [(1u32, 12), (2, 8), (3, 8)] {
             let dir = tempfile::tempdir().unwrap();
             let (tokens, totals) = {
                 let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
@@ -1113,13 +1151,16 @@ mod tests {
                     }
                 }
                 let mut batch = sled::Batch::default();
-                for kv in db.scan_prefix([TOKEN]) {
-                    batch.remove(kv.unwrap().0);
-                }
-                for (bucket, entries) in old {
-                    batch.insert(&bucket_key(bucket)[..], entries);
+                if version < 3 {
+                    for kv in db.scan_prefix([TOKEN]) {
+                        batch.remove(kv.unwrap().0);
+                    }
+                    for (bucket, entries) in old {
+                        batch.insert(&bucket_key(bucket)[..], entries);
+                    }
                 }
                 batch.insert(META_SCHEMA, &version.to_le_bytes());
+                batch.remove(META_DIGEST);
                 for kv in db.scan_prefix([PENDING]) {
                     batch.remove(kv.unwrap().0);
                 }
@@ -1131,6 +1172,8 @@ mod tests {
             assert!(store.db.scan_prefix([TOKEN]).count() <= 256);
             assert_eq!(all_tokens(&store), tokens, "schema {version}");
             assert_eq!(store.totals(), totals);
+            assert_eq!(store.digest_kind(), DigestKind::WholeMessage);
+            assert!(store.ledger_entry(&[1; 16]).unwrap().is_some());
             for (feature, counts) in &tokens {
                 assert_eq!(store.token(feature), Some(*counts), "{feature}");
             }
@@ -1139,6 +1182,7 @@ mod tests {
             let store = reopen(dir.path());
             let found = store.db.get(META_SCHEMA).unwrap().unwrap();
             assert_eq!(found.as_ref(), SCHEMA_VERSION.to_le_bytes());
+            assert_eq!(store.digest_kind(), DigestKind::WholeMessage);
         }
     }
 
@@ -1374,7 +1418,7 @@ mod tests {
         totals.account(&TokenCounts::default(), &counts);
         totals.messages = [0, 2];
         store
-            .replace_all(totals, &[("cheap".into(), counts)], &[])
+            .replace_all(totals, &[("cheap".into(), counts)], &[], DigestKind::AsSent)
             .unwrap();
         assert_eq!(store.token("cheap"), Some(counts));
         drop(store);
@@ -1395,7 +1439,7 @@ mod tests {
         }
         store.db.apply_batch(wiped).unwrap();
         assert!(matches!(
-            store.replace_all(Totals::default(), &[], &[]),
+            store.replace_all(Totals::default(), &[], &[], DigestKind::AsSent),
             Err(Error::NotEmpty { .. })
         ));
     }
@@ -1588,7 +1632,9 @@ mod tests {
         for _ in 0..10 {
             let dir = tempfile::tempdir().unwrap();
             let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
-            store.replace_all(Totals::default(), &tokens, &[]).unwrap();
+            store
+                .replace_all(Totals::default(), &tokens, &[], DigestKind::AsSent)
+                .unwrap();
             store.flush().unwrap();
             drop(store);
             drop(reopen(dir.path()));

@@ -79,7 +79,7 @@ pub use settings::{RawWatch, UserMaildir, WatchSettings};
 
 use crate::engine::{Engine, SharedEngine};
 use crate::mailbox::{self, MailSource};
-use crate::message::{Digest, digest, escape_control};
+use crate::message::{Digest, escape_control};
 use crate::model::Class;
 use crate::store::Outcome;
 
@@ -741,7 +741,7 @@ impl Watcher {
                 Err(_) => None,
                 Ok(true) => match mailbox::read(&MailSource::File(c.path.clone())) {
                     Ok(raw) => {
-                        let d = digest(&raw);
+                        let d = engine.digest(&raw);
                         Some((raw, d))
                     }
                     Err(e) => {

@@ -329,6 +329,7 @@ fn export_import_round_trip_reproduces_verdicts() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(stats(&db)["messages"], stats(&copy)["messages"]);
     assert_eq!(stats(&db)["tokens"], stats(&copy)["tokens"]);
+    assert_eq!(stats(&copy)["ledger_digest"], "as-sent");
     let probe = make_mail(&tmp.path().join("probe"), 8);
     assert_eq!(
         check_tsv(&db, &[&probe.0, &probe.1]),

@@ -462,6 +462,60 @@ fn postfix_with_spamnb_milter() {
     assert_eq!(files.len(), 4, "the held spam was not delivered");
     let last = std::fs::read_to_string(&files[3]).expect("read");
     assert!(header_values(&last, "X-Spam-Flag").is_empty(), "{last}");
+
+    // Autolearning, and a user who then says the delivered spam is ham. The milter scored
+    // a copy with Postfix's Received line and CRLF line endings; the delivered file has
+    // Return-Path, Delivered-To, spamnb's headers and LF. To the ledger they are one
+    // message, so the correction moves what autolearning taught, not adds beside it.
+    let section = format!("listen = [\"inet:127.0.0.1:{milter_port}\"]\naction = \"tag\"",);
+    let sections = Sections {
+        milter: &section,
+        model: "autolearn = true\nautolearn_spam = 4.5\nautolearn_ham = -2.5",
+        ..Sections::default()
+    };
+    let mut daemon = Daemon::start(dir, &t.db, &sections);
+    let messages = |daemon: &Daemon| -> [u64; 2] {
+        let out = daemon.cli().args(["stats", "--format", "json"]).output();
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.expect("stats").stdout).expect("json");
+        [&v["messages"]["ham"], &v["messages"]["spam"]].map(|n| n.as_u64().expect("count"))
+    };
+    let trained = messages(&daemon);
+    let out = postfix.send(&spam, dir);
+    assert!(out.status.success(), "swaks spam: {}", text(&out.stdout));
+    let files = postfix.wait_delivered(5);
+    let wait = Instant::now();
+    while messages(&daemon) == trained {
+        assert!(
+            wait.elapsed() < Duration::from_secs(20),
+            "nothing autolearned:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(messages(&daemon), [trained[0], trained[1] + 1]);
+    daemon.stop();
+    let delivered = std::fs::read_to_string(&files[4]).expect("read");
+    assert!(
+        delivered.starts_with("Return-Path:") && delivered.contains("\nDelivered-To:"),
+        "{delivered}"
+    );
+    let out = spamnb(&t.db)
+        .args(["learn", "--ham"])
+        .arg(&files[4])
+        .output()
+        .expect("learn");
+    let said = text(&out.stderr) + &text(&out.stdout);
+    assert!(said.contains("relearned 1 as ham"), "{said}");
+    let out = spamnb(&t.db)
+        .args(["stats", "--format", "json"])
+        .output()
+        .expect("stats");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        [&v["messages"]["ham"], &v["messages"]["spam"]].map(|n| n.as_u64().expect("count")),
+        [trained[0] + 1, trained[1]]
+    );
 }
 
 /// Debian's Sendmail with a sendmail.cf built by m4 from a minimal .mc and the lines of

@@ -122,3 +122,8 @@ pub fn free_port() -> u16 {
         .expect("addr")
         .port()
 }
+
+/// The digest a database made by this spamnb keys its ledger by.
+pub fn digest(raw: &[u8]) -> spamnb::message::Digest {
+    spamnb::message::DigestKind::AsSent.of(raw)
+}

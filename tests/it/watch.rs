@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::util::digest;
 use spamnb::config::Config;
 use spamnb::engine::{Engine, SharedEngine};
-use spamnb::message::digest;
 use spamnb::model::{Class, CountSource};
 use spamnb::store::{SledStore, Store, StoreOptions};
 use spamnb::watch::{Counters, UserMaildir, WatchSettings, Watcher};

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::digest;
 use spamnb::config::Config;
 use spamnb::engine::Engine;
-use spamnb::message::digest;
 use spamnb::model::{Class, CountSource};
 use spamnb::store::{SledStore, Store, StoreOptions};
 

@@ -1,0 +1,416 @@
+//! A message's identity in the ledger: SHA-256 (its first 16 bytes) of one reading of the
+//! message, so that learning a message twice counts it once and learning it as the other
+//! class moves it.
+//!
+//! A database keeps the reading its ledger was made with. Databases made before schema 4
+//! read the whole message; newer ones read it as its sender's side wrote it, which the copy
+//! the milter or spamc scored and the copy later delivered to a mailbox have in common.
+
+use sha2::{Digest as _, Sha256};
+
+use super::{is_own_header, line_end};
+
+pub type Digest = [u8; 16];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DigestKind {
+    /// The fields that say who wrote what to whom and how it is encoded ([`AS_SENT`]),
+    /// unfolded, with runs of white space made one space, and the body with LF line
+    /// endings. What is added on the way in is left out: delivery's trace fields
+    /// (`Received`, `Return-Path`, `Delivered-To`), other filters' verdicts
+    /// (`Authentication-Results`, a virus scanner's), and spamnb's own; and so is a
+    /// relay's refolding of a field.
+    AsSent,
+    /// Every header field as written but spamnb's own, and the body, line endings made LF.
+    WholeMessage,
+}
+
+/// The fields of [`DigestKind::AsSent`], lowercase.
+const AS_SENT: &[&str] = &[
+    "from",
+    "sender",
+    "reply-to",
+    "to",
+    "cc",
+    "subject",
+    "date",
+    "message-id",
+    "in-reply-to",
+    "references",
+    "mime-version",
+    "content-type",
+    "content-transfer-encoding",
+];
+
+impl DigestKind {
+    const NAMES: [(DigestKind, &'static str); 2] = [
+        (DigestKind::AsSent, "as-sent"),
+        (DigestKind::WholeMessage, "whole-message"),
+    ];
+
+    /// Its name in an export and in `spamnb stats`.
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("", |(_, n)| n)
+    }
+
+    pub fn from_name(name: &str) -> Option<DigestKind> {
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(k, _)| *k)
+    }
+
+    pub fn of(self, raw: &[u8]) -> Digest {
+        let mut hasher = Sha256::new();
+        let body_at = match self {
+            DigestKind::AsSent => hash_fields_as_sent(raw, &mut hasher),
+            DigestKind::WholeMessage => hash_fields_but_own(raw, &mut hasher),
+        };
+        hash_body(&raw[body_at..], &mut hasher);
+        let full = hasher.finalize();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&full[..16]);
+        out
+    }
+}
+
+/// Hashes the [`AS_SENT`] fields of the header block, one normalized line each; returns
+/// where the body begins. The block ends at an empty line, or at the first line that is
+/// neither a field nor the continuation of one (left to the body, so that text which is
+/// no header at all is not left out).
+fn hash_fields_as_sent(raw: &[u8], hasher: &mut Sha256) -> usize {
+    let mut fields: Vec<u8> = Vec::new();
+    // Whether a field has begun, whether the current one is kept, and its words so far.
+    let (mut in_field, mut keeping, mut words) = (false, false, 0);
+    let mut at = 0;
+    let ending: &[u8] = loop {
+        if at >= raw.len() {
+            break b"\0";
+        }
+        let end = line_end(raw, at);
+        let line = &raw[at..end];
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            at = end;
+            break b"\n";
+        }
+        // A CR inside a line belongs to no header field: bare-CR text is body.
+        if line.contains(&b'\r') {
+            break b"\0";
+        }
+        if matches!(line[0], b' ' | b'\t') {
+            if !in_field {
+                break b"\0";
+            }
+            if keeping {
+                push_collapsed(&mut fields, line, &mut words);
+            }
+        } else {
+            let Some(colon) = field_name_end(line) else {
+                break b"\0";
+            };
+            let name = &line[..colon];
+            let name = name.trim_ascii_end();
+            in_field = true;
+            keeping = AS_SENT
+                .iter()
+                .any(|f| name.eq_ignore_ascii_case(f.as_bytes()));
+            if keeping {
+                if !fields.is_empty() {
+                    fields.push(b'\n');
+                }
+                fields.extend(name.iter().map(u8::to_ascii_lowercase));
+                fields.push(b':');
+                words = 0;
+                push_collapsed(&mut fields, &line[colon + 1..], &mut words);
+            }
+        }
+        at = end;
+    };
+    hasher.update(&fields);
+    // How the block ended, so that a missing blank line is not the same message.
+    hasher.update(b"\n");
+    hasher.update(ending);
+    at
+}
+
+/// Where the name of the field `line` begins ends: at its colon, when what comes before is
+/// a field name (printable ASCII, no space, white space allowed before the colon).
+fn field_name_end(line: &[u8]) -> Option<usize> {
+    let colon = memchr::memchr(b':', line)?;
+    let name = line[..colon].trim_ascii_end();
+    (!name.is_empty() && name.iter().all(|b| b.is_ascii_graphic())).then_some(colon)
+}
+
+/// Appends the words of `text` to a field's value, one space between each and the one
+/// before (`words` counts them): how a field is folded and spaced does not count.
+fn push_collapsed(out: &mut Vec<u8>, text: &[u8], words: &mut usize) {
+    for word in text
+        .split(|b| matches!(b, b' ' | b'\t'))
+        .filter(|w| !w.is_empty())
+    {
+        if *words > 0 {
+            out.push(b' ');
+        }
+        out.extend_from_slice(word);
+        *words += 1;
+    }
+}
+
+/// Hashes every header line but those of spamnb's own fields; returns where the body
+/// begins (past the empty line, or the end when there is none).
+fn hash_fields_but_own(raw: &[u8], hasher: &mut Sha256) -> usize {
+    let mut skipping = false;
+    let mut at = 0;
+    while at < raw.len() {
+        let end = line_end(raw, at);
+        let line = &raw[at..end];
+        at = end;
+        let content = line.strip_suffix(b"\n").unwrap_or(line);
+        let content = content.strip_suffix(b"\r").unwrap_or(content);
+        if content.is_empty() {
+            hasher.update(b"\n");
+            break;
+        }
+        if content[0] == b' ' || content[0] == b'\t' {
+            if skipping {
+                continue;
+            }
+        } else {
+            let name = content.split(|&b| b == b':').next().unwrap_or_default();
+            skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
+            if skipping {
+                continue;
+            }
+        }
+        hasher.update(content);
+        hasher.update(b"\n");
+    }
+    at
+}
+
+/// Hashes the body as it is but for its line endings: a CR before each LF is left out,
+/// and the last line ends in LF whether or not it did.
+fn hash_body(body: &[u8], hasher: &mut Sha256) {
+    let mut from = 0;
+    for cr in memchr::memmem::find_iter(body, b"\r\n") {
+        hasher.update(&body[from..cr]);
+        from = cr + 1;
+    }
+    let tail = &body[from..];
+    if !tail.is_empty() && !tail.ends_with(b"\n") {
+        hasher.update(tail.strip_suffix(b"\r").unwrap_or(tail));
+        hasher.update(b"\n");
+    } else {
+        hasher.update(tail);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DigestKind::{AsSent, WholeMessage};
+    use super::*;
+
+    fn hex(d: Digest) -> String {
+        d.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Both readings are keys of ledgers on disk: a change to either loses what every
+    /// database made with it knows. The values are SHA-256 of `Received: from a\nSubject:
+    /// Hello\n  there\nFrom: a@b\n\nbody\n` and of `subject:Hello there\nfrom:a@b\n\nbody\n`.
+    #[test]
+    fn digests_never_change() {
+        let raw = b"Received: from a\r\nSubject: Hello\r\n  there\r\nFrom: a@b\r\n\r\nbody\r\n";
+        assert_eq!(
+            hex(WholeMessage.of(raw)),
+            "a6a108ab0f195fcd3ef86925473a786b"
+        );
+        assert_eq!(hex(AsSent.of(raw)), "c12a0c50947ec87b55dc069679540a51");
+    }
+
+    /// The copy Postfix hands the milter and the one it delivers: the delivered one has
+    /// delivery's trace fields, other filters' verdicts, spamnb's headers, LF line endings
+    /// and a subject refolded; the scored one Postfix's own Received line and CRLF.
+    #[test]
+    fn as_sent_digest_is_the_scored_copy_and_the_delivered_one() {
+        let scored = b"Received: from mx.example.net by mail.example.org (Postfix) id 1\r\n\
+From: Alice <a@example.net>\r\nTo: b@example.org\r\nSubject: the quarterly\r\n report\r\n\
+Date: Mon, 1 Jan 2024 10:00:00 +0000\r\nMessage-ID: <1@example.net>\r\n\
+Content-Type: text/plain\r\n\r\nHello,\r\nthe report.\r\n";
+        let delivered = b"Return-Path: <a@example.net>\nDelivered-To: b@example.org\n\
+Received: from mail.example.org by imap.example.org with LMTP id 2\n\
+Received: from mx.example.net by mail.example.org (Postfix) id 1\n\
+Authentication-Results: mail.example.org; dkim=pass\nX-Virus-Scanned: clean\n\
+From: Alice <a@example.net>\nTo: b@example.org\nSubject:   the quarterly report\n\
+Date: Mon, 1 Jan 2024 10:00:00 +0000\nMessage-ID: <1@example.net>\n\
+Content-Type: text/plain\nX-Spam-Flag: NO\nX-Spam-Status: No, score=-3.1\n\ttests=none\n\
+\nHello,\nthe report.\n";
+        assert_eq!(AsSent.of(scored), AsSent.of(delivered));
+        assert_ne!(WholeMessage.of(scored), WholeMessage.of(delivered));
+    }
+
+    #[test]
+    fn as_sent_digest_tells_messages_apart() {
+        let base = "From: a@example.net\nTo: b@example.org\nSubject: hi\nDate: Mon, 1 Jan 2024 \
+10:00:00 +0000\nMessage-ID: <1@x>\nContent-Type: text/plain\n\nbody\n";
+        let digest = AsSent.of(base.as_bytes());
+        for (what, from, to) in [
+            ("sender", "a@example.net", "c@example.net"),
+            ("recipient", "b@example.org", "c@example.org"),
+            ("subject", "hi", "hi!"),
+            ("date", "10:00", "10:01"),
+            ("message id", "<1@x>", "<2@x>"),
+            ("content type", "plain", "html"),
+            ("body", "body", "bodies"),
+            ("a word boundary", "Subject: hi", "Subject: h i"),
+            ("the blank line", "\n\nbody", "\nbody"),
+        ] {
+            let other = base.replacen(from, to, 1);
+            assert_ne!(digest, AsSent.of(other.as_bytes()), "{what}");
+        }
+        // Text that is no header is content: it is never left out as an unknown field.
+        for (a, b) in [
+            (&b"just some text\n"[..], &b"other text\n"[..]),
+            (
+                b"Received: x\r y\rSubject: a\r\rbody",
+                b"Received: x\r y\rSubject: b\r\rbody",
+            ),
+            (b" leading: space\n\nx", b" leading: blank\n\nx"),
+            (b"\xff\xfe: binary\n\nx", b"\xff\xfd: binary\n\nx"),
+        ] {
+            assert_ne!(
+                AsSent.of(a),
+                AsSent.of(b),
+                "{:?}",
+                String::from_utf8_lossy(a)
+            );
+        }
+    }
+
+    /// Fields added above any message (trace, verdicts, spamnb's own) never change its
+    /// digest, whatever the message: mixes of fields, folds, bare CRs and garbage.
+    #[test]
+    fn as_sent_digest_ignores_fields_added_above() {
+        let pieces: [&[u8]; 12] = [
+            b"a",
+            b"\r",
+            b"\n",
+            b"\r\n",
+            b" ",
+            b"\t",
+            b"Subject: x",
+            b"From:y",
+            b"X-Spam-Flag: YES",
+            b"Received: z",
+            b":",
+            b"\xc3",
+        ];
+        let added = b"Return-Path: <a@b>\r\nDelivered-To: c@d\nReceived: from e\n\tby f\n\
+X-Spam-Status: Yes\nAuthentication-Results: g\n";
+        let mut next = crate::xorshift(777);
+        for _ in 0..20_000 {
+            let mut raw = Vec::new();
+            for _ in 0..next() % 20 {
+                raw.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            // A message that begins with white space has no first field to stand before.
+            if raw.first().is_some_and(|b| matches!(b, b' ' | b'\t')) {
+                continue;
+            }
+            let with = [&added[..], &raw].concat();
+            assert_eq!(
+                AsSent.of(&raw),
+                AsSent.of(&with),
+                "{:?}",
+                String::from_utf8_lossy(&raw)
+            );
+        }
+    }
+
+    #[test]
+    fn kinds_are_named_both_ways() {
+        for kind in [AsSent, WholeMessage] {
+            assert_eq!(DigestKind::from_name(kind.name()), Some(kind));
+        }
+        assert_eq!(DigestKind::from_name("sha1"), None);
+    }
+
+    #[test]
+    fn whole_message_digest_ignores_own_headers_and_line_endings() {
+        let plain = b"Subject: hi\nFrom: a@b\n\nbody\n";
+        let tagged = b"X-Spam-Flag: YES\r\nSubject: hi\r\nX-Spam-Status: Yes, score=9\r\n tests=A,B\r\nFrom: a@b\r\n\r\nbody\r\n";
+        assert_eq!(WholeMessage.of(plain), WholeMessage.of(tagged));
+        assert_ne!(
+            WholeMessage.of(plain),
+            WholeMessage.of(b"Subject: hi\nFrom: a@b\n\nbody!\n")
+        );
+        // A body line that looks like our header is content, not ours.
+        assert_ne!(
+            WholeMessage.of(b"S: x\n\nX-Spam-Flag: YES\n"),
+            WholeMessage.of(b"S: x\n\n")
+        );
+    }
+
+    /// A digest is a ledger's key, so it may never change: the body hashed in runs
+    /// between CRLFs is what hashing it a line at a time gave, for every mix of line
+    /// endings (lone CRs, CR CR LF, no final newline, a final CR, no body, no blank line).
+    #[test]
+    fn whole_message_digest_is_the_line_by_line_digest() {
+        fn by_lines(raw: &[u8]) -> Digest {
+            let mut lines = raw.split_inclusive(|&b| b == b'\n').map(|line| {
+                let line = line.strip_suffix(b"\n").unwrap_or(line);
+                line.strip_suffix(b"\r").unwrap_or(line)
+            });
+            let mut kept: Vec<&[u8]> = Vec::new();
+            let mut ours = false;
+            for line in lines.by_ref() {
+                if line.is_empty() {
+                    kept.push(line);
+                    break;
+                }
+                if !matches!(line[0], b' ' | b'\t') {
+                    let name = line.split(|&b| b == b':').next().unwrap_or_default();
+                    ours = std::str::from_utf8(name).is_ok_and(is_own_header);
+                }
+                if !ours {
+                    kept.push(line);
+                }
+            }
+            kept.extend(lines);
+            let mut hasher = Sha256::new();
+            for line in kept {
+                hasher.update(line);
+                hasher.update(b"\n");
+            }
+            hasher.finalize()[..16].try_into().unwrap()
+        }
+        let pieces: [&[u8]; 9] = [
+            b"a",
+            b"\r",
+            b"\n",
+            b"\r\n",
+            b" ",
+            b"X-Spam-Flag: YES",
+            b"Subject: x",
+            b"\t",
+            b"",
+        ];
+        let mut next = crate::xorshift(12345);
+        for _ in 0..20_000 {
+            let mut raw = Vec::new();
+            for _ in 0..next() % 16 {
+                raw.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            assert_eq!(
+                WholeMessage.of(&raw),
+                by_lines(&raw),
+                "{:?}",
+                String::from_utf8_lossy(&raw)
+            );
+        }
+    }
+}
