@@ -197,6 +197,18 @@ impl Config {
                 raw.model.ham_threshold
             )));
         }
+        if !raw
+            .model
+            .subject_tag
+            .bytes()
+            .all(|b| b.is_ascii_graphic() || b == b' ')
+        {
+            return Err(invalid(format!(
+                "model.subject_tag {:?} must be printable ASCII on one line: it is written \
+                 into the Subject header as it is",
+                raw.model.subject_tag
+            )));
+        }
         if raw.model.event_model == crate::model::EventModel::Bernoulli {
             return Err(invalid(
                 "model.event_model = \"bernoulli\" is for `spamnb eval --models bernoulli` only (its score \
@@ -284,6 +296,11 @@ mod tests {
                 None,
                 "only firm verdicts may teach",
             ),
+            (
+                "[model]\nsubject_tag = \"[SPAM]\\r\\nBcc: x\"\n",
+                None,
+                "printable ASCII on one line",
+            ),
             ("[model\n", Some(1), ""),
             (
                 "[watch]\nusers = { ann = \"Maildir\" }\n",
@@ -299,5 +316,6 @@ mod tests {
         }
         // Thresholds beyond the autolearning ones are fine while it is off.
         assert!(Config::parse("[model]\nspam_threshold = 10.0\n", p).is_ok());
+        assert!(Config::parse("[model]\nsubject_tag = \"[SPAM _SCORE_]\"\n", p).is_ok());
     }
 }

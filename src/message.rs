@@ -17,6 +17,10 @@ mod html;
 
 pub use digest::{Digest, DigestKind};
 
+/// Where spamnb keeps the Subject of spam it tagged (`[model] subject_tag`), as it was sent;
+/// empty when there was none. Learning and the ledger read the subject from it.
+pub const PREV_SUBJECT: &str = "X-Spam-Prev-Subject";
+
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
 pub fn is_own_header(name: &str) -> bool {
@@ -256,11 +260,15 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
         body_at: Some((parsed.root_part().offset_body as usize).min(raw.len())),
         ..Message::default()
     };
+    let mut sent_subject = None;
     for h in parsed.headers() {
         let name = h.name.as_str().to_string();
         // spamnb's own headers are no evidence: a tagged copy (as delivered through the
         // milter or the filter) must score as the message did before it was tagged.
         if is_own_header(&name) {
+            if name.eq_ignore_ascii_case(PREV_SUBJECT) && sent_subject.is_none() {
+                sent_subject = Some(h);
+            }
             continue;
         }
         let span = trimmed(raw, h.offset_start as usize..h.offset_end as usize);
@@ -276,6 +284,28 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             value,
             raw: span,
         });
+    }
+    // A subject spamnb tagged counts as it was sent (empty: there was none).
+    if let Some(sent) = sent_subject {
+        let first = msg
+            .headers
+            .iter()
+            .position(|h| h.name.eq_ignore_ascii_case("subject"));
+        let span = trimmed(raw, sent.offset_start as usize..sent.offset_end as usize);
+        let value = match &sent.value {
+            HeaderValue::Text(t) => t.to_string(),
+            _ => unfold(&raw[span.clone()]),
+        };
+        match first {
+            Some(i) if value.trim().is_empty() => {
+                msg.headers.remove(i);
+            }
+            Some(i) => {
+                msg.headers[i].value = value;
+                msg.headers[i].raw = span;
+            }
+            None => {}
+        }
     }
 
     let mut has_plain = false;
@@ -572,6 +602,27 @@ mod tests {
             !is_own_header("abcdef\u{e9}xyz"),
             "a name cut inside a character is no panic"
         );
+    }
+
+    /// A subject spamnb tagged reads as it was sent: a tagged copy scores, and teaches, as
+    /// the message did before it was tagged.
+    #[test]
+    fn a_tagged_subject_reads_as_it_was_sent() {
+        let subjects = |raw: &[u8]| -> Vec<String> {
+            let msg = Message::parse(raw, LIMIT);
+            msg.headers
+                .iter()
+                .filter(|h| h.name.eq_ignore_ascii_case("subject"))
+                .map(|h| h.value.clone())
+                .collect()
+        };
+        let tagged = b"Subject: [SPAM 9.1] =?utf-8?q?cheap_p=C3=AFlls?=\r\n\
+X-Spam-Prev-Subject: =?utf-8?q?cheap_p=C3=AFlls?=\r\n\r\nbuy\r\n";
+        assert_eq!(subjects(tagged), ["cheap p\u{ef}lls"]);
+        let had_none = b"Subject: [SPAM]\r\nX-Spam-Prev-Subject:\r\nFrom: a@b\r\n\r\nbuy\r\n";
+        assert!(subjects(had_none).is_empty());
+        let untagged = b"Subject: [SPAM] is our list's tag\r\n\r\nhi\r\n";
+        assert_eq!(subjects(untagged), ["[SPAM] is our list's tag"]);
     }
 
     #[test]

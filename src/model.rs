@@ -169,6 +169,10 @@ pub struct ModelConfig {
     pub explain_top: usize,
     /// Which messages carry that explanation in an `X-Spam-Report` header.
     pub report_header: ReportHeader,
+    /// Put before the Subject of spam (`_SCORE_` becomes the score), the original kept
+    /// in `X-Spam-Prev-Subject`, as SpamAssassin's `rewrite_header Subject`: for readers
+    /// whose mail client cannot sort by header. Empty (the default): subjects are left be.
+    pub subject_tag: String,
     /// Whether the daemon learns the messages it scores with confidence, as the class it
     /// gave them (autolearning): the model follows mail as it changes without anyone
     /// sorting it. Off by default: every such message adds to the database.
@@ -224,6 +228,7 @@ impl Default for ModelConfig {
             all_features_share: 0.3,
             explain_top: 8,
             report_header: ReportHeader::default(),
+            subject_tag: String::new(),
             autolearn: false,
             // Chosen by replaying the later 40% of each benchmark split's training half in
             // date order (README, "Autolearning"); beyond the verdict thresholds, so that

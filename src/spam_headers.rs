@@ -1,7 +1,7 @@
 //! The headers spamnb writes, in SpamAssassin's conventions so that existing Sieve,
 //! procmail and maildrop rules keep working, and the rewrite of a message that carries them.
 
-use crate::message::is_own_header;
+use crate::message::{PREV_SUBJECT, is_own_header};
 use crate::model::{Decision, ModelConfig, ReportHeader, Verdict};
 
 /// `X-Spam-Flag`, `X-Spam-Status`, `X-Spam-Level`, `X-Spam-Class` and, as
@@ -17,8 +17,7 @@ pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str
     let status = format!(
         "{}, score={:.1} required={:.1} tests={} version=spamnb-{}",
         if is_spam { "Yes" } else { "No" },
-        // Rounded here, so that a score just below zero reads "0.0", not "-0.0".
-        (verdict.score * 10.0).round() / 10.0 + 0.0,
+        shown(verdict.score),
         model.spam_threshold,
         tests,
         env!("CARGO_PKG_VERSION"),
@@ -41,6 +40,22 @@ pub fn spam_headers(verdict: &Verdict, model: &ModelConfig) -> Vec<(&'static str
         headers.push(("X-Spam-Report", report(verdict)));
     }
     headers
+}
+
+/// A score as the headers show it, to one decimal: rounded here, so that a score just
+/// below zero reads "0.0", not "-0.0".
+fn shown(score: f64) -> f64 {
+    (score * 10.0).round() / 10.0 + 0.0
+}
+
+/// What goes before the Subject of spam, as `[model] subject_tag` says (`_SCORE_` made
+/// the score); none for other mail, or when no tag is set.
+pub fn subject_tag(verdict: &Verdict, model: &ModelConfig) -> Option<String> {
+    (verdict.decision == Decision::Spam && !model.subject_tag.is_empty()).then(|| {
+        model
+            .subject_tag
+            .replace("_SCORE_", &format!("{:.1}", shown(verdict.score)))
+    })
 }
 
 /// What a report line shows of a feature: the line stays within 78 characters.
@@ -105,9 +120,18 @@ fn fold(name: &str, value: &str) -> String {
     out.trim_end().to_string()
 }
 
+/// `raw` as spamnb passes it on with `verdict`: its headers added, a spam subject tagged
+/// as the model says.
+pub fn tagged(raw: &[u8], verdict: &Verdict, model: &ModelConfig) -> Vec<u8> {
+    let tag = subject_tag(verdict, model);
+    rewrite(raw, &spam_headers(verdict, model), tag.as_deref())
+}
+
 /// `raw` with every incoming `X-Spam-*` header removed (a sender can forge them) and
-/// `headers` added at the end of the header block, in the message's own line ending.
-pub fn rewrite(raw: &[u8], headers: &[(&str, String)]) -> Vec<u8> {
+/// `headers` added at the end of the header block, in the message's own line ending. With
+/// a `subject_tag`, the first Subject starts with it and [`PREV_SUBJECT`] keeps what it
+/// was, unfolded (empty, and a Subject of the tag alone, when there was none).
+pub fn rewrite(raw: &[u8], headers: &[(&str, String)], subject_tag: Option<&str>) -> Vec<u8> {
     let crlf = raw
         .windows(2)
         .position(|w| w == b"\r\n")
@@ -116,6 +140,9 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len() + 512);
     let mut rest = raw;
     let mut skipping = false;
+    // The subject as it was, while its field is read and after.
+    let mut sent_subject: Option<Vec<u8>> = None;
+    let mut in_subject = false;
     let mut body_at = None;
     while !rest.is_empty() {
         let end = rest
@@ -130,9 +157,35 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)]) -> Vec<u8> {
             break;
         }
         let continuation = matches!(content[0], b' ' | b'\t');
-        if !continuation {
+        if continuation && in_subject {
+            sent_subject
+                .get_or_insert_default()
+                .extend_from_slice(content);
+        } else if !continuation {
             let name = content.split(|&b| b == b':').next().unwrap_or_default();
             skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
+            in_subject = false;
+            if let Some(tag) = subject_tag
+                && sent_subject.is_none()
+                && let Some(value) = content.get(name.len() + 1..)
+                && name.trim_ascii_end().eq_ignore_ascii_case(b"subject")
+            {
+                in_subject = true;
+                let value = value.trim_ascii_start();
+                sent_subject = Some(value.to_vec());
+                out.extend_from_slice(b"Subject: ");
+                out.extend_from_slice(tag.as_bytes());
+                if !value.is_empty() {
+                    out.push(b' ');
+                    out.extend_from_slice(value);
+                }
+                out.extend_from_slice(&line[content.len()..]);
+                if !line.ends_with(b"\n") {
+                    out.extend_from_slice(eol);
+                }
+                rest = &rest[end..];
+                continue;
+            }
         }
         if !skipping {
             out.extend_from_slice(line);
@@ -150,6 +203,20 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)]) -> Vec<u8> {
                 .replace('\n', std::str::from_utf8(eol).unwrap_or("\n"))
                 .as_bytes(),
         );
+        out.extend_from_slice(eol);
+    }
+    if let Some(tag) = subject_tag {
+        if sent_subject.is_none() {
+            out.extend_from_slice(b"Subject: ");
+            out.extend_from_slice(tag.as_bytes());
+            out.extend_from_slice(eol);
+        }
+        out.extend_from_slice(PREV_SUBJECT.as_bytes());
+        out.push(b':');
+        if let Some(sent) = sent_subject.filter(|s| !s.is_empty()) {
+            out.push(b' ');
+            out.extend_from_slice(&sent);
+        }
         out.extend_from_slice(eol);
     }
     match body_at {
@@ -286,13 +353,66 @@ mod tests {
                 ("X-Spam-Flag", "NO".into()),
                 ("X-Spam-Status", "No,\n\ttests=none".into()),
             ],
+            None,
         );
         let text = String::from_utf8(out).unwrap();
         assert_eq!(
             text,
             "Subject: hi\r\nFrom: a@b\r\nX-Spam-Flag: NO\r\nX-Spam-Status: No,\r\n\ttests=none\r\n\r\nX-Spam-Flag: body line\r\n"
         );
-        let out = rewrite(b"Subject: no body", &[("X-Spam-Flag", "NO".into())]);
+        let out = rewrite(b"Subject: no body", &[("X-Spam-Flag", "NO".into())], None);
         assert_eq!(out, b"Subject: no body\nX-Spam-Flag: NO\n\n");
+    }
+
+    /// A tagged subject starts with the tag, folded as it was, and the subject as sent is
+    /// kept unfolded; a forged record of one is gone; a message with no subject gets one.
+    /// Either way the message reads, and is named in the ledger, as it was sent.
+    #[test]
+    fn a_spam_subject_is_tagged_and_kept_as_it_was() {
+        let model = ModelConfig {
+            subject_tag: "[SPAM _SCORE_]".into(),
+            ..ModelConfig::default()
+        };
+        let tag = subject_tag(&verdict(Decision::Spam, 9.14, &[]), &model);
+        assert_eq!(tag.as_deref(), Some("[SPAM 9.1]"));
+        assert_eq!(
+            subject_tag(&verdict(Decision::Unsure, 4.0, &[]), &model),
+            None
+        );
+        let off = ModelConfig::default();
+        assert_eq!(subject_tag(&verdict(Decision::Spam, 9.0, &[]), &off), None);
+
+        let raw = b"X-Spam-Prev-Subject: forged\r\nSubject: =?utf-8?q?cheap?=\r\n pills\r\n\
+Subject: second\r\nFrom: a@b\r\n\r\nbody\r\n";
+        let out = rewrite(raw, &[("X-Spam-Flag", "YES".into())], tag.as_deref());
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            "Subject: [SPAM 9.1] =?utf-8?q?cheap?=\r\n pills\r\nSubject: second\r\nFrom: a@b\r\n\
+X-Spam-Flag: YES\r\nX-Spam-Prev-Subject: =?utf-8?q?cheap?= pills\r\n\r\nbody\r\n"
+        );
+        let untagged = rewrite(raw, &[], None);
+        let digest = crate::message::DigestKind::AsSent;
+        assert_eq!(digest.of(&out), digest.of(&untagged));
+        let subject = |raw: &[u8]| {
+            let msg = crate::message::Message::parse(raw, 1 << 20);
+            msg.headers
+                .iter()
+                .find(|h| h.name == "Subject")
+                .map(|h| h.value.clone())
+        };
+        assert_eq!(subject(&out), subject(&untagged));
+        assert_eq!(subject(&out).as_deref(), Some("cheap pills"));
+
+        let none = b"From: a@b\n\nbody\n";
+        let out = rewrite(none, &[], Some("[SPAM]"));
+        assert_eq!(
+            out,
+            b"From: a@b\nSubject: [SPAM]\nX-Spam-Prev-Subject:\n\nbody\n"
+        );
+        assert_eq!(digest.of(&out), digest.of(none));
+        assert_eq!(subject(&out), None);
+        // A line named Subject with no colon is no field to tag.
+        let out = rewrite(b"Subject\n\nx\n", &[], Some("[SPAM]"));
+        assert!(out.starts_with(b"Subject\nSubject: [SPAM]\n"), "{out:?}");
     }
 }

@@ -13,7 +13,7 @@ use clap::Args as ClapArgs;
 use super::Args;
 use super::route::Missing;
 use crate::model::Decision;
-use crate::spam_headers::{rewrite, spam_headers};
+use crate::spam_headers::tagged;
 
 #[derive(Debug, ClapArgs)]
 pub struct FilterArgs {
@@ -61,6 +61,8 @@ fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
         .check(&[message])?
         .pop()
         .expect("one verdict for one message");
-    let headers = spam_headers(&verdict, &config.model);
-    Ok((rewrite(raw, &headers), verdict.decision == Decision::Spam))
+    Ok((
+        tagged(raw, &verdict, &config.model),
+        verdict.decision == Decision::Spam,
+    ))
 }

@@ -8,7 +8,7 @@
 
 use sha2::{Digest as _, Sha256};
 
-use super::{is_own_header, line_end};
+use super::{PREV_SUBJECT, is_own_header, line_end};
 
 pub type Digest = [u8; 16];
 
@@ -77,14 +77,16 @@ impl DigestKind {
     }
 }
 
-/// Hashes the [`AS_SENT`] fields of the header block, one normalized line each; returns
-/// where the body begins. The block ends at an empty line, or at the first line that is
-/// neither a field nor the continuation of one (left to the body, so that text which is
-/// no header at all is not left out).
+/// Hashes the [`AS_SENT`] fields of the header block, one normalized line each, the
+/// subject last; returns where the body begins. The block ends at an empty line, or at the
+/// first line that is neither a field nor the continuation of one (left to the body, so
+/// that text which is no header at all is not left out). A subject spamnb tagged counts
+/// as it was sent: [`PREV_SUBJECT`] holds it (empty: there was none).
 fn hash_fields_as_sent(raw: &[u8], hasher: &mut Sha256) -> usize {
-    let mut fields: Vec<u8> = Vec::new();
-    // Whether a field has begun, whether the current one is kept, and its words so far.
-    let (mut in_field, mut keeping, mut words) = (false, false, 0);
+    // The kept fields' names (lowercase) and words, in order.
+    let mut fields: Vec<(&'static str, Vec<u8>)> = Vec::new();
+    // Whether a field has begun, and whether the current one is kept.
+    let (mut in_field, mut keeping) = (false, false);
     let mut at = 0;
     let ending: &[u8] = loop {
         if at >= raw.len() {
@@ -106,58 +108,89 @@ fn hash_fields_as_sent(raw: &[u8], hasher: &mut Sha256) -> usize {
             if !in_field {
                 break b"\0";
             }
-            if keeping {
-                push_collapsed(&mut fields, line, &mut words);
+            if let Some((_, words)) = fields.last_mut().filter(|_| keeping) {
+                push_words(words, line);
             }
         } else {
             let Some(colon) = field_name_end(line) else {
                 break b"\0";
             };
-            let name = &line[..colon];
-            let name = name.trim_ascii_end();
+            let name = line[..colon].trim_ascii_end();
             in_field = true;
-            keeping = AS_SENT
+            let kept = AS_SENT
                 .iter()
-                .any(|f| name.eq_ignore_ascii_case(f.as_bytes()));
-            if keeping {
-                if !fields.is_empty() {
-                    fields.push(b'\n');
-                }
-                fields.extend(name.iter().map(u8::to_ascii_lowercase));
-                fields.push(b':');
-                words = 0;
-                push_collapsed(&mut fields, &line[colon + 1..], &mut words);
+                .chain([&PREV_SUBJECT])
+                .find(|f| name.eq_ignore_ascii_case(f.as_bytes()));
+            keeping = kept.is_some();
+            if let Some(&kept) = kept {
+                let mut words = Vec::new();
+                push_words(&mut words, &line[colon + 1..]);
+                fields.push((kept, words));
             }
         }
         at = end;
     };
-    hasher.update(&fields);
+    let sent_subject = fields
+        .iter()
+        .position(|(n, _)| *n == PREV_SUBJECT)
+        .map(|i| fields.swap_remove(i).1);
+    let mut subjects = Vec::new();
+    let mut out = Vec::new();
+    for (name, words) in fields {
+        if name == "subject" {
+            subjects.push(words);
+        } else {
+            push_field(&mut out, name, &words);
+        }
+    }
+    if let Some(sent) = sent_subject {
+        match subjects.first_mut() {
+            Some(first) => *first = sent,
+            None => subjects.push(sent),
+        }
+    }
+    for words in &subjects {
+        push_field(&mut out, "subject", words);
+    }
+    hasher.update(&out);
     // How the block ended, so that a missing blank line is not the same message.
     hasher.update(b"\n");
     hasher.update(ending);
     at
 }
 
-/// Where the name of the field `line` begins ends: at its colon, when what comes before is
-/// a field name (printable ASCII, no space, white space allowed before the colon).
+/// One field, `name:words`, on a line of its own; a field with no words says nothing.
+fn push_field(out: &mut Vec<u8>, name: &str, words: &[u8]) {
+    if words.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push(b'\n');
+    }
+    out.extend_from_slice(name.as_bytes());
+    out.push(b':');
+    out.extend_from_slice(words);
+}
+
+/// Where the name of the field `line` ends: at its colon, when what comes before is a
+/// field name (printable ASCII, no space, white space allowed before the colon).
 fn field_name_end(line: &[u8]) -> Option<usize> {
     let colon = memchr::memchr(b':', line)?;
     let name = line[..colon].trim_ascii_end();
     (!name.is_empty() && name.iter().all(|b| b.is_ascii_graphic())).then_some(colon)
 }
 
-/// Appends the words of `text` to a field's value, one space between each and the one
-/// before (`words` counts them): how a field is folded and spaced does not count.
-fn push_collapsed(out: &mut Vec<u8>, text: &[u8], words: &mut usize) {
+/// Appends the words of `text` to a field's, one space between each and the one before:
+/// how a field is folded and spaced does not count.
+fn push_words(words: &mut Vec<u8>, text: &[u8]) {
     for word in text
         .split(|b| matches!(b, b' ' | b'\t'))
         .filter(|w| !w.is_empty())
     {
-        if *words > 0 {
-            out.push(b' ');
+        if !words.is_empty() {
+            words.push(b' ');
         }
-        out.extend_from_slice(word);
-        *words += 1;
+        words.extend_from_slice(word);
     }
 }
 
@@ -221,7 +254,7 @@ mod tests {
 
     /// Both readings are keys of ledgers on disk: a change to either loses what every
     /// database made with it knows. The values are SHA-256 of `Received: from a\nSubject:
-    /// Hello\n  there\nFrom: a@b\n\nbody\n` and of `subject:Hello there\nfrom:a@b\n\nbody\n`.
+    /// Hello\n  there\nFrom: a@b\n\nbody\n` and of `from:a@b\nsubject:Hello there\n\nbody\n`.
     #[test]
     fn digests_never_change() {
         let raw = b"Received: from a\r\nSubject: Hello\r\n  there\r\nFrom: a@b\r\n\r\nbody\r\n";
@@ -229,7 +262,7 @@ mod tests {
             hex(WholeMessage.of(raw)),
             "a6a108ab0f195fcd3ef86925473a786b"
         );
-        assert_eq!(hex(AsSent.of(raw)), "c12a0c50947ec87b55dc069679540a51");
+        assert_eq!(hex(AsSent.of(raw)), "b5c6e31191056169d336b2b3f8e91abb");
     }
 
     /// The copy Postfix hands the milter and the one it delivers: the delivered one has
@@ -251,6 +284,20 @@ Content-Type: text/plain\nX-Spam-Flag: NO\nX-Spam-Status: No, score=-3.1\n\ttest
 \nHello,\nthe report.\n";
         assert_eq!(AsSent.of(scored), AsSent.of(delivered));
         assert_ne!(WholeMessage.of(scored), WholeMessage.of(delivered));
+    }
+
+    /// A subject spamnb tagged is read from where it kept the original: the tagged copy
+    /// is the message that was scored, with a subject or without one.
+    #[test]
+    fn as_sent_digest_reads_a_tagged_subject_as_it_was_sent() {
+        let sent = b"From: a@b\nSubject: cheap\n  pills\nTo: c@d\n\nbuy\n";
+        let tagged = b"From: a@b\nSubject: [SPAM 9.1] cheap\n  pills\nTo: c@d\n\
+X-Spam-Flag: YES\nX-Spam-Prev-Subject: cheap pills\n\nbuy\n";
+        assert_eq!(AsSent.of(sent), AsSent.of(tagged));
+        let none = b"From: a@b\nTo: c@d\n\nbuy\n";
+        let tagged = b"From: a@b\nTo: c@d\nSubject: [SPAM]\nX-Spam-Prev-Subject:\n\nbuy\n";
+        assert_eq!(AsSent.of(none), AsSent.of(tagged));
+        assert_ne!(AsSent.of(sent), AsSent.of(none));
     }
 
     #[test]

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use super::codec::{Command, ProtocolError, Response, VERSION, action, step};
 use super::{MilterSettings, SpamAction};
-use crate::message::is_own_header;
+use crate::message::{PREV_SUBJECT, is_own_header, raw_header_values, unfold};
 use crate::model::{Decision, ModelConfig, Verdict};
-use crate::spam_headers::spam_headers;
+use crate::spam_headers::{spam_headers, subject_tag};
 
 /// Header bytes kept for scoring. Postfix's own `header_size_limit` is 100 KiB per header;
 /// mail with more header than this is scored on its first 256 KiB of it.
@@ -58,6 +58,8 @@ struct Transaction {
     own_counts: HashMap<String, u32>,
     /// Whether the message came with a Return-Path header (Sendmail passes it on).
     has_return_path: bool,
+    /// Whether a Subject came, kept in `header` or not.
+    has_subject: bool,
     body: Vec<u8>,
     /// Body bytes the MTA sent or would have sent, scanned or not.
     body_seen: u64,
@@ -256,6 +258,7 @@ impl Session {
             return;
         }
         t.has_return_path |= name_text.eq_ignore_ascii_case("return-path");
+        t.has_subject |= name_text.trim_ascii().eq_ignore_ascii_case("subject");
         if t.header.len() + name.len() + value.len() + 4 > MAX_HEADER_BYTES {
             return;
         }
@@ -343,16 +346,35 @@ impl Session {
                 });
             }
         }
+        let with_space = |value: String| {
+            if leading_space {
+                format!(" {value}")
+            } else {
+                value
+            }
+        };
         if granted & action::ADD_HEADERS != 0 {
             for (name, value) in spam_headers(verdict, model) {
-                let value = if leading_space {
-                    format!(" {value}")
-                } else {
-                    value
-                };
                 out.push(Response::AddHeader {
                     name: name.to_string(),
-                    value,
+                    value: with_space(value),
+                });
+            }
+            if let Some((subject, sent)) = self.tagged_subject(verdict, model, granted) {
+                out.push(match sent {
+                    Some(_) => Response::ChangeHeader {
+                        index: 1,
+                        name: "Subject".into(),
+                        value: with_space(subject),
+                    },
+                    None => Response::AddHeader {
+                        name: "Subject".into(),
+                        value: with_space(subject),
+                    },
+                });
+                out.push(Response::AddHeader {
+                    name: PREV_SUBJECT.into(),
+                    value: with_space(sent.unwrap_or_default()),
                 });
             }
         }
@@ -369,6 +391,36 @@ impl Session {
         }
         out.push(Response::Continue);
         (out, disposition)
+    }
+
+    /// The Subject of spam with `[model] subject_tag` before it, and the subject as sent
+    /// (none: the message had no Subject), when the MTA lets it be changed. A subject not
+    /// in UTF-8 is left be: the milter protocol carries text, and it would come out changed.
+    fn tagged_subject(
+        &self,
+        verdict: &Verdict,
+        model: &ModelConfig,
+        granted: u32,
+    ) -> Option<(String, Option<String>)> {
+        let tag = subject_tag(verdict, model)?;
+        let sent = raw_header_values(&self.transaction.header, "Subject")
+            .first()
+            .copied();
+        match sent {
+            None if self.transaction.has_subject => None,
+            None => Some((tag, None)),
+            Some(_) if granted & action::CHANGE_HEADERS == 0 => None,
+            Some(sent) if std::str::from_utf8(sent).is_err() => None,
+            Some(sent) => {
+                let sent = unfold(sent);
+                let subject = if sent.is_empty() {
+                    tag
+                } else {
+                    format!("{tag} {sent}")
+                };
+                Some((subject, Some(sent)))
+            }
+        }
     }
 
     /// Whether a message is under way (begun and not yet ended or aborted).

@@ -12,7 +12,7 @@ use crate::daemon::metrics::Protocol;
 use crate::daemon::{CheckError, Context, Scored};
 use crate::message::escape_control;
 use crate::model::{Class, Decision, ModelConfig, Verdict};
-use crate::spam_headers::{rewrite, spam_headers};
+use crate::spam_headers::tagged;
 use crate::store::Outcome;
 
 /// The extension header through which TELL says exactly what happened, for `spamnb learn`.
@@ -107,12 +107,9 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
         } else {
             Vec::new()
         }),
-        Method::Process => Some(rewrite(raw, &spam_headers(verdict, model))),
+        Method::Process => Some(tagged(raw, verdict, model)),
         // The header block alone, rewritten: the body is neither copied nor sent.
-        Method::Headers => Some(rewrite(
-            crate::message::raw_head(raw),
-            &spam_headers(verdict, model),
-        )),
+        Method::Headers => Some(tagged(crate::message::raw_head(raw), verdict, model)),
         Method::Verdict => Some(serde_json::to_vec(verdict).expect("a verdict serializes")),
         Method::Ping
         | Method::Skip

@@ -394,6 +394,29 @@ fn filter_tags_and_fails_open() {
     let out = run_with_stdin(spamnb(&db).arg("filter"), forged.as_bytes());
     assert_eq!(out.status.code(), Some(0), "without -E the filter exits 0");
 
+    // With a subject tag, the spam's subject carries it, and the tagged message, checked
+    // again, scores as it did: the tag is of words the model knows as ham's, which would
+    // lower the score were they read.
+    let tagging = write(
+        tmp.path(),
+        "tag.toml",
+        "[model]\nsubject_tag = \"[meeting agenda]\"\n",
+    );
+    let out = run_with_stdin(
+        spamnb(&db).env("SPAMNB_CONFIG", &tagging).arg("filter"),
+        forged.as_bytes(),
+    );
+    let subject_tagged = text(&out.stdout);
+    assert!(
+        subject_tagged.starts_with("Subject: [meeting agenda] cheap pills\n")
+            && subject_tagged.contains("\nX-Spam-Prev-Subject: cheap pills\n"),
+        "{subject_tagged}"
+    );
+    let again = write(tmp.path(), "tagged.eml", &subject_tagged);
+    let first = write(tmp.path(), "first.eml", forged);
+    let rows = check_tsv(&db, &[&first, &again]);
+    assert_eq!(rows[0][2], rows[1][2], "{rows:?}");
+
     // The same verdict as `check` on the same bytes.
     let file = write(tmp.path(), "f.eml", forged);
     let row = &check_tsv(&db, &[&file])[0];

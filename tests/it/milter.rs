@@ -11,7 +11,7 @@ use spamnb::milter::client::Client;
 use spamnb::milter::codec::Response;
 
 use super::daemon::{Daemon, Sections};
-use super::util::{corpus, corpus_files, free_port, have, root_or_skip, spamnb, text};
+use super::util::{corpus, corpus_files, free_port, have, header_text, root_or_skip, spamnb, text};
 
 /// A database trained on corpus mail, and held-out messages it classifies as spam and ham.
 struct Trained {
@@ -463,14 +463,15 @@ fn postfix_with_spamnb_milter() {
     let last = std::fs::read_to_string(&files[3]).expect("read");
     assert!(header_values(&last, "X-Spam-Flag").is_empty(), "{last}");
 
-    // Autolearning, and a user who then says the delivered spam is ham. The milter scored
-    // a copy with Postfix's Received line and CRLF line endings; the delivered file has
-    // Return-Path, Delivered-To, spamnb's headers and LF. To the ledger they are one
-    // message, so the correction moves what autolearning taught, not adds beside it.
+    // Autolearning and a subject tag, and a user who then says the delivered spam is ham.
+    // The milter scored a copy with Postfix's Received line and CRLF line endings; the
+    // delivered file has Return-Path, Delivered-To, spamnb's headers, a tagged Subject
+    // and LF. To the ledger they are one message, so the correction moves what
+    // autolearning taught, not adds beside it.
     let section = format!("listen = [\"inet:127.0.0.1:{milter_port}\"]\naction = \"tag\"",);
     let sections = Sections {
         milter: &section,
-        model: "autolearn = true\nautolearn_spam = 4.5\nautolearn_ham = -2.5",
+        model: "autolearn = true\nautolearn_spam = 4.5\nautolearn_ham = -2.5\nsubject_tag = \"[SPAM _SCORE_]\"",
         ..Sections::default()
     };
     let mut daemon = Daemon::start(dir, &t.db, &sections);
@@ -499,6 +500,17 @@ fn postfix_with_spamnb_milter() {
     assert!(
         delivered.starts_with("Return-Path:") && delivered.contains("\nDelivered-To:"),
         "{delivered}"
+    );
+    let sent = header_text(&spam, "Subject");
+    let subject = header_text(delivered.as_bytes(), "Subject");
+    assert_eq!(subject.len(), 1, "{delivered}");
+    assert!(
+        subject[0].starts_with("[SPAM ") && subject[0].ends_with(&format!("] {}", sent[0])),
+        "{subject:?} from {sent:?}"
+    );
+    assert_eq!(
+        header_text(delivered.as_bytes(), "X-Spam-Prev-Subject"),
+        sent
     );
     let out = spamnb(&t.db)
         .args(["learn", "--ham"])

@@ -106,7 +106,7 @@ fn damaged_corpus_mail_never_panics() {
             for kind in [DigestKind::AsSent, DigestKind::WholeMessage] {
                 kind.of(&m);
             }
-            spamnb::spam_headers::rewrite(&m, &[("X-Spam-Flag", "NO".into())]);
+            spamnb::spam_headers::rewrite(&m, &[("X-Spam-Flag", "NO".into())], Some("[SPAM]"));
         });
         assert!(
             read.is_ok(),

@@ -113,6 +113,36 @@ fn spamc_gets_what_spamd_would_give() {
     assert_eq!(learn("forget"), "Message successfully un/learned\n");
     assert_eq!(learn("forget"), "Message was already un/learned\n");
 
+    // With a subject tag, spam's Subject starts with it and the subject as sent is kept in
+    // X-Spam-Prev-Subject, through PROCESS and HEADERS alike; ham is left be.
+    let tagging = crate::daemon::config_text(
+        &d.dir,
+        &Sections {
+            model: "subject_tag = \"[SPAM _SCORE_]\"",
+            ..Default::default()
+        },
+    );
+    std::fs::write(&d.config, tagging).expect("write config");
+    d.signal("HUP");
+    d.wait_log("reloaded the configuration", Duration::from_secs(10));
+    let out = d.spamc(&["-E"], spam);
+    assert_eq!(out.status.code(), Some(1));
+    let sent = util::header_text(spam, "Subject");
+    let tagged = util::header_text(&out.stdout, "Subject");
+    assert_eq!(tagged.len(), 1, "{}", text(&out.stdout));
+    assert!(
+        tagged[0].starts_with("[SPAM ") && tagged[0].ends_with(&format!("] {}", sent[0])),
+        "{tagged:?} from {sent:?}"
+    );
+    assert_eq!(util::header_text(&out.stdout, "X-Spam-Prev-Subject"), sent);
+    assert_eq!(out.stdout, d.spamc(&["--headers"], spam).stdout);
+    let out = d.spamc(&[], ham);
+    assert_eq!(
+        util::header_text(&out.stdout, "Subject"),
+        util::header_text(ham, "Subject")
+    );
+    assert!(util::header_text(&out.stdout, "X-Spam-Prev-Subject").is_empty());
+
     // User is accepted and logged.
     let out = d.spamc(&["-c", "-u", "carol"], ham);
     assert_eq!(out.status.code(), Some(0));

@@ -127,3 +127,12 @@ pub fn free_port() -> u16 {
 pub fn digest(raw: &[u8]) -> spamnb::message::Digest {
     spamnb::message::DigestKind::AsSent.of(raw)
 }
+
+/// The values of every header `name` in `message`, unfolded (still encoded).
+pub fn header_text(message: &[u8], name: &str) -> Vec<String> {
+    let head = spamnb::message::raw_head(message);
+    spamnb::message::raw_header_values(head, name)
+        .iter()
+        .map(|v| spamnb::message::unfold(v))
+        .collect()
+}
