@@ -27,7 +27,11 @@ impl Engine {
     fn scored(&self, raw: &[u8]) -> Result<(Verdict, Features), Error> {
         let features = self.extractor.features(raw);
         let counts = ReadCounts::new(&*self.store);
-        let verdict = classify(&features, &counts, &self.model);
+        let mut verdict = classify(&features, &counts, &self.model);
+        if let Some(rules) = &self.extractor.rules {
+            let decisive = rules.decisive(&verdict.rules);
+            verdict.overruled(&decisive);
+        }
         counts.finish().map(|()| (verdict, features))
     }
 

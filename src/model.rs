@@ -197,6 +197,11 @@ pub enum ReportHeader {
 impl ModelConfig {
     /// The class a verdict teaches when the model autolearns: its own, if it is firm.
     pub fn autolearned_as(&self, verdict: &Verdict) -> Option<Class> {
+        // A rule decided, not the model: its verdict is the administrator's, not evidence
+        // (a welcomelisted sender's spam would teach the model it is ham).
+        if !verdict.decided_by.is_empty() {
+            return None;
+        }
         match verdict.decision {
             Decision::Spam if self.autolearn && verdict.score >= self.autolearn_spam => {
                 Some(Class::Spam)
@@ -277,12 +282,22 @@ pub struct Verdict {
     pub reasons: Vec<Reason>,
     /// Rules that hit (`X-Spam-Status: tests=`).
     pub rules: Vec<String>,
-    /// Why the verdict is unsure for want of learning, if it is.
+    /// Why the verdict is what it is when the words did not make it: unsure for want of
+    /// learning, or decided by a rule.
     pub note: Option<String>,
     /// How the score was made from the features, when it was.
     #[serde(default)]
     pub parts: Option<ScoreParts>,
+    /// Rules scored as decisive ([`DECISIVE_SCORE`]) that hit and decided the verdict.
+    #[serde(default)]
+    pub decided_by: Vec<String>,
 }
+
+/// A rule `score` at or beyond which (either way) a hit decides the verdict whatever the
+/// words say, as in SpamAssassin: its GTUBE test string is scored 1000, its welcomelist
+/// and blocklist rules −100 and 100. Any other score is read but not used: weights are
+/// learned.
+pub const DECISIVE_SCORE: f64 = 100.0;
 
 /// The two halves of a score: `score = (1 − all_share) × strongest + all_share × all`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -339,7 +354,33 @@ impl Verdict {
             rules,
             note: Some(note),
             parts: None,
+            decided_by: Vec::new(),
         }
+    }
+
+    /// The verdict once rules scored as decisive have hit (`decisive`: name and score):
+    /// when their scores add up to a decisive one, it is added to the score (as
+    /// SpamAssassin adds it) and decides, learned evidence or not. A welcomelist and a
+    /// blocklist that both hit cancel out and leave the verdict to the words.
+    pub fn overruled(&mut self, decisive: &[(String, f64)]) {
+        let sum: f64 = decisive.iter().map(|(_, s)| s).sum();
+        if sum.abs() < DECISIVE_SCORE {
+            return;
+        }
+        self.score += sum;
+        self.probability = sigmoid(self.score);
+        self.decision = if sum > 0.0 {
+            Decision::Spam
+        } else {
+            Decision::Ham
+        };
+        self.decided_by = decisive.iter().map(|(n, _)| n.clone()).collect();
+        let scored: Vec<String> = decisive.iter().map(|(n, s)| format!("{n} {s}")).collect();
+        self.note = Some(format!(
+            "decided by the rule{} scored as decisive: {}",
+            if decisive.len() > 1 { "s" } else { "" },
+            scored.join(", ")
+        ));
     }
 }
 
@@ -410,6 +451,7 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         reasons: strongest(&contributions, cfg.explain_top),
         rules,
         note: None,
+        decided_by: Vec::new(),
         parts: Some(parts),
     }
 }
@@ -649,6 +691,47 @@ pub fn add_signed(value: u32, delta: i64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rules scored as decisive decide, learned evidence or not, and their verdict never
+    /// teaches; a welcomelist and a blocklist that both hit leave it to the words.
+    #[test]
+    fn decisive_rules_overrule_the_words() {
+        let unsure = Verdict::unsure(vec!["GTUBE".into()], "not enough learned yet".into());
+        let mut v = unsure.clone();
+        v.overruled(&[("GTUBE".into(), 1000.0)]);
+        assert_eq!(v.decision, Decision::Spam);
+        assert_eq!(v.score, 1000.0);
+        assert!(v.probability > 0.999);
+        assert_eq!(v.decided_by, ["GTUBE"]);
+        assert!(v.note.as_deref().unwrap().contains("GTUBE 1000"), "{v:?}");
+
+        let mut spammy = unsure.clone();
+        spammy.decision = Decision::Spam;
+        spammy.score = 12.0;
+        spammy.note = None;
+        let mut v = spammy.clone();
+        v.overruled(&[("LOCAL_BOSS".into(), -100.0)]);
+        assert_eq!((v.decision, v.score), (Decision::Ham, -88.0));
+        let autolearning = ModelConfig {
+            autolearn: true,
+            ..ModelConfig::default()
+        };
+        assert_eq!(autolearning.autolearned_as(&spammy), Some(Class::Spam));
+        assert_eq!(
+            autolearning.autolearned_as(&v),
+            None,
+            "a rule's verdict never teaches"
+        );
+
+        let mut v = spammy.clone();
+        v.overruled(&[
+            ("IN_WELCOMELIST".into(), -100.0),
+            ("IN_BLOCKLIST".into(), 100.0),
+        ]);
+        assert_eq!(v, spammy);
+        v.overruled(&[]);
+        assert_eq!(v, spammy);
+    }
 
     #[test]
     fn sigmoid_is_stable() {

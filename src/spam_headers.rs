@@ -67,7 +67,7 @@ const REPORTED_FEATURE_BYTES: usize = 64;
 /// header lines of their own, nor 8-bit bytes into a header.
 fn report(verdict: &Verdict) -> String {
     let summary = match (&verdict.parts, &verdict.note) {
-        (_, Some(note)) => format!("unsure: {note}"),
+        (_, Some(note)) => format!("{}: {note}", verdict.decision.name()),
         (Some(p), None) if p.strongest_count < p.all_count => format!(
             "score {:.1} = {:.2} x {:.1} ({} strongest of {} features) + {:.2} x {:.1} (all)",
             verdict.score,
@@ -239,6 +239,7 @@ mod tests {
             rules: rules.iter().map(|r| r.to_string()).collect(),
             note: None,
             parts: None,
+            decided_by: Vec::new(),
         }
     }
 

@@ -479,6 +479,7 @@ mod tests {
             rules: vec![],
             note: None,
             parts: None,
+            decided_by: Vec::new(),
         }
     }
 

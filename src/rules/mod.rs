@@ -58,7 +58,8 @@ pub struct Rule {
     pub name: String,
     pub kind: Kind,
     pub describe: Option<String>,
-    /// The `.cf` score (the first of four), kept for reports only: weights are learned.
+    /// The `.cf` score (the first of four): kept for reports, weights being learned, but
+    /// for a decisive one ([`crate::model::DECISIVE_SCORE`]).
     pub score: Option<f64>,
     pub origin: Origin,
     /// Whether a hit becomes a feature: not for `__SUB` rules (SpamAssassin's helpers for
@@ -344,6 +345,17 @@ impl RuleSet {
 
     pub fn rule(&self, name: &str) -> Option<&Rule> {
         self.index.get(name).map(|&i| &self.rules[i])
+    }
+
+    /// Of the rules in `hits`, those scored as decisive ([`crate::model::DECISIVE_SCORE`]),
+    /// with their scores.
+    pub fn decisive(&self, hits: &[String]) -> Vec<(String, f64)> {
+        hits.iter()
+            .filter_map(|name| {
+                let score = self.rule(name)?.score?;
+                (score.abs() >= crate::model::DECISIVE_SCORE).then(|| (name.clone(), score))
+            })
+            .collect()
     }
 
     /// Hit count of every rule (by index in [`RuleSet::rules`]), helpers included.

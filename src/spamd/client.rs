@@ -334,6 +334,7 @@ mod tests {
                 all_count: 40,
                 all_share: 0.3,
             }),
+            decided_by: vec!["GTUBE".into()],
         };
         let back: Verdict = serde_json::from_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
         assert_eq!(back, v);

@@ -399,6 +399,7 @@ mod tests {
             rules: vec!["SUBJ_ALL_CAPS".into(), "HTML_ONLY".into()],
             note: None,
             parts: None,
+            decided_by: Vec::new(),
         }
     }
 
