@@ -196,7 +196,8 @@ impl RuleSet {
         (set, report)
     }
 
-    fn compile(parsed: parse::Parsed, report: &mut LoadReport) -> RuleSet {
+    fn compile(mut parsed: parse::Parsed, report: &mut LoadReport) -> RuleSet {
+        parsed.define_lists();
         report.problems.extend(parsed.problems.iter().cloned());
         for (def, why) in &parsed.skipped {
             // A rule skipped in one branch may be defined in another.

@@ -147,7 +147,37 @@ pub struct Parsed {
     /// Rules skipped before being defined (by `ifplugin`): name → reason, for the report.
     pub skipped: Vec<(RuleDef, Reason)>,
     pub tags: Tags,
+    /// `welcomelist_from` and `blocklist_from` address patterns (lowercase), and where the
+    /// first of each was written: they become [`LISTS`]' rules.
+    lists: [(Vec<String>, Option<Origin>); 2],
 }
+
+/// One of SpamAssassin's address lists: the rule it feeds, the directives that add to it
+/// and take from it (new names and old), and the rule's score, decisive as SpamAssassin's.
+struct AddressList {
+    rule: &'static str,
+    add: [&'static str; 2],
+    remove: [&'static str; 2],
+    score: f64,
+    describe: &'static str,
+}
+
+const LISTS: [AddressList; 2] = [
+    AddressList {
+        rule: "USER_IN_WELCOMELIST",
+        add: ["welcomelist_from", "whitelist_from"],
+        remove: ["unwelcomelist_from", "unwhitelist_from"],
+        score: -100.0,
+        describe: "From: address is on the welcomelist (welcomelist_from)",
+    },
+    AddressList {
+        rule: "USER_IN_BLOCKLIST",
+        add: ["blocklist_from", "blacklist_from"],
+        remove: ["unblocklist_from", "unblacklist_from"],
+        score: 100.0,
+        describe: "From: address is on the blocklist (blocklist_from)",
+    },
+];
 
 /// ReplaceTags state: `<A>` in a rule named by `replace_rules` becomes the tag's text.
 #[derive(Debug, Default)]
@@ -224,6 +254,28 @@ impl Parsed {
                 .score
                 .get(name)
                 .is_some_and(|s| s.iter().all(|&s| s == 0.0))
+    }
+
+    /// The rules the address lists read so far feed: each a `From:addr` header rule whose
+    /// pattern is the list's globs (`*` any run, `?` any character, case ignored), scored
+    /// as SpamAssassin scores it. Called once every file is read.
+    pub fn define_lists(&mut self) {
+        for (i, list) in LISTS.iter().enumerate() {
+            let (patterns, first) = &self.lists[i];
+            let Some(origin) = first.clone().filter(|_| !patterns.is_empty()) else {
+                continue;
+            };
+            let globs: Vec<String> = patterns.iter().map(|p| glob_regex(p)).collect();
+            self.define(RuleDef {
+                name: list.rule.to_string(),
+                kind: Kind::Header,
+                text: format!("From:addr =~ /^(?:{})$/i", globs.join("|")),
+                origin,
+            });
+            self.describe
+                .insert(list.rule.to_string(), list.describe.to_string());
+            self.score.insert(list.rule.to_string(), [list.score; 4]);
+        }
     }
 
     fn define(&mut self, def: RuleDef) {
@@ -371,6 +423,26 @@ impl Parsed {
                     .tags
                     .rules
                     .extend(rest.split_whitespace().map(str::to_string)),
+                listed if LISTS.iter().any(|l| l.add.contains(&listed)) => {
+                    let i = LISTS
+                        .iter()
+                        .position(|l| l.add.contains(&listed))
+                        .unwrap_or(0);
+                    let (patterns, first) = &mut self.lists[i];
+                    first.get_or_insert_with(|| origin.clone());
+                    for p in rest.split_whitespace() {
+                        patterns.push(p.to_ascii_lowercase());
+                    }
+                }
+                unlisted if LISTS.iter().any(|l| l.remove.contains(&unlisted)) => {
+                    let i = LISTS
+                        .iter()
+                        .position(|l| l.remove.contains(&unlisted))
+                        .unwrap_or(0);
+                    for p in rest.split_whitespace() {
+                        self.lists[i].0.retain(|q| !q.eq_ignore_ascii_case(p));
+                    }
+                }
                 // SpamAssassin's own settings (priority, lang, report, bayes_*, loadplugin,
                 // …) are not about rules; a slip of the keyboard on a rule is.
                 other => {
@@ -417,6 +489,23 @@ impl Parsed {
             reason,
         });
     }
+}
+
+/// An address glob of SpamAssassin's lists as a regex between `/` delimiters.
+fn glob_regex(glob: &str) -> String {
+    let mut out = String::new();
+    for c in glob.chars() {
+        match c {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            '/' | '@' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    out
 }
 
 /// Lines that are no directive named one by one in a file; a binary file has thousands.

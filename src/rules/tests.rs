@@ -294,6 +294,42 @@ fn score_zero_switches_a_rule_off_and_other_scores_are_ignored() {
     assert_eq!(s.rule("B").and_then(|r| r.score), Some(99.0));
 }
 
+/// SpamAssassin's address lists become its decisive USER_IN_* rules: globs over the
+/// whole From address, case ignored, the old directive names too, an `un…` line taking an
+/// entry back; with no list, no rule.
+#[test]
+fn welcomelist_and_blocklist_from_become_decisive_rules() {
+    let s = set("welcomelist_from *@partner.example Boss@Corp.example\n\
+         whitelist_from friend?@old.example\n\
+         blacklist_from *@spammer.example\n\
+         unwelcomelist_from boss@corp.example\n");
+    for (from, want) in [
+        ("Ann <ann@Partner.Example>", &["USER_IN_WELCOMELIST"][..]),
+        ("friend1@old.example", &["USER_IN_WELCOMELIST"]),
+        ("friend12@old.example", &[]),
+        ("boss@corp.example", &[]),
+        ("x@spammer.example", &["USER_IN_BLOCKLIST"]),
+        ("x@partner.example.spammer.example", &[]),
+        ("x@notpartner.example", &[]),
+    ] {
+        assert_eq!(
+            hits(&s, &mail(&format!("From: {from}"), "hi")),
+            want,
+            "{from}"
+        );
+    }
+    assert_eq!(
+        s.rule("USER_IN_WELCOMELIST").and_then(|r| r.score),
+        Some(-100.0)
+    );
+    assert_eq!(
+        s.rule("USER_IN_BLOCKLIST").and_then(|r| r.score),
+        Some(100.0)
+    );
+    let unlisted = set("welcomelist_from a@b.example\nunwelcomelist_from a@b.example\n");
+    assert!(unlisted.is_empty());
+}
+
 #[test]
 fn syntax_errors_among_good_rules() {
     let text = "body GOOD1 /fine/\n\

@@ -269,8 +269,9 @@ fn our_rules_tell_spam_from_ham_in_the_corpus() {
 
 /// The GTUBE line is spam on a fresh install, before anything is learned, through `check`
 /// and through a real daemon and `spamc`; a local rule scored −100 (as SpamAssassin scores
-/// its welcomelist) makes its sender's mail ham, where the same mail from anyone else is
-/// left to the words (here: unsure, nothing being learned).
+/// its welcomelist) makes its sender's mail ham, and SpamAssassin's `blocklist_from` a
+/// listed sender's spam, where the same mail from anyone else is left to the words (here:
+/// unsure, nothing being learned).
 #[test]
 fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -325,7 +326,8 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
         "local.cf",
         "header   LOCAL_FRIEND  From:addr =~ /^friend\\@example\\.org$/i\n\
          describe LOCAL_FRIEND  Mail from a friend, never spam\n\
-         score    LOCAL_FRIEND  -100\n",
+         score    LOCAL_FRIEND  -100\n\
+         blocklist_from *@spammer.example\n",
     );
     let verdict = |from: &str| {
         let m = write(
@@ -347,4 +349,5 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     };
     assert_eq!(verdict("Friend <friend@example.org>"), "ham");
     assert_eq!(verdict("stranger@example.net"), "unsure");
+    assert_eq!(verdict("Sales <sales@spammer.example>"), "spam");
 }
