@@ -133,7 +133,7 @@ fn hash_fields_as_sent(raw: &[u8], hasher: &mut Sha256) -> usize {
     let sent_subject = fields
         .iter()
         .position(|(n, _)| *n == PREV_SUBJECT)
-        .map(|i| fields.swap_remove(i).1);
+        .map(|i| fields.remove(i).1);
     let mut subjects = Vec::new();
     let mut out = Vec::new();
     for (name, words) in fields {
@@ -294,6 +294,11 @@ Content-Type: text/plain\nX-Spam-Flag: NO\nX-Spam-Status: No, score=-3.1\n\ttest
         let tagged = b"From: a@b\nSubject: [SPAM 9.1] cheap\n  pills\nTo: c@d\n\
 X-Spam-Flag: YES\nX-Spam-Prev-Subject: cheap pills\n\nbuy\n";
         assert_eq!(AsSent.of(sent), AsSent.of(tagged));
+        // Wherever the record stands among the fields, the others keep their order.
+        let amid = b"From: a@b\nX-Spam-Prev-Subject: cheap pills\nSubject: [SPAM] cheap pills\n\
+To: c@d\nCc: e@f\nDate: today\n\nbuy\n";
+        let sent = b"From: a@b\nSubject: cheap pills\nTo: c@d\nCc: e@f\nDate: today\n\nbuy\n";
+        assert_eq!(AsSent.of(amid), AsSent.of(sent));
         let none = b"From: a@b\nTo: c@d\n\nbuy\n";
         let tagged = b"From: a@b\nTo: c@d\nSubject: [SPAM]\nX-Spam-Prev-Subject:\n\nbuy\n";
         assert_eq!(AsSent.of(none), AsSent.of(tagged));
