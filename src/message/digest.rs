@@ -43,24 +43,18 @@ const AS_SENT: &[&str] = &[
 ];
 
 impl DigestKind {
-    const NAMES: [(DigestKind, &'static str); 2] = [
-        (DigestKind::AsSent, "as-sent"),
-        (DigestKind::WholeMessage, "whole-message"),
-    ];
-
     /// Its name in an export and in `spamnb stats`.
     pub fn name(self) -> &'static str {
-        Self::NAMES
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("", |(_, n)| n)
+        match self {
+            DigestKind::AsSent => "as-sent",
+            DigestKind::WholeMessage => "whole-message",
+        }
     }
 
     pub fn from_name(name: &str) -> Option<DigestKind> {
-        Self::NAMES
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|(k, _)| *k)
+        [DigestKind::AsSent, DigestKind::WholeMessage]
+            .into_iter()
+            .find(|k| k.name() == name)
     }
 
     pub fn of(self, raw: &[u8]) -> Digest {

@@ -386,6 +386,18 @@ impl Parsed {
             if inactive.is_some() {
                 continue;
             }
+            if let Some(i) = LISTS.iter().position(|l| l.add.contains(&directive)) {
+                let (patterns, first) = &mut self.lists[i];
+                first.get_or_insert_with(|| origin.clone());
+                patterns.extend(rest.split_whitespace().map(str::to_ascii_lowercase));
+                continue;
+            }
+            if let Some(i) = LISTS.iter().position(|l| l.remove.contains(&directive)) {
+                for p in rest.split_whitespace() {
+                    self.lists[i].0.retain(|q| !q.eq_ignore_ascii_case(p));
+                }
+                continue;
+            }
             let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             let value = value.trim();
             match directive {
@@ -423,26 +435,6 @@ impl Parsed {
                     .tags
                     .rules
                     .extend(rest.split_whitespace().map(str::to_string)),
-                listed if LISTS.iter().any(|l| l.add.contains(&listed)) => {
-                    let i = LISTS
-                        .iter()
-                        .position(|l| l.add.contains(&listed))
-                        .unwrap_or(0);
-                    let (patterns, first) = &mut self.lists[i];
-                    first.get_or_insert_with(|| origin.clone());
-                    for p in rest.split_whitespace() {
-                        patterns.push(p.to_ascii_lowercase());
-                    }
-                }
-                unlisted if LISTS.iter().any(|l| l.remove.contains(&unlisted)) => {
-                    let i = LISTS
-                        .iter()
-                        .position(|l| l.remove.contains(&unlisted))
-                        .unwrap_or(0);
-                    for p in rest.split_whitespace() {
-                        self.lists[i].0.retain(|q| !q.eq_ignore_ascii_case(p));
-                    }
-                }
                 // SpamAssassin's own settings (priority, lang, report, bayes_*, loadplugin,
                 // …) are not about rules; a slip of the keyboard on a rule is.
                 other => {
@@ -498,10 +490,7 @@ fn glob_regex(glob: &str) -> String {
         match c {
             '*' => out.push_str(".*"),
             '?' => out.push('.'),
-            '/' | '@' => {
-                out.push('\\');
-                out.push(c);
-            }
+            '/' => out.push_str("\\/"),
             c => out.push_str(&regex::escape(&c.to_string())),
         }
     }
