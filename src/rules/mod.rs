@@ -158,6 +158,9 @@ pub struct RuleSet {
     evals: Vec<(usize, eval::Eval)>,
     /// In dependency order.
     metas: meta::Program,
+    /// The rules scored as decisive ([`crate::model::DECISIVE_SCORE`]), with their scores:
+    /// found once here, so that a message's hits are not looked up by name.
+    decisive: Vec<(String, f64)>,
 }
 
 impl RuleSet {
@@ -319,6 +322,12 @@ impl RuleSet {
         counted.retain(|c: &Counted| read_by_metas.contains(&set.rules[c.rule].name));
         set.counted = counted;
         set.metas = meta::Program::new(&order_metas(metas, &set.index, report, &mut set.rules));
+        set.decisive = set
+            .rules
+            .iter()
+            .filter_map(|r| Some((r.name.clone(), r.score?)))
+            .filter(|(_, score)| score.abs() >= crate::model::DECISIVE_SCORE)
+            .collect();
         set
     }
 
@@ -351,11 +360,10 @@ impl RuleSet {
     /// Of the rules in `hits`, those scored as decisive ([`crate::model::DECISIVE_SCORE`]),
     /// with their scores.
     pub fn decisive(&self, hits: &[String]) -> Vec<(String, f64)> {
-        hits.iter()
-            .filter_map(|name| {
-                let score = self.rule(name)?.score?;
-                (score.abs() >= crate::model::DECISIVE_SCORE).then(|| (name.clone(), score))
-            })
+        self.decisive
+            .iter()
+            .filter(|(name, _)| hits.contains(name))
+            .cloned()
             .collect()
     }
 
