@@ -172,6 +172,22 @@ impl Daemon {
         }
     }
 
+    /// Rewrites the configuration from `sections`, and waits for the daemon to reload it.
+    pub fn reload(&self, sections: &Sections) {
+        let before = self.log().matches("reloaded the configuration").count();
+        std::fs::write(&self.config, config_text(&self.dir, sections)).expect("write config");
+        self.signal("HUP");
+        let started = Instant::now();
+        while self.log().matches("reloaded the configuration").count() == before {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "no reload:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn signal(&self, name: &str) {
         let ok = Command::new("kill")
             .arg(format!("-{name}"))
@@ -455,19 +471,10 @@ fn sighup_reloads_and_a_broken_config_keeps_the_old_one() {
     );
 
     // A good file takes effect without a restart.
-    std::fs::write(
-        &d.config,
-        config_text(
-            &d.dir,
-            &Sections {
-                model: "spam_threshold = 7.5",
-                ..Default::default()
-            },
-        ),
-    )
-    .expect("write");
-    d.signal("HUP");
-    d.wait_log("reloaded the configuration", Duration::from_secs(10));
+    d.reload(&Sections {
+        model: "spam_threshold = 7.5",
+        ..Default::default()
+    });
     assert_eq!(threshold(&d), "7.5");
 
     // A [watch] section that appears takes a restart, and the log says so rather than
@@ -1026,16 +1033,10 @@ fn autolearning_learns_firm_verdicts_of_mail_in_transit_once() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(learned(), trained, "autolearning is off by default");
 
-    let on = config_text(
-        &d.dir,
-        &Sections {
-            model: "autolearn = true",
-            ..Default::default()
-        },
-    );
-    std::fs::write(&d.config, on).expect("write config");
-    d.signal("HUP");
-    d.wait_log("reloaded the configuration", Duration::from_secs(10));
+    d.reload(&Sections {
+        model: "autolearn = true",
+        ..Default::default()
+    });
     let out = d.cli().arg("check").arg(&probe).output().expect("check");
     assert!(out.status.success(), "{}", util::text(&out.stderr));
     std::thread::sleep(Duration::from_millis(300));

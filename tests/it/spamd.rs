@@ -115,16 +115,10 @@ fn spamc_gets_what_spamd_would_give() {
 
     // With a subject tag, spam's Subject starts with it and the subject as sent is kept in
     // X-Spam-Prev-Subject, through PROCESS and HEADERS alike; ham is left be.
-    let tagging = crate::daemon::config_text(
-        &d.dir,
-        &Sections {
-            model: "subject_tag = \"[SPAM _SCORE_]\"",
-            ..Default::default()
-        },
-    );
-    std::fs::write(&d.config, tagging).expect("write config");
-    d.signal("HUP");
-    d.wait_log("reloaded the configuration", Duration::from_secs(10));
+    d.reload(&Sections {
+        model: "subject_tag = \"[SPAM _SCORE_]\"",
+        ..Default::default()
+    });
     let out = d.spamc(&["-E"], spam);
     assert_eq!(out.status.code(), Some(1));
     let sent = util::header_text(spam, "Subject");
