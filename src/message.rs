@@ -271,14 +271,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             }
             continue;
         }
-        let span = trimmed(raw, h.offset_start as usize..h.offset_end as usize);
-        let value = match &h.value {
-            HeaderValue::Text(t) => t.to_string(),
-            HeaderValue::TextList(ts) => ts.join(", "),
-            // Content-Type and its kind, which lose their original spelling when
-            // re-rendered: the raw field, unfolded, keeps what the sender wrote.
-            _ => unfold(&raw[span.clone()]),
-        };
+        let (value, span) = header_value(raw, h);
         msg.headers.push(Header {
             name,
             value,
@@ -291,11 +284,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             .headers
             .iter()
             .position(|h| h.name.eq_ignore_ascii_case("subject"));
-        let span = trimmed(raw, sent.offset_start as usize..sent.offset_end as usize);
-        let value = match &sent.value {
-            HeaderValue::Text(t) => t.to_string(),
-            _ => unfold(&raw[span.clone()]),
-        };
+        let (value, span) = header_value(raw, sent);
         match first {
             Some(i) if value.trim().is_empty() => {
                 msg.headers.remove(i);
@@ -395,6 +384,19 @@ fn push_text(out: &mut String, text: &str) {
         out.push('\n');
     }
     out.push_str(text);
+}
+
+/// A header's value decoded, and where it is in `raw`.
+fn header_value(raw: &[u8], h: &mail_parser::Header) -> (String, std::ops::Range<usize>) {
+    let span = trimmed(raw, h.offset_start as usize..h.offset_end as usize);
+    let value = match &h.value {
+        HeaderValue::Text(t) => t.to_string(),
+        HeaderValue::TextList(ts) => ts.join(", "),
+        // Content-Type and its kind, which lose their original spelling when
+        // re-rendered: the raw field, unfolded, keeps what the sender wrote.
+        _ => unfold(&raw[span.clone()]),
+    };
+    (value, span)
 }
 
 /// `span` of `raw` (cut to it) as [`trim_line_end`] trims a value; empty when it is no
