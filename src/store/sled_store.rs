@@ -141,12 +141,27 @@ pub struct SledStore {
     pending: RwLock<Pending>,
     /// How its ledger names a message; an import may change it.
     digest_kind: RwLock<DigestKind>,
+    /// Declared after `db`, so dropped after it.
+    _scratch: Option<ScratchDir>,
+}
+
+/// The directory of an [`SledStore::open_empty`] store, removed when the store is dropped.
+/// Not sled's `temporary`: sled removes the files when the last of its threads lets go,
+/// which may be an I/O thread the process's exit cuts short, leaving them behind.
+struct ScratchDir(PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0) {
+            tracing::warn!("cannot remove {}: {e}", self.0.display());
+        }
+    }
 }
 
 impl SledStore {
     pub fn open(path: &Path, opts: &StoreOptions) -> Result<SledStore, Error> {
         refuse_foreign_directory(path)?;
-        SledStore::open_at(path, opts, false)
+        SledStore::open_at(path, opts, None)
     }
 
     /// An empty database of its own, gone when dropped: what the commands that only read
@@ -155,13 +170,16 @@ impl SledStore {
         static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("spamnb-empty-{}-{n}", std::process::id()));
-        SledStore::open_at(&path, opts, true)
+        SledStore::open_at(&path, opts, Some(ScratchDir(path.clone())))
     }
 
-    fn open_at(path: &Path, opts: &StoreOptions, temporary: bool) -> Result<SledStore, Error> {
+    fn open_at(
+        path: &Path,
+        opts: &StoreOptions,
+        scratch: Option<ScratchDir>,
+    ) -> Result<SledStore, Error> {
         let config = sled::Config::new()
             .path(path)
-            .temporary(temporary)
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(Some(1000));
         // sled has been seen to panic on some damaged files instead of returning an error.
@@ -183,6 +201,7 @@ impl SledStore {
             writer: Mutex::new(()),
             pending: RwLock::new(Pending::default()),
             digest_kind: RwLock::new(DigestKind::AsSent),
+            _scratch: scratch,
         };
         let digest_kind = store.check_schema()?;
         *store
