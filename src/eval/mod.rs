@@ -29,6 +29,8 @@ use table::{Selection, Table};
 pub struct Item {
     pub features: Features,
     pub class: Class,
+    /// The rules scored as decisive that hit: they overrule the words here as in the engine.
+    pub decisive: Vec<(String, f64)>,
     /// The Date header as Unix seconds, for the online order.
     pub date: Option<i64>,
 }
@@ -80,10 +82,18 @@ impl Mail {
             .raw
             .par_iter()
             .zip(self.classes.par_iter())
-            .map(|(raw, &class)| Item {
-                features: extractor.features(raw),
-                class,
-                date: date_of(raw),
+            .map(|(raw, &class)| {
+                let features = extractor.features(raw);
+                let decisive = extractor
+                    .rules
+                    .as_ref()
+                    .map_or_else(Vec::new, |rules| rules.decisive(&features.rule_hits()));
+                Item {
+                    features,
+                    class,
+                    decisive,
+                    date: date_of(raw),
+                }
             })
             .collect();
         Corpus { items }
@@ -152,6 +162,13 @@ impl Scored {
     }
 }
 
+/// `item`'s verdict as the engine would give it against `counts`.
+fn verdict(item: &Item, counts: &dyn CountSource, cfg: &ModelConfig) -> model::Verdict {
+    let mut v = model::classify(&item.features, counts, cfg);
+    v.overruled(&item.decisive);
+    v
+}
+
 /// Scores `indices` against `table` (trained without them) under `setting`.
 fn score_with(
     corpus: &Corpus,
@@ -163,10 +180,7 @@ fn score_with(
     let score = |source: &dyn CountSource| -> Vec<Scored> {
         indices
             .iter()
-            .map(|&i| {
-                let v = model::classify(&corpus.items[i].features, source, cfg);
-                Scored::of(corpus, i, &v)
-            })
+            .map(|&i| Scored::of(corpus, i, &verdict(&corpus.items[i], source, cfg)))
             .collect()
     };
     match setting.vocab {
@@ -555,7 +569,7 @@ fn replay_autolearning(
         .into_iter()
         .map(|i| {
             let item = &corpus.items[i];
-            let v = model::classify(&item.features, &*table, cfg);
+            let v = verdict(item, &*table, cfg);
             if let Some(class) = cfg.autolearned_as(&v) {
                 table.learn(&item.features, class, 1);
             }
@@ -629,7 +643,7 @@ pub fn online(
     let mut scored = Vec::with_capacity(sequence.len());
     for i in sequence {
         let item = &corpus.items[i];
-        let v = model::classify(&item.features, &table, &setting.model);
+        let v = verdict(item, &table, &setting.model);
         let right = matches!(
             (item.class, v.decision),
             (Class::Spam, Decision::Spam) | (Class::Ham, Decision::Ham)
@@ -692,6 +706,7 @@ mod tests {
             .map(|(words, class)| Item {
                 features: words.split_whitespace().collect(),
                 class: *class,
+                decisive: Vec::new(),
                 date: None,
             })
             .collect();
@@ -788,6 +803,7 @@ mod tests {
             .map(|i| Item {
                 features: Features::new(),
                 class: if i % 4 == 0 { Class::Spam } else { Class::Ham },
+                decisive: Vec::new(),
                 date: None,
             })
             .collect();

@@ -359,10 +359,10 @@ impl RuleSet {
 
     /// Of the rules in `hits`, those scored as decisive ([`crate::model::DECISIVE_SCORE`]),
     /// with their scores.
-    pub fn decisive(&self, hits: &[String]) -> Vec<(String, f64)> {
+    pub fn decisive(&self, hits: &[impl AsRef<str>]) -> Vec<(String, f64)> {
         self.decisive
             .iter()
-            .filter(|(name, _)| hits.contains(name))
+            .filter(|(name, _)| hits.iter().any(|h| h.as_ref() == name))
             .cloned()
             .collect()
     }

@@ -76,16 +76,26 @@ fn eval(
     out
 }
 
+/// With a rule scored as decisive that hits mail of both classes: eval must overrule the
+/// words as `check` does.
 #[test]
 fn online_mode_equals_learn_then_check_by_hand() {
     let dir = tempfile::tempdir().unwrap();
     let (spam, ham) = mail(dir.path(), 12);
     let cfg = config(dir.path());
+    let rules = write(
+        dir.path(),
+        "local.cf",
+        "header LOCAL_BLOCKED From =~ /^sender3\\@/\ndescribe LOCAL_BLOCKED A sender blocked here\nscore LOCAL_BLOCKED 100\n",
+    );
+    let rules = rules.to_str().unwrap();
     let scores = dir.path().join("scores.tsv");
     eval(
         &dir.path().join("unused-db"),
         &cfg,
         &[
+            "--rules",
+            rules,
             "--online",
             "--order",
             "date",
@@ -119,6 +129,7 @@ fn online_mode_equals_learn_then_check_by_hand() {
         );
         let out = spamnb(&db)
             .env("SPAMNB_CONFIG", &cfg)
+            .env("SPAMNB_RULES", rules)
             .args(["check", "--format", "json"])
             .arg(path)
             .output()
@@ -133,17 +144,32 @@ fn online_mode_equals_learn_then_check_by_hand() {
         let flag = if class == "spam" { "--spam" } else { "--ham" };
         let out = spamnb(&db)
             .env("SPAMNB_CONFIG", &cfg)
+            .env("SPAMNB_RULES", rules)
             .args(["learn", flag])
             .arg(path)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
-    // The model learned something: the last messages are told apart.
+    // The rule decided: every message from the blocked sender is spam, ham among them.
+    let blocked: Vec<_> = online
+        .iter()
+        .filter(|(name, ..)| {
+            std::fs::read_to_string(name)
+                .unwrap()
+                .starts_with("From: sender3@")
+        })
+        .collect();
+    assert!(
+        blocked.iter().any(|(_, c, _)| c == "ham") && blocked.iter().all(|(.., s)| *s > 50.0),
+        "{blocked:?}"
+    );
+    // The model learned something: the last messages the rule left to it are told apart.
     assert!(
         online
             .iter()
             .rev()
+            .filter(|(_, _, s)| s.abs() < 50.0)
             .take(6)
             .all(|(_, c, s)| (c == "spam") == (*s > 0.0)),
         "{online:?}"
