@@ -11,6 +11,7 @@ use super::Settings;
 use super::route::Missing;
 use crate::mailbox;
 use crate::model::Verdict;
+use crate::store::LedgerEntry;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -64,12 +65,18 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let mut next = chunks.first().map(|c| mailbox::read_all(c));
     for i in 0..chunks.len() {
         let read = next.take().expect("each chunk is read before it is scored");
-        let score = || -> anyhow::Result<Vec<Verdict>> {
+        let score = || -> anyhow::Result<Vec<(Verdict, Option<LedgerEntry>)>> {
             let readable: Vec<&[u8]> = read
                 .iter()
                 .filter_map(|(_, raw)| raw.as_deref().ok())
                 .collect();
-            route.check(&readable)
+            let verdicts = route.check(&readable)?;
+            let learned = if args.explain {
+                route.learned(&readable)?
+            } else {
+                vec![None; readable.len()]
+            };
+            Ok(verdicts.into_iter().zip(learned).collect())
         };
         let read_next = || chunks.get(i + 1).map(|c| mailbox::read_all(c));
         // One message (a hook) needs no thread pool.
@@ -83,15 +90,15 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         for (name, raw) in read {
             match raw {
                 Ok(_) => {
-                    let v = scored
+                    let (v, learned) = scored
                         .next()
                         .expect("a readable message always has a verdict");
-                    print(&mut out, &name, &v, args)?
+                    print(&mut out, &name, &v, learned.as_ref(), args)?
                 }
                 Err(e) => {
                     // One line per input still: scripts pair lines with their inputs.
                     let unreadable_verdict = Verdict::unsure(Vec::new(), "unreadable".into());
-                    print(&mut out, &name, &unreadable_verdict, args)?;
+                    print(&mut out, &name, &unreadable_verdict, None, args)?;
                     unreadable.push(e);
                 }
             }
@@ -101,7 +108,14 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     Ok(super::report_unreadable(&unreadable))
 }
 
-fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std::io::Result<()> {
+/// `learned`: the message's ledger entry, looked up for `--explain` only.
+fn print(
+    out: &mut impl Write,
+    name: &str,
+    v: &Verdict,
+    learned: Option<&LedgerEntry>,
+    args: &CheckArgs,
+) -> std::io::Result<()> {
     match args.format {
         Format::Tsv => writeln!(
             out,
@@ -124,6 +138,7 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
             if args.explain {
                 obj["reasons"] = serde_json::to_value(&v.reasons).expect("reasons serialize");
                 obj["parts"] = serde_json::to_value(v.parts).expect("parts serialize");
+                obj["learned"] = serde_json::to_value(learned).expect("ledger entry serializes");
             }
             writeln!(out, "{obj}")?;
         }
@@ -146,6 +161,9 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
                 if !v.rules.is_empty() {
                     writeln!(out, "  rules: {}", v.rules.join(", "))?;
                 }
+                if let Some(e) = learned {
+                    writeln!(out, "  {}", describe_learned(e))?;
+                }
                 for r in &v.reasons {
                     let towards = if r.weight > 0.0 { "spam" } else { "ham " };
                     writeln!(
@@ -158,4 +176,18 @@ fn print(out: &mut impl Write, name: &str, v: &Verdict, args: &CheckArgs) -> std
         }
     }
     Ok(())
+}
+
+/// A ledger entry for a person: the message's own words are in the counts that scored it.
+fn describe_learned(e: &LedgerEntry) -> String {
+    let when = i64::try_from(e.learned_at)
+        .map(|t| mail_parser::DateTime::from_timestamp(t).to_rfc3339())
+        .unwrap_or_else(|_| e.learned_at.to_string());
+    let user = e.user.as_ref().map_or(String::new(), |u| {
+        format!(" for {}", crate::message::escape_control(u))
+    });
+    format!(
+        "learned as {} at {when}{user}: its own words count in this verdict",
+        e.class.name()
+    )
 }

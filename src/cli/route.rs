@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::model::{Class, Verdict};
 use crate::spamd::client::{Client, ClientError};
-use crate::store::{Error, Lesson, Outcome, SledStore, Store};
+use crate::store::{Error, LedgerEntry, Lesson, Outcome, SledStore, Store};
 
 /// A batch of messages ready for [`Route::learn`].
 pub enum Prepared {
@@ -223,6 +223,24 @@ impl Route {
         match self {
             Route::Local { store, .. } => Ok(crate::store::export(&**store, out)?),
             Route::Daemon { client, .. } => Ok(client.export(out)?),
+        }
+    }
+
+    /// What the ledger holds of each message: whether it was learned, as what, when and for
+    /// whom.
+    pub fn learned(&self, raws: &[&[u8]]) -> anyhow::Result<Vec<Option<LedgerEntry>>> {
+        match self {
+            Route::Local { store, engine } => raws
+                .iter()
+                .map(|raw| Ok(store.ledger_entry(&engine.digest(raw))?))
+                .collect(),
+            Route::Daemon { client, .. } => {
+                // The digest is taken here, of the whole message: a message sent to the
+                // daemon for scoring is cut to what scoring reads.
+                let kind = client.stats()?.ledger_digest;
+                let digests: Vec<_> = raws.iter().map(|raw| kind.of(raw)).collect();
+                Ok(client.ledger(&digests)?)
+            }
         }
     }
 

@@ -175,6 +175,28 @@ impl Client {
         serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))
     }
 
+    /// What the daemon's ledger holds of each digest's message (see `Store::ledger_entry`).
+    pub fn ledger(
+        &self,
+        digests: &[crate::message::Digest],
+    ) -> Result<Vec<Option<crate::store::LedgerEntry>>, ClientError> {
+        let ask = serde_json::to_vec(digests).expect("digests serialize");
+        let r = self.request("LEDGER", &[], Some(&ask))?;
+        if r.code != 0 {
+            return Err(self.refused(&r));
+        }
+        let entries: Vec<_> =
+            serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))?;
+        if entries.len() != digests.len() {
+            return Err(self.garbled(format!(
+                "{} ledger entries for {} digests",
+                entries.len(),
+                digests.len()
+            )));
+        }
+        Ok(entries)
+    }
+
     /// Makes everything learned so far durable.
     pub fn flush(&self) -> Result<(), ClientError> {
         let r = self.request("FLUSH", &[], None)?;

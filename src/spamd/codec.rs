@@ -35,6 +35,9 @@ pub enum Method {
     Export,
     /// spamnb's extension for its own CLI: `spamnb prune`, its settings as JSON in the body.
     Prune,
+    /// spamnb's extension for its own CLI: the ledger's entries for the digests (a JSON
+    /// array) in the body, for `check --explain`.
+    Ledger,
 }
 
 impl Method {
@@ -54,6 +57,7 @@ impl Method {
             "STATS" => Method::Stats,
             "EXPORT" => Method::Export,
             "PRUNE" => Method::Prune,
+            "LEDGER" => Method::Ledger,
             _ => return None,
         })
     }
@@ -74,6 +78,7 @@ impl Method {
             Method::Stats => "STATS",
             Method::Export => "EXPORT",
             Method::Prune => "PRUNE",
+            Method::Ledger => "LEDGER",
         }
     }
 

@@ -40,12 +40,18 @@ pub async fn serve(
         }
         Method::Tell => tell(request, peer, ctx, config).await,
         Method::Flush => flush(ctx).await,
-        // The model holds words of users' mail: it is told only to local clients.
-        Method::Stats | Method::Export | Method::Prune if peer != Peer::Local => Reply::error(
-            Code::NoPerm,
-            "Service Unavailable: STATS, EXPORT and PRUNE are served on the local sockets only",
-        ),
-        Method::Stats | Method::Export | Method::Prune => database(&request, ctx).await,
+        // The model holds words of users' mail, and the ledger who learned what: they are
+        // told only to local clients.
+        Method::Stats | Method::Export | Method::Prune | Method::Ledger if peer != Peer::Local => {
+            Reply::error(
+                Code::NoPerm,
+                "Service Unavailable: STATS, EXPORT, PRUNE and LEDGER are served on the local \
+                 sockets only",
+            )
+        }
+        Method::Stats | Method::Export | Method::Prune | Method::Ledger => {
+            database(&request, ctx).await
+        }
         _ => check(request, ctx, protocol).await,
     }
 }
@@ -117,7 +123,8 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
         | Method::Flush
         | Method::Stats
         | Method::Export
-        | Method::Prune => {
+        | Method::Prune
+        | Method::Ledger => {
             unreachable!("answer is only called for scoring methods")
         }
     };
@@ -282,19 +289,24 @@ pub struct PruneRequest {
     pub dry_run: bool,
 }
 
-/// STATS, EXPORT and PRUNE: what `spamnb stats`, `export` and `prune` do with the database,
-/// for a CLI that cannot open it while the daemon holds it.
+/// STATS, EXPORT, PRUNE and LEDGER: what `spamnb stats`, `export`, `prune` and `check
+/// --explain` do with the database, for a CLI that cannot open it while the daemon holds it.
 async fn database(request: &Request, ctx: &Context) -> Reply {
     enum Job {
         Stats,
         Export,
         Prune(PruneRequest),
+        Ledger(Vec<crate::message::Digest>),
     }
     let job = match request.head.method {
         Method::Stats => Job::Stats,
         Method::Prune => match serde_json::from_slice::<PruneRequest>(&request.body) {
             Ok(ask) => Job::Prune(ask),
             Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
+        },
+        Method::Ledger => match serde_json::from_slice(&request.body) {
+            Ok(digests) => Job::Ledger(digests),
+            Err(e) => return Reply::error(Code::Protocol, format!("Bad LEDGER request: {e}")),
         },
         _ => Job::Export,
     };
@@ -333,6 +345,13 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
                 let mut out = Vec::new();
                 crate::store::export(store, &mut out)?;
                 Ok(out)
+            }
+            Job::Ledger(digests) => {
+                let entries = digests
+                    .iter()
+                    .map(|d| store.ledger_entry(d))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(serde_json::to_vec(&entries).expect("ledger entries serialize"))
             }
         }
     });

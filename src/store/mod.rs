@@ -247,7 +247,7 @@ impl Outcome {
 }
 
 /// What the ledger remembers of a learned message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LedgerEntry {
     pub class: Class,
     /// Seconds since the Unix epoch when it was learned.

@@ -588,6 +588,7 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
             run(cli().arg("check").args(&probe)),
             run(cli().arg("check").arg("--format").arg("tsv").args(&probe)),
             run(cli().arg("check").arg("--explain").args(&probe[..3])),
+            run(cli().arg("check").arg("--explain").args(&ham[3..7])),
             run(cli()
                 .arg("learn")
                 .arg("--forget")
@@ -614,19 +615,31 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
             .unwrap_or_else(|| panic!("not a prune report: {line}"))
     };
     let (promised, pruned) = (
-        removed(&direct[10].0, "would remove "),
-        removed(&direct[11].0, "removed "),
+        removed(&direct[11].0, "would remove "),
+        removed(&direct[12].0, "removed "),
     );
     assert!(promised > 0 && promised == pruned, "{direct:?}");
-    let left: u64 = direct[11]
+    let left: u64 = direct[12]
         .0
         .trim()
         .rsplit(", ")
         .next()
         .and_then(|r| r.split(' ').next()?.parse().ok())
         .expect("tokens left");
-    let stats: serde_json::Value = serde_json::from_str(&direct[13].0).expect("stats json");
+    let stats: serde_json::Value = serde_json::from_str(&direct[14].0).expect("stats json");
     assert_eq!(stats["tokens"], left, "{stats}");
+    // `--explain` says which messages were learned, as what and for whom.
+    let explained = &direct[7].0;
+    assert_eq!(
+        explained.matches("learned as spam at T for alice").count(),
+        2,
+        "{explained}"
+    );
+    assert_eq!(
+        explained.matches("learned as ham at T:").count(),
+        2,
+        "{explained}"
+    );
 
     let ddir = dir.path().join("d");
     std::fs::create_dir_all(&ddir).expect("mkdir");
@@ -692,6 +705,11 @@ fn same_database(out: &str) -> String {
             Some(rest) => {
                 let f: Vec<&str> = rest.split(' ').collect();
                 format!("ledger {} {} T {}", f[0], f[1], f[3..].join(" "))
+            }
+            // `check --explain`'s line on a learned message: "learned as C at 2026-…Z…".
+            None if l.trim_start().starts_with("learned as ") => {
+                let (head, time) = l.split_once(" at ").expect("a time");
+                format!("{head} at T{}", &time[time.find('Z').expect("UTC") + 1..])
             }
             None => l.to_string(),
         })

@@ -259,6 +259,17 @@ fn hostile_clients_do_not_hurt_good_ones() {
         .as_bytes(),
     );
     assert!(reply.starts_with("SPAMD/1.0 77 "), "PRUNE: {reply:?}");
+    // Nor told which messages were learned, and for whom.
+    let digests = format!("[{:?}]", [0u8; 16]);
+    let reply = ask(
+        &d.spamd,
+        format!(
+            "LEDGER SPAMC/1.5\r\nContent-length: {}\r\n\r\n{digests}",
+            digests.len()
+        )
+        .as_bytes(),
+    );
+    assert!(reply.starts_with("SPAMD/1.0 77 "), "LEDGER: {reply:?}");
     // A 4 GB length is refused before a byte of the body is read or allocated.
     let mut s = TcpStream::connect(&d.spamd).expect("connect");
     s.write_all(b"PROCESS SPAMC/1.5\r\nContent-length: 4294967296\r\n\r\n")
