@@ -147,35 +147,64 @@ pub struct Parsed {
     /// Rules skipped before being defined (by `ifplugin`): name → reason, for the report.
     pub skipped: Vec<(RuleDef, Reason)>,
     pub tags: Tags,
-    /// `welcomelist_from` and `blocklist_from` address patterns (lowercase), and where the
-    /// first of each was written: they become [`LISTS`]' rules.
-    lists: [(Vec<String>, Option<Origin>); 2],
+    /// The address patterns (lowercase) of each of [`LISTS`], and where the first of each
+    /// was written: they become its rules.
+    lists: [(Vec<String>, Option<Origin>); LISTS.len()],
 }
 
-/// One of SpamAssassin's address lists: the rule it feeds, the directives that add to it
-/// and take from it (new names and old), and the rule's score, decisive as SpamAssassin's.
+/// One of SpamAssassin's address lists: the rule it feeds, the addresses it reads, the
+/// directives that add to it and take from it (new names and old), and the rule's score as
+/// SpamAssassin's: decisive for most, a learned feature for the others.
 struct AddressList {
     rule: &'static str,
-    add: [&'static str; 2],
-    remove: [&'static str; 2],
+    /// A header target whose text is addresses one a line.
+    target: &'static str,
+    add: &'static [&'static str],
+    remove: &'static [&'static str],
     score: f64,
     describe: &'static str,
 }
 
-const LISTS: [AddressList; 2] = [
+const LISTS: [AddressList; 5] = [
     AddressList {
         rule: "USER_IN_WELCOMELIST",
-        add: ["welcomelist_from", "whitelist_from"],
-        remove: ["unwelcomelist_from", "unwhitelist_from"],
+        target: "From:addr",
+        add: &["welcomelist_from", "whitelist_from"],
+        remove: &["unwelcomelist_from", "unwhitelist_from"],
         score: -100.0,
         describe: "From: address is on the welcomelist (welcomelist_from)",
     },
     AddressList {
         rule: "USER_IN_BLOCKLIST",
-        add: ["blocklist_from", "blacklist_from"],
-        remove: ["unblocklist_from", "unblacklist_from"],
+        target: "From:addr",
+        add: &["blocklist_from", "blacklist_from"],
+        remove: &["unblocklist_from", "unblacklist_from"],
         score: 100.0,
         describe: "From: address is on the blocklist (blocklist_from)",
+    },
+    AddressList {
+        rule: "USER_IN_ALL_SPAM_TO",
+        target: "ToCc:addrs",
+        add: &["all_spam_to"],
+        remove: &[],
+        score: -100.0,
+        describe: "To: or Cc: address wants all mail, spam too (all_spam_to)",
+    },
+    AddressList {
+        rule: "USER_IN_WELCOMELIST_TO",
+        target: "ToCc:addrs",
+        add: &["welcomelist_to", "whitelist_to"],
+        remove: &[],
+        score: -6.0,
+        describe: "To: or Cc: address is on the welcomelist (welcomelist_to)",
+    },
+    AddressList {
+        rule: "USER_IN_BLOCKLIST_TO",
+        target: "ToCc:addrs",
+        add: &["blocklist_to", "blacklist_to"],
+        remove: &[],
+        score: 10.0,
+        describe: "To: or Cc: address is on the blocklist (blocklist_to)",
     },
 ];
 
@@ -256,9 +285,10 @@ impl Parsed {
                 .is_some_and(|s| s.iter().all(|&s| s == 0.0))
     }
 
-    /// The rules the address lists read so far feed: each a `From:addr` header rule whose
-    /// pattern is the list's globs (`*` any run, `?` any character, case ignored), scored
-    /// as SpamAssassin scores it. Called once every file is read.
+    /// The rules the address lists read so far feed: each a header rule over the list's
+    /// addresses, one a line, whose pattern is the list's globs (`*` any run, `?` any
+    /// character, case ignored) matched against a whole address, scored as SpamAssassin
+    /// scores it. Called once every file is read.
     pub fn define_lists(&mut self) {
         for (i, list) in LISTS.iter().enumerate() {
             let (patterns, first) = &self.lists[i];
@@ -269,7 +299,7 @@ impl Parsed {
             self.define(RuleDef {
                 name: list.rule.to_string(),
                 kind: Kind::Header,
-                text: format!("From:addr =~ /^(?:{})$/i", globs.join("|")),
+                text: format!("{} =~ /^(?:{})$/im", list.target, globs.join("|")),
                 origin,
             });
             self.describe

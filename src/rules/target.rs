@@ -19,7 +19,8 @@ pub enum Target {
     },
     /// Every header as `Name: value` lines.
     All,
-    ToCc,
+    /// The To and Cc fields, raw and unfolded, as `part` reads them.
+    ToCc(Part),
     EnvelopeFrom,
     MessageId,
 }
@@ -29,6 +30,8 @@ pub enum Part {
     Whole,
     /// `:addr`: the first mail address.
     Addr,
+    /// `:addrs` (spamnb's own): every mail address of every value, one a line.
+    Addrs,
     /// `:name`: the first display name.
     Name,
     /// `:host`/`:domain`: the domain of the first address.
@@ -44,6 +47,7 @@ impl Target {
             match m {
                 "raw" => raw = true,
                 "addr" => part = Part::Addr,
+                "addrs" => part = Part::Addrs,
                 "name" => part = Part::Name,
                 "host" | "domain" => part = Part::Host,
                 "first" | "last" | "" => {}
@@ -55,7 +59,7 @@ impl Target {
         }
         Ok(match (name, part) {
             ("ALL", Part::Whole) => Target::All,
-            ("ToCc", Part::Whole) => Target::ToCc,
+            ("ToCc", part) => Target::ToCc(part),
             ("EnvelopeFrom", _) => Target::EnvelopeFrom,
             ("MESSAGEID", _) => Target::MessageId,
             _ => Target::Header {
@@ -93,17 +97,14 @@ impl Target {
             ),
             // Raw, unfolded: re-rendered address lists lose group names such as
             // "undisclosed-recipients:;".
-            Target::ToCc => {
+            Target::ToCc(part) => {
                 let mut fields = msg.raw_header_values("to");
                 fields.extend(msg.raw_header_values("cc"));
-                let mut out = String::new();
-                for (i, value) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push('\n');
-                    }
+                part.of(fields.iter().map(|value| {
+                    let mut out = String::new();
                     unfold_into(&mut out, value);
-                }
-                (!fields.is_empty()).then_some(Cow::Owned(out))
+                    Cow::Owned(out)
+                }))
             }
             Target::EnvelopeFrom => msg
                 .header("return-path")
@@ -138,6 +139,13 @@ impl Part {
         let text = match self {
             Part::Whole => return joined(values),
             Part::Addr => Target::address(&values.next()?).unwrap_or_default(),
+            Part::Addrs => {
+                let all: Vec<String> = values.flat_map(|v| addresses(&v)).collect();
+                if all.is_empty() {
+                    return None;
+                }
+                all.join("\n")
+            }
             Part::Host => Target::address(&values.next()?)?
                 .rsplit('@')
                 .next()
@@ -152,6 +160,28 @@ impl Part {
             }
         };
         Some(Cow::Owned(text))
+    }
+}
+
+/// Every mail address in an address list value, as mail-parser reads the list (quoted
+/// names with commas, groups, comments); the first address by [`Target::address`] when
+/// it reads none.
+fn addresses(value: &str) -> Vec<String> {
+    // The parser reads a field to its line end.
+    let field = format!("{value}\n");
+    let parsed = match MessageStream::new(field.as_bytes()).parse_address() {
+        HeaderValue::Address(list) => list
+            .iter()
+            .filter_map(|a| a.address())
+            .filter(|a| a.contains('@'))
+            .map(String::from)
+            .collect(),
+        _ => Vec::new(),
+    };
+    if parsed.is_empty() {
+        Target::address(value).into_iter().collect()
+    } else {
+        parsed
     }
 }
 

@@ -330,6 +330,69 @@ fn welcomelist_and_blocklist_from_become_decisive_rules() {
     assert!(unlisted.is_empty());
 }
 
+/// `all_spam_to` (decisive), `welcomelist_to` and `blocklist_to` (learned features) read
+/// every To and Cc address, each matched whole: a quoted name with a comma, a group, a
+/// second Cc line.
+#[test]
+fn address_lists_of_recipients_read_every_to_and_cc_address() {
+    let s = set("all_spam_to abuse@* Postmaster@Example.org\n\
+         whitelist_to sales@example.org\n\
+         blocklist_to *@old.example.org\n");
+    for (to, want) in [
+        (
+            "To: \"Doe, Jane\" <jane@example.org>, ABUSE@example.net",
+            &["USER_IN_ALL_SPAM_TO"][..],
+        ),
+        (
+            "To: jane@example.org\nCc: x@y.example\nCc: postmaster@example.org",
+            &["USER_IN_ALL_SPAM_TO"],
+        ),
+        (
+            "To: team: sales@example.org, b@old.example.org;",
+            &["USER_IN_WELCOMELIST_TO", "USER_IN_BLOCKLIST_TO"],
+        ),
+        ("To: \"abuse@x.example\" <jane@example.org>", &[]),
+        (
+            "To: myabuse@example.org, postmaster@example.org.evil.example",
+            &[],
+        ),
+        ("Cc: sales@example.org", &["USER_IN_WELCOMELIST_TO"]),
+        ("From: abuse@example.org", &[]),
+    ] {
+        assert_eq!(hits(&s, &mail(to, "hi")), want, "{to}");
+    }
+    assert_eq!(
+        s.rule("USER_IN_ALL_SPAM_TO").and_then(|r| r.score),
+        Some(-100.0)
+    );
+    assert_eq!(
+        s.rule("USER_IN_WELCOMELIST_TO").and_then(|r| r.score),
+        Some(-6.0)
+    );
+}
+
+/// `:addrs` lists every address of a header, one a line; `ToCc` takes modifiers as any
+/// header does.
+#[test]
+fn every_address_of_a_header() {
+    let s = set(
+        "header TWO_AT_B To:addrs =~ /\\@b\\.example$(?s:.*)\\@b\\.example$/m\n\
+         header FIRST_CC ToCc:addr =~ /^first\\@/\n",
+    );
+    assert_eq!(
+        hits(&s, &mail("To: <x@b.example>, \"Y, Z\" <y@b.example>", "hi")),
+        ["TWO_AT_B"]
+    );
+    assert_eq!(
+        hits(
+            &s,
+            &mail("To: Ann <first@a.example>\nCc: x@b.example", "hi")
+        ),
+        ["FIRST_CC"]
+    );
+    assert!(hits(&s, &mail("To: x@b.example (y@b.example)", "hi")).is_empty());
+}
+
 #[test]
 fn syntax_errors_among_good_rules() {
     let text = "body GOOD1 /fine/\n\

@@ -269,9 +269,9 @@ fn our_rules_tell_spam_from_ham_in_the_corpus() {
 
 /// The GTUBE line is spam on a fresh install, before anything is learned, through `check`
 /// and through a real daemon and `spamc`; a local rule scored −100 (as SpamAssassin scores
-/// its welcomelist) makes its sender's mail ham, and SpamAssassin's `blocklist_from` a
-/// listed sender's spam, where the same mail from anyone else is left to the words (here:
-/// unsure, nothing being learned).
+/// its welcomelist) makes its sender's mail ham, SpamAssassin's `blocklist_from` a
+/// listed sender's spam and `all_spam_to` all mail to a listed recipient ham, where the same
+/// mail from and to anyone else is left to the words (here: unsure, nothing being learned).
 #[test]
 fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -327,13 +327,14 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
         "header   LOCAL_FRIEND  From:addr =~ /^friend\\@example\\.org$/i\n\
          describe LOCAL_FRIEND  Mail from a friend, never spam\n\
          score    LOCAL_FRIEND  -100\n\
-         blocklist_from *@spammer.example\n",
+         blocklist_from *@spammer.example\n\
+         all_spam_to abuse@example.org\n",
     );
-    let verdict = |from: &str| {
+    let verdict_to = |from: &str, to: &str| {
         let m = write(
             dir.path(),
             "m.eml",
-            format!("From: {from}\nSubject: cheap pills\n\nbuy now\n"),
+            format!("From: {from}\nTo: {to}\nSubject: cheap pills\n\nbuy now\n"),
         );
         let out = spamnb(&db)
             .env("SPAMNB_RULES", &local)
@@ -347,7 +348,13 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
             .unwrap_or_default()
             .to_string()
     };
+    let verdict = |from: &str| verdict_to(from, "me@example.org");
     assert_eq!(verdict("Friend <friend@example.org>"), "ham");
     assert_eq!(verdict("stranger@example.net"), "unsure");
     assert_eq!(verdict("Sales <sales@spammer.example>"), "spam");
+    // Mail for abuse@ is all wanted, a report of spam included; a listed sender's to it is
+    // left to the words, the two lists cancelling out.
+    let abuse = "me@example.org, Abuse Desk <abuse@example.org>";
+    assert_eq!(verdict_to("stranger@example.net", abuse), "ham");
+    assert_eq!(verdict_to("sales@spammer.example", abuse), "unsure");
 }
