@@ -1,6 +1,7 @@
 //! `spamnb filter`: the MTA/MDA hook. The message comes in on stdin and always goes out on
 //! stdout, tagged when scoring worked and unchanged when anything failed: a filter that
-//! loses mail is worse than no filter.
+//! loses mail is worse than no filter. It is mail in transit: with `[model] autolearn` its
+//! firm verdicts are learned, as the milter's are.
 //!
 //! Exit status, as `spamc` has it: 0 always, unless `-E` is given, and then 1 for spam.
 //! procmail's `:0fw` treats any other status as a failed filter, hence the opt-in.
@@ -57,10 +58,7 @@ fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     let route = super::route::Route::open(&config, Missing::Empty)?;
     // Scored as `check -` reads it, without an envelope line; the output keeps it.
     let message = crate::message::without_envelope_line(raw);
-    let verdict = route
-        .check(&[message])?
-        .pop()
-        .expect("one verdict for one message");
+    let verdict = route.deliver(message)?;
     Ok((
         tagged(raw, &verdict, &config.model),
         verdict.decision == Decision::Spam,

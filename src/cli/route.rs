@@ -195,11 +195,38 @@ impl Route {
             // What scoring reads of each, as here: a message over the daemon's
             // `max_message_bytes` would be refused whole, and its mail passed on untagged.
             Route::Daemon { client, scanned } => each(raws, |raw| {
-                retry(|| client.verdict(&raw[..raw.len().min(*scanned)]))
+                retry(|| client.verdict(&raw[..raw.len().min(*scanned)], false))
             })
             .into_iter()
             .collect::<Result<Vec<_>, _>>()
             .with_context(|| format!("scoring through the daemon at {}", client.path().display())),
+        }
+    }
+
+    /// The verdict on a message being delivered (`spamnb filter`), which autolearning
+    /// learns when the configuration says so, as the milter's and spamd's: here, before
+    /// this returns; through the daemon, by the daemon. A failure to learn loses only the
+    /// lesson.
+    pub fn deliver(&self, raw: &[u8]) -> anyhow::Result<Verdict> {
+        match self {
+            Route::Local { store, engine } => {
+                let (verdict, lesson) = engine.check_autolearning(raw)?;
+                if let Some(lesson) = lesson {
+                    let learned = engine.learn(&[lesson]).and_then(|_| store.flush());
+                    if let Err(e) = learned {
+                        tracing::warn!("autolearning failed, the message is not learned: {e}");
+                    }
+                }
+                Ok(verdict)
+            }
+            // A message longer than scoring reads goes as a question: the daemon would
+            // learn the cut copy, which no later correction of the delivered one would find.
+            Route::Daemon { client, scanned } => {
+                let whole = raw.len() < *scanned;
+                retry(|| client.verdict(&raw[..raw.len().min(*scanned)], whole)).with_context(
+                    || format!("scoring through the daemon at {}", client.path().display()),
+                )
+            }
         }
     }
 

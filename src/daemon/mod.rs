@@ -151,7 +151,13 @@ impl Context {
     /// verdict and its latency. The engine is the one current when this is called; it
     /// comes back with the verdict, so that a reply states the thresholds that decided it
     /// even when SIGHUP swaps the configuration meanwhile.
-    pub async fn check(&self, protocol: Protocol, raw: Arc<[u8]>) -> Result<Scored, CheckError> {
+    /// `in_transit`: the message is being delivered, and autolearning may learn it.
+    pub async fn check(
+        &self,
+        protocol: Protocol,
+        raw: Arc<[u8]>,
+        in_transit: bool,
+    ) -> Result<Scored, CheckError> {
         // One deadline for the wait for a slot and the scoring together: past it the
         // message goes on unscored (fail open) and the caller is not held up further.
         let deadline = tokio::time::Instant::now() + self.config().daemon.session_timeout();
@@ -162,9 +168,6 @@ impl Context {
         let engine = self.engine.current();
         let started = Instant::now();
         let scorer = engine.clone();
-        // Mail in transit teaches; a `spamnb check` through the control socket is a
-        // question, and teaches nothing.
-        let in_transit = protocol != Protocol::Control;
         let scoring = tokio::task::spawn_blocking(move || {
             // The slot stays taken until the scoring ends, even when nobody waits for it
             // any more: the CPU is busy either way.

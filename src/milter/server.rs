@@ -178,7 +178,7 @@ async fn score(
     // Context::check scores on the blocking pool (CPU work and sled reads must not stall
     // other sessions' I/O) within a scoring slot, and records the latency.
     let started = std::time::Instant::now();
-    match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into())).await {
+    match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into(), true)).await {
         Ok(Ok(scored)) => {
             let verdict = &scored.verdict;
             tracing::info!(

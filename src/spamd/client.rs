@@ -81,9 +81,11 @@ impl Client {
         }
     }
 
-    /// The full verdict on `raw`, as the daemon's engine gives it.
-    pub fn verdict(&self, raw: &[u8]) -> Result<Verdict, ClientError> {
-        let r = self.request("VERDICT", &[], Some(raw))?;
+    /// The full verdict on `raw`, as the daemon's engine gives it; `in_transit`: `raw` is
+    /// being delivered, and the daemon may autolearn it.
+    pub fn verdict(&self, raw: &[u8], in_transit: bool) -> Result<Verdict, ClientError> {
+        let method = if in_transit { "DELIVER" } else { "VERDICT" };
+        let r = self.request(method, &[], Some(raw))?;
         if r.code != 0 {
             return Err(self.refused(&r));
         }
@@ -330,7 +332,7 @@ mod tests {
             path,
             timeout: Duration::from_millis(200),
         };
-        let e = client.verdict(b"Subject: x\n\nx\n").unwrap_err();
+        let e = client.verdict(b"Subject: x\n\nx\n", false).unwrap_err();
         assert!(matches!(e, ClientError::NoAnswer { .. }), "{e}");
         assert!(e.to_string().contains("did not answer within"), "{e}");
         holder.join().unwrap();

@@ -27,6 +27,9 @@ pub enum Method {
     Tell,
     /// spamnb's extension for its own CLI: the full verdict as JSON.
     Verdict,
+    /// spamnb's extension for `spamnb filter`: VERDICT for a message being delivered, which
+    /// the daemon autolearns from as from the milter's and spamd's.
+    Deliver,
     /// spamnb's extension for its own CLI: make everything learned durable.
     Flush,
     /// spamnb's extension for its own CLI: the database's figures as JSON.
@@ -53,6 +56,7 @@ impl Method {
             "SKIP" => Method::Skip,
             "TELL" => Method::Tell,
             "VERDICT" => Method::Verdict,
+            "DELIVER" => Method::Deliver,
             "FLUSH" => Method::Flush,
             "STATS" => Method::Stats,
             "EXPORT" => Method::Export,
@@ -74,6 +78,7 @@ impl Method {
             Method::Skip => "SKIP",
             Method::Tell => "TELL",
             Method::Verdict => "VERDICT",
+            Method::Deliver => "DELIVER",
             Method::Flush => "FLUSH",
             Method::Stats => "STATS",
             Method::Export => "EXPORT",

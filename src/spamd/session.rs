@@ -60,7 +60,10 @@ async fn check(request: Request, ctx: &Context, protocol: Protocol) -> Reply {
     let started = Instant::now();
     let Request { head, body } = request;
     let raw: Arc<[u8]> = body.into();
-    match ctx.check(protocol, raw.clone()).await {
+    // Mail in transit teaches; a `spamnb check` through the control socket is a question,
+    // and teaches nothing.
+    let in_transit = protocol != Protocol::Control || head.method == Method::Deliver;
+    match ctx.check(protocol, raw.clone(), in_transit).await {
         Ok(Scored { verdict, engine }) => {
             tracing::info!(
                 method = head.method.name(),
@@ -116,7 +119,9 @@ pub fn answer(head: &Head, verdict: &Verdict, raw: &[u8], model: &ModelConfig) -
         Method::Process => Some(tagged(raw, verdict, model)),
         // The header block alone, rewritten: the body is neither copied nor sent.
         Method::Headers => Some(tagged(crate::message::raw_head(raw), verdict, model)),
-        Method::Verdict => Some(serde_json::to_vec(verdict).expect("a verdict serializes")),
+        Method::Verdict | Method::Deliver => {
+            Some(serde_json::to_vec(verdict).expect("a verdict serializes"))
+        }
         Method::Ping
         | Method::Skip
         | Method::Tell

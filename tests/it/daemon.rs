@@ -1092,3 +1092,97 @@ fn autolearning_learns_firm_verdicts_of_mail_in_transit_once() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(learned(), after, "each message is learned once");
 }
+
+/// `spamnb filter` (procmail, maildrop) delivers mail as the milter does, and with `[model]
+/// autolearn` learns its firm verdicts: here into the database, each message once, and a
+/// person's `learn --ham` of the delivered, tagged copy moves the lesson; through a daemon,
+/// the daemon learns it. Off (the default), nothing is learned.
+#[test]
+fn filter_autolearns_firm_verdicts_directly_and_through_the_daemon() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(db) = trained_db(dir.path(), 80) else {
+        return;
+    };
+    let (spam, _) = unseen(15);
+    let autolearning = util::write(dir.path(), "autolearn.toml", "[model]\nautolearn = true\n");
+    let learned = |cmd: &mut Command| -> [u64; 2] {
+        let out = cmd
+            .args(["stats", "--format", "json"])
+            .output()
+            .expect("stats");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        [&v["messages"]["spam"], &v["messages"]["ham"]].map(|n| n.as_u64().expect("count"))
+    };
+    // The firm spam among them, by score.
+    let files: Vec<PathBuf> = spam
+        .iter()
+        .enumerate()
+        .map(|(i, m)| util::write(dir.path(), &format!("spam{i}.eml"), m))
+        .collect();
+    let out = util::spamnb(&db)
+        .args(["check", "--format", "tsv"])
+        .args(&files)
+        .output()
+        .expect("check");
+    let firm: Vec<Vec<u8>> = util::text(&out.stdout)
+        .lines()
+        .filter(|l| l.split('\t').nth(2).and_then(|s| s.parse::<f64>().ok()) >= Some(8.0))
+        .map(|l| std::fs::read(l.split('\t').next().expect("path")).expect("probe"))
+        .collect();
+    assert!(firm.len() >= 3, "too few firm spam to probe with: {firm:?}");
+    let filter = |config: &Path, raw: &[u8]| {
+        let mut cmd = util::spamnb(&db);
+        let out = util::run_with_stdin(cmd.env("SPAMNB_CONFIG", config).arg("filter"), raw);
+        assert!(out.status.success(), "{}", util::text(&out.stderr));
+        out.stdout
+    };
+    let trained = learned(&mut util::spamnb(&db));
+
+    filter(Path::new("/dev/null"), &firm[0]);
+    assert_eq!(learned(&mut util::spamnb(&db)), trained, "off by default");
+
+    let delivered = filter(&autolearning, &firm[0]);
+    let after = learned(&mut util::spamnb(&db));
+    assert_eq!(after, [trained[0] + 1, trained[1]], "learned as spam");
+    filter(&autolearning, &firm[0]);
+    assert_eq!(learned(&mut util::spamnb(&db)), after, "learned once");
+    let copy = util::write(dir.path(), "delivered.eml", &delivered);
+    let out = util::spamnb(&db)
+        .args(["learn", "--ham"])
+        .arg(&copy)
+        .output()
+        .expect("learn");
+    assert!(
+        util::text(&out.stderr).contains("learned 0 as ham, relearned 1 as ham"),
+        "{}",
+        util::text(&out.stderr)
+    );
+    assert_eq!(
+        learned(&mut util::spamnb(&db)),
+        [trained[0], trained[1] + 1],
+        "the correction moved the lesson"
+    );
+
+    let d = Daemon::start(
+        dir.path(),
+        &db,
+        &Sections {
+            model: "autolearn = true",
+            ..Default::default()
+        },
+    );
+    let before = learned(&mut d.cli());
+    let out = util::run_with_stdin(d.cli().arg("filter"), &firm[1]);
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let wait = Instant::now();
+    while learned(&mut d.cli()) != [before[0] + 1, before[1]] {
+        assert!(wait.elapsed() < Duration::from_secs(10), "{}", d.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A `check` through it is a question still.
+    let probe = util::write(dir.path(), "probe.eml", &firm[2]);
+    let out = d.cli().arg("check").arg(&probe).output().expect("check");
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(learned(&mut d.cli()), [before[0] + 1, before[1]]);
+}
