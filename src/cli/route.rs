@@ -192,14 +192,11 @@ impl Route {
             Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?),
-            // What scoring reads of each, as here: a message over the daemon's
-            // `max_message_bytes` would be refused whole, and its mail passed on untagged.
-            Route::Daemon { client, scanned } => each(raws, |raw| {
-                retry(|| client.verdict(&raw[..raw.len().min(*scanned)], false))
-            })
-            .into_iter()
-            .collect::<Result<Vec<_>, _>>()
-            .with_context(|| format!("scoring through the daemon at {}", client.path().display())),
+            Route::Daemon { client, scanned } => {
+                each(raws, |raw| ask_daemon(client, *scanned, raw, false))
+                    .into_iter()
+                    .collect()
+            }
         }
     }
 
@@ -222,10 +219,7 @@ impl Route {
             // A message longer than scoring reads goes as a question: the daemon would
             // learn the cut copy, which no later correction of the delivered one would find.
             Route::Daemon { client, scanned } => {
-                let whole = raw.len() < *scanned;
-                retry(|| client.verdict(&raw[..raw.len().min(*scanned)], whole)).with_context(
-                    || format!("scoring through the daemon at {}", client.path().display()),
-                )
+                ask_daemon(client, *scanned, raw, raw.len() < *scanned)
             }
         }
     }
@@ -302,6 +296,19 @@ fn in_flight<T: Sync, R: Send>(
         // No threads to be had (a process limit): one call at a time still works.
         Err(_) => items.iter().map(f).collect(),
     }
+}
+
+/// The daemon's verdict on what scoring reads of `raw` (`scanned` bytes), as here: a
+/// message over its `max_message_bytes` would be refused whole, and its mail passed on
+/// untagged.
+fn ask_daemon(
+    client: &Client,
+    scanned: usize,
+    raw: &[u8],
+    in_transit: bool,
+) -> anyhow::Result<Verdict> {
+    retry(|| client.verdict(&raw[..raw.len().min(scanned)], in_transit))
+        .with_context(|| format!("scoring through the daemon at {}", client.path().display()))
 }
 
 /// Runs `f` again while the daemon answers "temporarily unavailable" (overload), with a
