@@ -255,13 +255,9 @@ impl Route {
                 .iter()
                 .map(|raw| Ok(store.ledger_entry(&engine.digest(raw))?))
                 .collect(),
-            Route::Daemon { client, .. } => {
-                // The digest is taken here, of the whole message: a message sent to the
-                // daemon for scoring is cut to what scoring reads.
-                let kind = client.stats()?.ledger_digest;
-                let digests: Vec<_> = raws.iter().map(|raw| kind.of(raw)).collect();
-                Ok(client.ledger(&digests)?)
-            }
+            // The digests are taken there of the whole message: a message sent to the
+            // daemon for scoring is cut to what scoring reads.
+            Route::Daemon { client, .. } => Ok(client.ledger(raws)?),
         }
     }
 

@@ -43,6 +43,8 @@ const AS_SENT: &[&str] = &[
 ];
 
 impl DigestKind {
+    pub const ALL: [DigestKind; 2] = [DigestKind::AsSent, DigestKind::WholeMessage];
+
     /// Its name in an export and in `spamnb stats`.
     pub fn name(self) -> &'static str {
         match self {
@@ -52,9 +54,7 @@ impl DigestKind {
     }
 
     pub fn from_name(name: &str) -> Option<DigestKind> {
-        [DigestKind::AsSent, DigestKind::WholeMessage]
-            .into_iter()
-            .find(|k| k.name() == name)
+        DigestKind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     pub fn of(self, raw: &[u8]) -> Digest {

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::session::{OUTCOME_HEADER, PruneRequest};
+use super::session::{LedgerAsk, OUTCOME_HEADER, PruneRequest};
+use crate::message::DigestKind;
 use crate::model::{Class, Verdict};
 use crate::store::Outcome;
 
@@ -177,23 +178,34 @@ impl Client {
         serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))
     }
 
-    /// What the daemon's ledger holds of each digest's message (see `Store::ledger_entry`).
+    /// What the daemon's ledger holds of each message (see `Store::ledger_entry`). Each goes
+    /// as its digests of every kind, taken here of the whole message, for the daemon to look
+    /// up the one its ledger is keyed by.
     pub fn ledger(
         &self,
-        digests: &[crate::message::Digest],
+        raws: &[&[u8]],
     ) -> Result<Vec<Option<crate::store::LedgerEntry>>, ClientError> {
-        let ask = serde_json::to_vec(digests).expect("digests serialize");
+        let digests: Vec<LedgerAsk> = raws
+            .iter()
+            .map(|raw| {
+                DigestKind::ALL
+                    .into_iter()
+                    .map(|kind| (kind.name().to_string(), kind.of(raw)))
+                    .collect()
+            })
+            .collect();
+        let ask = serde_json::to_vec(&digests).expect("digests serialize");
         let r = self.request("LEDGER", &[], Some(&ask))?;
         if r.code != 0 {
             return Err(self.refused(&r));
         }
         let entries: Vec<_> =
             serde_json::from_slice(&r.body).map_err(|e| self.garbled(e.to_string()))?;
-        if entries.len() != digests.len() {
+        if entries.len() != raws.len() {
             return Err(self.garbled(format!(
-                "{} ledger entries for {} digests",
+                "{} ledger entries for {} messages",
                 entries.len(),
-                digests.len()
+                raws.len()
             )));
         }
         Ok(entries)

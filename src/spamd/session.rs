@@ -294,6 +294,11 @@ pub struct PruneRequest {
     pub dry_run: bool,
 }
 
+/// A message of a LEDGER request: its digest under each kind, by the kind's name. The
+/// client does not know which kind the daemon's ledger is keyed by, and asking (STATS)
+/// would count the whole ledger.
+pub type LedgerAsk = std::collections::HashMap<String, crate::message::Digest>;
+
 /// STATS, EXPORT, PRUNE and LEDGER: what `spamnb stats`, `export`, `prune` and `check
 /// --explain` do with the database, for a CLI that cannot open it while the daemon holds it.
 async fn database(request: &Request, ctx: &Context) -> Reply {
@@ -309,10 +314,21 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
             Ok(ask) => Job::Prune(ask),
             Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
         },
-        Method::Ledger => match serde_json::from_slice(&request.body) {
-            Ok(digests) => Job::Ledger(digests),
-            Err(e) => return Reply::error(Code::Protocol, format!("Bad LEDGER request: {e}")),
-        },
+        Method::Ledger => {
+            let kind = ctx.engine.current().store.digest_kind().name();
+            let digests = serde_json::from_slice::<Vec<LedgerAsk>>(&request.body)
+                .map_err(|e| e.to_string())
+                .and_then(|asks| {
+                    asks.iter()
+                        .map(|ask| ask.get(kind).copied())
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| format!("a message without its {kind} digest"))
+                });
+            match digests {
+                Ok(digests) => Job::Ledger(digests),
+                Err(e) => return Reply::error(Code::Protocol, format!("Bad LEDGER request: {e}")),
+            }
+        }
         _ => Job::Export,
     };
     let engine = ctx.engine.current();

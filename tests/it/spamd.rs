@@ -260,7 +260,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
     );
     assert!(reply.starts_with("SPAMD/1.0 77 "), "PRUNE: {reply:?}");
     // Nor told which messages were learned, and for whom.
-    let digests = format!("[{:?}]", [0u8; 16]);
+    let digests = format!("[{{\"as-sent\": {:?}}}]", [0u8; 16]);
     let reply = ask(
         &d.spamd,
         format!(
