@@ -130,6 +130,14 @@ fn check(set: &RuleSet, report: &LoadReport, args: &CheckArgs) -> anyhow::Result
             100.0 * regex_loaded as f64 / total as f64
         )?;
     }
+    if report.auth_without_trust > 0 {
+        writeln!(
+            out,
+            "note: {} rule(s) read Authentication-Results, but no authres_trusted_authserv \
+             names a server to trust: they cannot hit (README, \"Authentication results\")",
+            report.auth_without_trust
+        )?;
+    }
     if !report.problems.is_empty() {
         writeln!(out, "{} line(s) with errors", report.problems.len())?;
     }

@@ -33,7 +33,7 @@ const KNOWN: &[&str] = &[
 ];
 
 pub fn known(name: &str) -> bool {
-    KNOWN.contains(&name)
+    KNOWN.contains(&name) || super::auth::known(name)
 }
 
 /// A compiled eval test.
@@ -66,6 +66,8 @@ pub enum Eval {
     BodyLength(f64),
     /// Characters above 0x7f in a raw header: (header or ALL, ratio, count).
     IllegalChars(String, f64, usize),
+    /// What trusted Authentication-Results fields say.
+    Auth(super::auth::Test),
 }
 
 /// A numeric comparison, as eval arguments, meta expressions and `if version` spell it.
@@ -109,8 +111,9 @@ impl Cmp {
     }
 }
 
-/// `name('a', 'b')` to a compiled test.
-pub fn compile(call: &str) -> Result<Eval, String> {
+/// `name('a', 'b')` to a compiled test; `auth` holds what the tests of
+/// Authentication-Results read besides their arguments.
+pub fn compile(call: &str, auth: &super::auth::Config) -> Result<Eval, String> {
     let call = call.trim();
     let (name, args) = match call.split_once('(') {
         Some((n, rest)) => {
@@ -147,6 +150,9 @@ pub fn compile(call: &str) -> Result<Eval, String> {
             .cloned()
             .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))
     };
+    if let Some(test) = auth.compile(name, &args) {
+        return test.map(Eval::Auth);
+    }
     Ok(match name {
         "check_for_mime_html_only" => Eval::HtmlOnly,
         "html_image_ratio" => Eval::HtmlImageRatio(num(0)?, num(1)?),
@@ -191,6 +197,7 @@ pub struct Facts<'m> {
     html: Option<HtmlFacts>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
+    auth: Option<super::auth::Results>,
 }
 
 struct HtmlFacts {
@@ -213,6 +220,7 @@ impl<'m> Facts<'m> {
             msg,
             html: None,
             date_shift: None,
+            auth: None,
         }
     }
 
@@ -523,6 +531,7 @@ impl Eval {
                     !v.is_empty() && high >= *count && high as f64 / v.len() as f64 >= *ratio
                 })
             }
+            Eval::Auth(test) => test.holds(msg, &mut facts.auth),
         }
     }
 }
@@ -642,11 +651,16 @@ mod tests {
 
     #[test]
     fn unknown_evals_and_arguments_are_errors() {
+        let compile = |call| compile(call, &Default::default());
         assert!(compile("check_rbl('a', 'b')").is_err());
         assert!(compile("check_for_mime('mime_faraway_charset')").is_err());
         assert!(compile("html_image_ratio('x', '1')").is_err());
         assert!(compile("html_image_ratio('0.000','0.002')").is_ok());
         assert!(compile("html_tag_balance('head', '!= 0')").is_ok());
+        assert!(compile("check_authres_result('spf')").is_err());
+        assert!(compile("check_for_spf_maybe()").is_err());
+        assert!(compile("check_dkim_valid_author_sig('a.example')").is_err());
+        assert!(compile("check_for_spf_helo_softfail()").is_ok());
     }
 
     #[test]

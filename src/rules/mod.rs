@@ -14,6 +14,7 @@
 //! reason.
 
 mod anchored;
+pub mod auth;
 pub mod eval;
 mod matcher;
 pub mod meta;
@@ -82,6 +83,9 @@ pub struct LoadReport {
     pub backtracking: usize,
     /// Loaded rules run as plain strings through Aho-Corasick.
     pub literal: usize,
+    /// Loaded rules that read Authentication-Results where no authserv-id is trusted:
+    /// they cannot hit.
+    pub auth_without_trust: usize,
 }
 
 impl LoadReport {
@@ -235,6 +239,11 @@ impl RuleSet {
             };
             let id = set.rules.len();
             let is_eval = matches!(compiled, CompiledRule::Eval(_));
+            if matches!(compiled, CompiledRule::Eval(eval::Eval::Auth(_)))
+                && !parsed.auth.trusts_anyone()
+            {
+                report.auth_without_trust += 1;
+            }
             match compiled {
                 CompiledRule::Eval(e) => set.evals.push((id, e)),
                 CompiledRule::Meta(expr) => metas.push((id, expr)),
@@ -530,13 +539,15 @@ fn compile_rule(
         std::borrow::Cow::Borrowed(def.text.as_str())
     };
     if let Some(call) = text.strip_prefix("eval:") {
-        return eval::compile(call).map(CompiledRule::Eval).map_err(|e| {
-            if e.contains(' ') {
-                Reason::Syntax(e)
-            } else {
-                Reason::UnknownEval(e)
-            }
-        });
+        return eval::compile(call, &parsed.auth)
+            .map(CompiledRule::Eval)
+            .map_err(|e| {
+                if e.contains(' ') {
+                    Reason::Syntax(e)
+                } else {
+                    Reason::UnknownEval(e)
+                }
+            });
     }
     match def.kind {
         Kind::Meta => meta::parse(&text)

@@ -120,6 +120,10 @@ impl std::fmt::Display for Reason {
 /// Plugins whose rules spamnb can run (in part: an eval it lacks is skipped on its own).
 pub const PLUGINS: &[&str] = &[
     "ReplaceTags",
+    // Read from trusted Authentication-Results fields, not checked over DNS.
+    "AuthRes",
+    "SPF",
+    "DKIM",
     "MIMEHeader",
     "HTMLEval",
     "HeaderEval",
@@ -150,6 +154,8 @@ pub struct Parsed {
     /// The address patterns (lowercase) of each of [`LISTS`], and where the first of each
     /// was written: they become its rules.
     lists: [(Vec<String>, Option<Origin>); LISTS.len()],
+    /// Trusted authserv-ids and the lists that read their results.
+    pub auth: super::auth::Config,
 }
 
 /// One of SpamAssassin's address lists: the rule it feeds, the addresses it reads, the
@@ -306,6 +312,21 @@ impl Parsed {
                 .insert(list.rule.to_string(), list.describe.to_string());
             self.score.insert(list.rule.to_string(), [list.score; 4]);
         }
+        let auth_rules: Vec<_> = self
+            .auth
+            .list_rules()
+            .map(|(rule, origin)| (rule, origin.clone()))
+            .collect();
+        for (&(name, call, score, describe), origin) in auth_rules {
+            self.define(RuleDef {
+                name: name.to_string(),
+                kind: Kind::Header,
+                text: format!("eval:{call}"),
+                origin,
+            });
+            self.describe.insert(name.to_string(), describe.to_string());
+            self.score.insert(name.to_string(), [score; 4]);
+        }
     }
 
     fn define(&mut self, def: RuleDef) {
@@ -414,6 +435,9 @@ impl Parsed {
                 continue;
             }
             if inactive.is_some() {
+                continue;
+            }
+            if self.auth.read(directive, rest, &origin) {
                 continue;
             }
             if let Some(i) = LISTS.iter().position(|l| l.add.contains(&directive)) {

@@ -371,6 +371,162 @@ fn address_lists_of_recipients_read_every_to_and_cc_address() {
     );
 }
 
+/// The SPF, DKIM and AuthRes tests read only the fields of a trusted authserv-id (its
+/// case ignored), the newest result or a pass for each method, and nothing at all while no
+/// id is trusted.
+#[test]
+fn authentication_results_are_read_from_trusted_servers_only() {
+    let tests = "header SPF_PASS eval:check_for_spf_pass()\n\
+         header SPF_FAIL eval:check_for_spf_fail()\n\
+         header SPF_HELO_PASS eval:check_for_spf_helo_pass()\n\
+         header DKIM_SIGNED eval:check_dkim_signed()\n\
+         header DKIM_VALID eval:check_dkim_valid()\n\
+         header DKIM_VALID_AU eval:check_dkim_valid_author_sig()\n\
+         header DKIM_VALID_LI eval:check_dkim_valid('linkedin.com')\n\
+         header AR_DMARC_FAIL eval:check_authres_result('dmarc','fail')\n\
+         header AR_DMARC_MISSING eval:check_authres_result('dmarc', 'missing')\n";
+    let s = set(&format!("authres_trusted_authserv MX.example.org\n{tests}"));
+    let aligned = "Authentication-Results: mx.example.org; spf=pass smtp.mailfrom=a@example.com;\n \
+                   dkim=pass (good) header.d=example.com\nFrom: A <a@Example.com>";
+    assert_eq!(
+        hits(&s, &mail(aligned, "hi")),
+        [
+            "SPF_PASS",
+            "DKIM_SIGNED",
+            "DKIM_VALID",
+            "DKIM_VALID_AU",
+            "AR_DMARC_MISSING"
+        ]
+    );
+    // The same results from a server not trusted, or written in a comment, are not read.
+    let forged = aligned.replace("mx.example.org;", "mx.example.org.evil.example;");
+    assert_eq!(hits(&s, &mail(&forged, "hi")), ["AR_DMARC_MISSING"]);
+    let commented = "Authentication-Results: (mx.example.org;) evil.example; spf=pass\n\
+                     From: a@example.com";
+    assert_eq!(hits(&s, &mail(commented, "hi")), ["AR_DMARC_MISSING"]);
+    let third_party = "Authentication-Results: mx.example.org;\n \
+                       dkim=fail header.d=example.com; dkim=pass header.d=LinkedIn.com;\n \
+                       spf=fail smtp.mailfrom=a@example.com; spf=pass smtp.helo=mx.linkedin.com\n\
+                       Authentication-Results: mx.example.org; dmarc=fail header.from=example.com\n\
+                       From: a@example.com";
+    assert_eq!(
+        hits(&s, &mail(third_party, "hi")),
+        [
+            "SPF_FAIL",
+            "SPF_HELO_PASS",
+            "DKIM_SIGNED",
+            "DKIM_VALID",
+            "DKIM_VALID_LI",
+            "AR_DMARC_FAIL"
+        ]
+    );
+    let untrusting = set(tests);
+    assert!(hits(&untrusting, &mail(aligned, "hi")).is_empty());
+    let (_, report) = RuleSet::from_text(tests, Path::new("t.cf"));
+    assert_eq!(report.auth_without_trust, 9);
+}
+
+/// `welcomelist_auth` welcomes a From: address its own domain signed, or an envelope
+/// sender SPF passed; `welcomelist_from_dkim` names the signer it accepts, `*.` any under
+/// a domain; the `def_` lists feed learned features; an `un…` line takes an entry back.
+#[test]
+fn authenticated_welcomelists_need_a_trusted_pass_for_the_listed_sender() {
+    let s = set("authres_trusted_authserv mx.example.org\n\
+         welcomelist_auth *@bank.example *@gone.example\n\
+         def_whitelist_auth *@shop.example\n\
+         welcomelist_from_dkim *@lists.example relay.example\n\
+         whitelist_from_dkim news@corp.example *.mail.example\n\
+         welcomelist_from_spf billing@vendor.example\n\
+         unwelcomelist_auth *@gone.example\n");
+    let ar = |results: &str| format!("Authentication-Results: mx.example.org; {results}");
+    let dkim = |from: &str, signer: &str| {
+        mail(
+            &format!(
+                "{}\nFrom: {from}",
+                ar(&format!("dkim=pass header.d={signer}"))
+            ),
+            "hi",
+        )
+    };
+    for (from, signer, want) in [
+        (
+            "Alice <alice@Bank.example>",
+            "bank.example",
+            &["USER_IN_DKIM_WELCOMELIST"][..],
+        ),
+        ("alice@bank.example", "evil.example", &[]),
+        ("alice@bank.example", "sub.bank.example", &[]),
+        ("alice@evil.example", "bank.example", &[]),
+        ("a@shop.example", "shop.example", &["USER_IN_DEF_DKIM_WL"]),
+        (
+            "a@lists.example",
+            "relay.example",
+            &["USER_IN_DKIM_WELCOMELIST"],
+        ),
+        ("a@lists.example", "lists.example", &[]),
+        (
+            "news@corp.example",
+            "out.mail.example",
+            &["USER_IN_DKIM_WELCOMELIST"],
+        ),
+        ("news@corp.example", "mail.example", &[]),
+        ("x@gone.example", "gone.example", &[]),
+    ] {
+        assert_eq!(
+            hits(&s, &dkim(from, signer)),
+            want,
+            "{from} signed by {signer}"
+        );
+    }
+    let untrusted =
+        dkim("alice@bank.example", "bank.example").replace("mx.example.org", "mx.evil.example");
+    assert!(hits(&s, &untrusted).is_empty());
+
+    // SPF: the sender a result names, or the Return-Path in the domain it names.
+    for (head, want) in [
+        (
+            ar("spf=pass smtp.mailfrom=bounce@bank.example"),
+            &["USER_IN_SPF_WELCOMELIST"][..],
+        ),
+        (
+            format!(
+                "Return-Path: <bounce@bank.example>\n{}",
+                ar("spf=pass smtp.mailfrom=bank.example")
+            ),
+            &["USER_IN_SPF_WELCOMELIST"],
+        ),
+        (
+            format!(
+                "Return-Path: <bounce@evil.example>\n{}",
+                ar("spf=pass smtp.mailfrom=bank.example")
+            ),
+            &[],
+        ),
+        (ar("spf=softfail smtp.mailfrom=bounce@bank.example"), &[]),
+        (ar("spf=pass smtp.helo=bank.example"), &[]),
+        (
+            ar("spf=pass smtp.mailfrom=billing@vendor.example"),
+            &["USER_IN_SPF_WELCOMELIST"],
+        ),
+        (
+            ar("spf=pass smtp.mailfrom=x@shop.example"),
+            &["USER_IN_DEF_SPF_WL"],
+        ),
+    ] {
+        assert_eq!(
+            hits(&s, &mail(&format!("{head}\nFrom: x@y.example"), "hi")),
+            want,
+            "{head}"
+        );
+    }
+    let score = |rule| s.rule(rule).and_then(|r| r.score);
+    assert_eq!(score("USER_IN_DKIM_WELCOMELIST"), Some(-100.0));
+    assert_eq!(score("USER_IN_SPF_WELCOMELIST"), Some(-100.0));
+    assert_eq!(score("USER_IN_DEF_DKIM_WL"), Some(-7.5));
+    let unlisted = set("welcomelist_auth a@b.example\nunwelcomelist_auth a@b.example\n");
+    assert!(unlisted.is_empty());
+}
+
 /// `:addrs` lists every address of a header, one a line; `ToCc` takes modifiers as any
 /// header does.
 #[test]

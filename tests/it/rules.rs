@@ -358,3 +358,90 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     assert_eq!(verdict_to("stranger@example.net", abuse), "ham");
     assert_eq!(verdict_to("sales@spammer.example", abuse), "unsure");
 }
+
+/// With the receiving server's authserv-id trusted, `welcomelist_auth` makes mail whose
+/// From: domain signed it ham, through `check` and through a daemon and `spamc`; the same
+/// results written by any other server, or the id left untrusted (which `rules check`
+/// points out), leave it to the words.
+#[test]
+fn welcomelist_auth_reads_the_trusted_servers_dkim_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let lists = "welcomelist_auth *@bank.example\n";
+    let trusting = write(
+        dir.path(),
+        "trusting.cf",
+        format!("authres_trusted_authserv mx.example.org\n{lists}"),
+    );
+    let untrusting = write(dir.path(), "untrusting.cf", lists);
+    let signed_by = |server: &str| {
+        format!(
+            "Authentication-Results: {server};\n\tdkim=pass (2048-bit key) header.d=bank.example \
+             header.i=@bank.example header.b=\"xYz0\"\n\
+             From: Bank <alerts@bank.example>\nTo: me@example.org\nSubject: cheap pills\n\n\
+             buy now\n"
+        )
+    };
+    let check = |rules: &Path, raw: &str| {
+        let m = write(dir.path(), "m.eml", raw);
+        let out = spamnb(&db)
+            .env("SPAMNB_RULES", rules)
+            .args(["check", "--explain"])
+            .arg(&m)
+            .output()
+            .expect("run");
+        text(&out.stdout)
+    };
+    let welcomed = check(&trusting, &signed_by("mx.example.org"));
+    assert!(
+        welcomed.contains(": ham (score -100.00")
+            && welcomed
+                .contains("decided by the rule scored as decisive: USER_IN_DKIM_WELCOMELIST"),
+        "{welcomed}"
+    );
+    for (rules, server) in [
+        (&trusting, "mx.evil.example"),
+        (&untrusting, "mx.example.org"),
+    ] {
+        let out = check(rules, &signed_by(server));
+        assert!(out.contains(": unsure ("), "{server}: {out}");
+    }
+
+    let out = spamnb(&db)
+        .args(["rules", "check"])
+        .arg(&untrusting)
+        .output()
+        .expect("run");
+    assert!(
+        text(&out.stdout).contains(
+            "note: 2 rule(s) read Authentication-Results, but no authres_trusted_authserv"
+        ),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        out.status.success(),
+        "a note is no error: {}",
+        text(&out.stdout)
+    );
+
+    if have("spamc") {
+        let sections = crate::daemon::Sections {
+            rules: trusting.to_str().expect("UTF-8 path"),
+            ..Default::default()
+        };
+        let d = crate::daemon::Daemon::start(dir.path(), &db, &sections);
+        let out = d.spamc(&["-c"], signed_by("mx.example.org").as_bytes());
+        assert!(
+            text(&out.stdout).starts_with("-100.0/"),
+            "{}",
+            text(&out.stdout)
+        );
+        let out = d.spamc(&["-c"], signed_by("mx.evil.example").as_bytes());
+        assert!(
+            !text(&out.stdout).starts_with("-100.0/"),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}

@@ -1,0 +1,704 @@
+//! What the receiving server's own checks found: Authentication-Results fields (RFC 8601)
+//! whose authserv-id the administrator trusts (`authres_trusted_authserv`, as SpamAssassin
+//! 4's AuthRes plugin spells it), and the tests and lists that read them: SPF, DKIM and
+//! ARC results, `welcomelist_auth`, `welcomelist_from_spf`, `welcomelist_from_dkim`.
+//!
+//! spamnb asks no DNS questions, so these fields are how it knows that a sender is who
+//! they say. A field any other server wrote is ignored, since a sender can write any field
+//! it likes; nothing is trusted until an id is named. The MTA must drop incoming fields
+//! that carry its own id (README, "Authentication results").
+
+use std::sync::Arc;
+
+use regex::Regex;
+
+use super::parse::Origin;
+use super::target::Target;
+use crate::message::Message;
+
+/// The settings and address lists read from rule files.
+#[derive(Debug, Default)]
+pub struct Config {
+    /// The authserv-ids whose fields are believed, lowercase.
+    trusted: Vec<String>,
+    /// Each list: `[the administrator's, the defaults']`, address globs lowercase.
+    auth: [Vec<String>; 2],
+    spf: [Vec<String>; 2],
+    /// Globs, each with the signing domain it asks for (none: the author's own).
+    dkim: [Vec<(String, Option<String>)>; 2],
+    /// Where each of [`RULES`]' lists was first written to.
+    first: [Option<Origin>; 4],
+}
+
+/// A rule a list feeds: its name, its eval, its score and its description.
+pub type ListRule = (&'static str, &'static str, f64, &'static str);
+
+/// The rules the lists feed, as SpamAssassin names and scores them: its own welcomelists
+/// decide, its defaults are learned features.
+pub static RULES: [ListRule; 4] = [
+    (
+        "USER_IN_SPF_WELCOMELIST",
+        "check_for_spf_welcomelist_from()",
+        -100.0,
+        "Envelope sender is on the SPF welcomelist and SPF passed (welcomelist_auth)",
+    ),
+    (
+        "USER_IN_DEF_SPF_WL",
+        "check_for_def_spf_welcomelist_from()",
+        -7.5,
+        "Envelope sender is on the default SPF welcomelist and SPF passed",
+    ),
+    (
+        "USER_IN_DKIM_WELCOMELIST",
+        "check_for_dkim_welcomelist_from()",
+        -100.0,
+        "From: address is on the DKIM welcomelist and its signature verified (welcomelist_auth)",
+    ),
+    (
+        "USER_IN_DEF_DKIM_WL",
+        "check_for_def_dkim_welcomelist_from()",
+        -7.5,
+        "From: address is on the default DKIM welcomelist and its signature verified",
+    ),
+];
+
+impl Config {
+    /// Reads `directive` if it is one of these settings; whether it was.
+    pub fn read(&mut self, directive: &str, rest: &str, origin: &Origin) -> bool {
+        let words = || rest.split_whitespace().map(str::to_ascii_lowercase);
+        // (which list, the defaults) of a directive that adds to a list.
+        let (list, default) = match directive {
+            "authres_trusted_authserv" => {
+                self.trusted.extend(words());
+                return true;
+            }
+            "unwelcomelist_auth" | "unwhitelist_auth" => {
+                for glob in words() {
+                    self.auth.iter_mut().for_each(|l| l.retain(|g| *g != glob));
+                }
+                return true;
+            }
+            "unwelcomelist_from_spf" | "unwhitelist_from_spf" => {
+                for glob in words() {
+                    self.spf.iter_mut().for_each(|l| l.retain(|g| *g != glob));
+                }
+                return true;
+            }
+            "unwelcomelist_from_dkim" | "unwhitelist_from_dkim" => {
+                let mut w = words();
+                if let Some(glob) = w.next() {
+                    let domain = w.next();
+                    for list in &mut self.dkim {
+                        list.retain(|(g, d)| {
+                            *g != glob || domain.as_ref().is_some_and(|x| Some(x) != d.as_ref())
+                        });
+                    }
+                }
+                return true;
+            }
+            "welcomelist_auth" | "whitelist_auth" => ("auth", 0),
+            "def_welcomelist_auth" | "def_whitelist_auth" => ("auth", 1),
+            "welcomelist_from_spf" | "whitelist_from_spf" => ("spf", 0),
+            "def_welcomelist_from_spf" | "def_whitelist_from_spf" => ("spf", 1),
+            "welcomelist_from_dkim" | "whitelist_from_dkim" => ("dkim", 0),
+            "def_welcomelist_from_dkim" | "def_whitelist_from_dkim" => ("dkim", 1),
+            _ => return false,
+        };
+        match list {
+            "auth" => self.auth[default].extend(words()),
+            "spf" => self.spf[default].extend(words()),
+            _ => {
+                // One address a line, and the signing domain it may come with.
+                let mut w = words();
+                if let Some(glob) = w.next() {
+                    self.dkim[default].push((glob, w.next()));
+                }
+            }
+        }
+        // The SPF rules read `auth` and `spf`, the DKIM rules `auth` and `dkim`.
+        let rules: &[usize] = match list {
+            "auth" => &[default, 2 + default],
+            "spf" => &[default],
+            _ => &[2 + default],
+        };
+        for &r in rules {
+            self.first[r].get_or_insert_with(|| origin.clone());
+        }
+        true
+    }
+
+    /// The rules of [`RULES`] whose lists have entries, with where each list was begun.
+    pub fn list_rules(&self) -> impl Iterator<Item = (&'static ListRule, &Origin)> {
+        let has_entries = [
+            !self.spf[0].is_empty() || !self.auth[0].is_empty(),
+            !self.spf[1].is_empty() || !self.auth[1].is_empty(),
+            !self.dkim[0].is_empty() || !self.auth[0].is_empty(),
+            !self.dkim[1].is_empty() || !self.auth[1].is_empty(),
+        ];
+        RULES
+            .iter()
+            .zip(&self.first)
+            .zip(has_entries)
+            .filter_map(|((rule, first), has)| Some((rule, first.as_ref().filter(|_| has)?)))
+    }
+
+    /// Whether any authserv-id is trusted: without one, no test here can hit.
+    pub fn trusts_anyone(&self) -> bool {
+        !self.trusted.is_empty()
+    }
+
+    /// The test `name(args)` reads, if it is one of these; an error for arguments it
+    /// cannot use.
+    pub fn compile(&self, name: &str, args: &[String]) -> Option<Result<Test, String>> {
+        let trusted: Arc<[String]> = self.trusted.clone().into();
+        let domains = || args.iter().map(|d| d.to_ascii_lowercase()).collect();
+        let check = match name {
+            "check_authres_result" => match args {
+                [method, result] => Check::Result {
+                    method: method.to_ascii_lowercase(),
+                    result: result.to_ascii_lowercase(),
+                },
+                _ => return Some(Err(format!("eval:{name} needs a method and a result"))),
+            },
+            "check_dkim_signed" => Check::DkimSigned(domains()),
+            "check_dkim_valid" => Check::DkimValid(domains()),
+            "check_dkim_valid_author_sig"
+            | "check_dkim_valid_envelopefrom"
+            | "check_arc_signed"
+            | "check_arc_valid"
+                if !args.is_empty() =>
+            {
+                return Some(Err(format!("eval:{name} with arguments is not supported")));
+            }
+            "check_dkim_valid_author_sig" => Check::DkimValidAuthor,
+            "check_dkim_valid_envelopefrom" => Check::DkimValidEnvelopeFrom,
+            "check_arc_signed" => Check::ArcSigned,
+            "check_arc_valid" => Check::ArcValid,
+            "check_for_spf_welcomelist_from" | "check_for_spf_whitelist_from" => {
+                Check::SpfListed(self.spf_list(0))
+            }
+            "check_for_def_spf_welcomelist_from" | "check_for_def_spf_whitelist_from" => {
+                Check::SpfListed(self.spf_list(1))
+            }
+            "check_for_dkim_welcomelist_from" | "check_for_dkim_whitelist_from" => {
+                Check::DkimListed(self.dkim_list(0))
+            }
+            "check_for_def_dkim_welcomelist_from" | "check_for_def_dkim_whitelist_from" => {
+                Check::DkimListed(self.dkim_list(1))
+            }
+            _ => {
+                let rest = name.strip_prefix("check_for_spf_")?;
+                let (helo, result) = match rest.strip_prefix("helo_") {
+                    Some(result) => (true, result),
+                    None => (false, rest),
+                };
+                if !SPF_RESULTS.contains(&result) {
+                    return None;
+                }
+                Check::Spf {
+                    helo,
+                    result: result.to_string(),
+                }
+            }
+        };
+        Some(Ok(Test { trusted, check }))
+    }
+
+    fn spf_list(&self, default: usize) -> Option<Regex> {
+        globs_regex(self.spf[default].iter().chain(&self.auth[default]))
+    }
+
+    /// The DKIM list's globs, grouped by the signing domain they ask for.
+    fn dkim_list(&self, default: usize) -> Vec<(Regex, Option<String>)> {
+        let mut by_domain: Vec<(Option<String>, Vec<&String>)> = Vec::new();
+        let entries = self.dkim[default]
+            .iter()
+            .map(|(g, d)| (g, d.clone()))
+            .chain(self.auth[default].iter().map(|g| (g, None)));
+        for (glob, domain) in entries {
+            match by_domain.iter_mut().find(|(d, _)| *d == domain) {
+                Some((_, globs)) => globs.push(glob),
+                None => by_domain.push((domain, vec![glob])),
+            }
+        }
+        by_domain
+            .into_iter()
+            .filter_map(|(domain, globs)| Some((globs_regex(globs.into_iter())?, domain)))
+            .collect()
+    }
+}
+
+/// Whether `name` is a test of this module.
+pub fn known(name: &str) -> bool {
+    Config::default().compile(name, &[]).is_some()
+}
+
+/// The SPF results SpamAssassin has a `check_for_spf_…` test for.
+const SPF_RESULTS: &[&str] = &[
+    "pass",
+    "neutral",
+    "none",
+    "fail",
+    "softfail",
+    "permerror",
+    "temperror",
+];
+
+/// Address globs (`*` any run, `?` any character) as one regex over a whole address,
+/// case ignored; none without globs.
+fn globs_regex<'g>(globs: impl Iterator<Item = &'g String>) -> Option<Regex> {
+    let alternatives: Vec<String> = globs
+        .map(|glob| {
+            glob.split('*')
+                .map(|part| {
+                    part.split('?')
+                        .map(regex::escape)
+                        .collect::<Vec<_>>()
+                        .join(".")
+                })
+                .collect::<Vec<_>>()
+                .join(".*")
+        })
+        .collect();
+    if alternatives.is_empty() {
+        return None;
+    }
+    let pattern = format!("(?is)^(?:{})$", alternatives.join("|"));
+    // Escaped globs always make a valid pattern; a list too large for the engine's
+    // limits matches nothing rather than stopping the rules from loading.
+    Regex::new(&pattern).ok()
+}
+
+/// A compiled test over the trusted results.
+#[derive(Debug, Clone)]
+pub struct Test {
+    trusted: Arc<[String]>,
+    check: Check,
+}
+
+#[derive(Debug, Clone)]
+enum Check {
+    /// `check_authres_result(method, result)`; result `missing`: no result at all.
+    Result {
+        method: String,
+        result: String,
+    },
+    /// An SPF result for the envelope sender, or for the HELO name.
+    Spf {
+        helo: bool,
+        result: String,
+    },
+    /// A signature, verified or not, by one of these domains when any are named.
+    DkimSigned(Vec<String>),
+    /// A verified signature, by one of these domains when any are named.
+    DkimValid(Vec<String>),
+    /// A verified signature by the From: address's own domain.
+    DkimValidAuthor,
+    /// A verified signature by the envelope sender's domain.
+    DkimValidEnvelopeFrom,
+    ArcSigned,
+    ArcValid,
+    /// An envelope sender that SPF passed and the list names.
+    SpfListed(Option<Regex>),
+    /// A From: address the list names, signed by the domain its entry asks for.
+    DkimListed(Vec<(Regex, Option<String>)>),
+}
+
+impl Test {
+    pub fn holds(&self, msg: &Message, results: &mut Option<Results>) -> bool {
+        if self.trusted.is_empty() {
+            return false;
+        }
+        // Every test of a rule set trusts the same ids: read once a message.
+        let results = results.get_or_insert_with(|| Results::read(msg, &self.trusted));
+        match &self.check {
+            Check::Result { method, result } => match results.outcome(method) {
+                None => result == "missing",
+                Some(found) => found == result,
+            },
+            Check::Spf { helo, result } => results
+                .spf(*helo)
+                .next()
+                .is_some_and(|r| r.result == *result),
+            Check::DkimSigned(domains) => results
+                .of("dkim")
+                .filter(|r| r.result != "none")
+                .any(|r| domains.is_empty() || r.domain().is_some_and(|d| domains.contains(&d))),
+            Check::DkimValid(domains) => results
+                .dkim_domains()
+                .any(|d| domains.is_empty() || domains.contains(&d)),
+            Check::DkimValidAuthor => {
+                let authors = authors(msg);
+                results
+                    .dkim_domains()
+                    .any(|d| authors.iter().any(|a| domain_of(a) == Some(d.as_str())))
+            }
+            Check::DkimValidEnvelopeFrom => {
+                let sender = envelope_sender(msg);
+                results
+                    .dkim_domains()
+                    .any(|d| sender.as_deref().and_then(domain_of) == Some(d.as_str()))
+            }
+            Check::ArcSigned => results.of("arc").any(|r| r.result != "none"),
+            Check::ArcValid => results.of("arc").any(|r| r.result == "pass"),
+            Check::SpfListed(list) => {
+                let Some(list) = list else { return false };
+                results
+                    .spf_passed_senders(msg)
+                    .iter()
+                    .any(|s| list.is_match(s))
+            }
+            Check::DkimListed(list) => authors(msg).iter().any(|author| {
+                list.iter()
+                    .filter(|(globs, _)| globs.is_match(author))
+                    .any(|(_, wanted)| {
+                        let Some(own) = domain_of(author) else {
+                            return false;
+                        };
+                        results
+                            .dkim_domains()
+                            .any(|d| signed_as_wanted(&d, wanted.as_deref(), own))
+                    })
+            }),
+        }
+    }
+}
+
+/// Whether a signature by `domain` is what an entry asks for: the domain it names (`*.x`
+/// or `.x`: any domain under x, not x itself), or without one, the author's own.
+fn signed_as_wanted(domain: &str, wanted: Option<&str>, author_domain: &str) -> bool {
+    match wanted {
+        None => domain == author_domain,
+        Some(w) => match w.strip_prefix('*').unwrap_or(w).strip_prefix('.') {
+            Some(parent) => domain
+                .strip_suffix(parent)
+                .is_some_and(|sub| sub.ends_with('.') && sub.len() > 1),
+            None => domain == w,
+        },
+    }
+}
+
+/// Every From: address, lowercase.
+fn authors(msg: &Message) -> Vec<String> {
+    let text = Target::parse("From:addrs")
+        .ok()
+        .and_then(|t| t.text(msg).map(|t| t.into_owned()));
+    text.iter()
+        .flat_map(|t| t.lines())
+        .map(str::to_ascii_lowercase)
+        .collect()
+}
+
+/// The envelope sender as delivery recorded it (Return-Path), lowercase.
+fn envelope_sender(msg: &Message) -> Option<String> {
+    let text = Target::EnvelopeFrom.text(msg)?;
+    let sender = text.trim().to_ascii_lowercase();
+    sender.contains('@').then_some(sender)
+}
+
+fn domain_of(address: &str) -> Option<&str> {
+    address
+        .rsplit_once('@')
+        .map(|(_, d)| d.trim_end_matches('.'))
+}
+
+/// One method's result in a field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodResult {
+    /// Lowercase, without a version: `spf`, `dkim`, `arc`, `dmarc`…
+    pub method: String,
+    /// Lowercase: `pass`, `fail`…
+    pub result: String,
+    /// `ptype.property` (lowercase) and value: `smtp.mailfrom`, `header.d`…
+    pub properties: Vec<(String, String)>,
+}
+
+impl MethodResult {
+    /// A DKIM result's signing domain (`header.d`, or the domain of `header.i`), lowercase.
+    fn domain(&self) -> Option<String> {
+        let domain = self
+            .property("header.d")
+            .or_else(|| self.property("header.i").and_then(domain_of))?;
+        Some(domain.trim_end_matches('.').to_ascii_lowercase())
+    }
+
+    fn property(&self, name: &str) -> Option<&str> {
+        self.properties
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The results of one message's trusted fields, the newest field first.
+#[derive(Debug, Default)]
+pub struct Results(Vec<MethodResult>);
+
+impl Results {
+    pub fn read(msg: &Message, trusted: &[String]) -> Results {
+        let mut out = Vec::new();
+        for value in msg.header_values("authentication-results") {
+            if let Some((id, results)) = parse_field(value)
+                && trusted.iter().any(|t| t.eq_ignore_ascii_case(&id))
+            {
+                out.extend(results);
+            }
+        }
+        Results(out)
+    }
+
+    fn of<'r>(&'r self, method: &'r str) -> impl Iterator<Item = &'r MethodResult> + 'r {
+        self.0.iter().filter(move |r| r.method == method)
+    }
+
+    /// A method's result, as SpamAssassin takes it: the newest, unless any is a pass.
+    fn outcome<'r>(&'r self, method: &'r str) -> Option<&'r str> {
+        let mut results = self.of(method).map(|r| r.result.as_str());
+        let first = results.next()?;
+        Some(if results.any(|r| r == "pass") {
+            "pass"
+        } else {
+            first
+        })
+    }
+
+    /// The SPF results for the envelope sender (or, `helo`, for the HELO name).
+    fn spf(&self, helo: bool) -> impl Iterator<Item = &MethodResult> {
+        self.of("spf")
+            .filter(move |r| r.property("smtp.helo").is_some() == helo)
+    }
+
+    /// The domains of the verified DKIM signatures, lowercase.
+    fn dkim_domains(&self) -> impl Iterator<Item = String> + '_ {
+        self.of("dkim")
+            .filter(|r| r.result == "pass")
+            .filter_map(MethodResult::domain)
+    }
+
+    /// The envelope senders SPF passed: the address a result names, or for one that names
+    /// only a domain (as some SPF checkers write it), the Return-Path in that domain.
+    fn spf_passed_senders(&self, msg: &Message) -> Vec<String> {
+        self.spf(false)
+            .filter(|r| r.result == "pass")
+            .filter_map(|r| {
+                let named = r
+                    .property("smtp.mailfrom")
+                    .or_else(|| r.property("smtp.mfrom"))?
+                    .to_ascii_lowercase();
+                if named.contains('@') {
+                    return Some(named);
+                }
+                envelope_sender(msg).filter(|s| domain_of(s) == Some(named.as_str()))
+            })
+            .collect()
+    }
+}
+
+/// An Authentication-Results value: its authserv-id and the results it reports.
+pub fn parse_field(value: &str) -> Option<(String, Vec<MethodResult>)> {
+    let text = without_comments(value);
+    let mut parts = split_outside_quotes(&text, ';').into_iter();
+    let id = words(parts.next()?).into_iter().next()?;
+    let mut results = Vec::new();
+    for part in parts {
+        let words = words(part);
+        // `method=result`, then `reason=…` and `ptype.property=value` pairs.
+        let mut pairs = words.windows(3).filter(|w| w[1] == "=");
+        let Some([method, _, result]) = pairs.next() else {
+            continue;
+        };
+        let method = method.split('/').next().unwrap_or_default();
+        results.push(MethodResult {
+            method: method.to_ascii_lowercase(),
+            result: result.to_ascii_lowercase(),
+            properties: pairs
+                .filter(|w| w[0].contains('.'))
+                .map(|w| (w[0].to_ascii_lowercase(), w[2].clone()))
+                .collect(),
+        });
+    }
+    Some((id.to_ascii_lowercase(), results))
+}
+
+/// The value with its (nested) comments each made a space, quoted strings kept whole.
+fn without_comments(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
+    for c in value.chars() {
+        if escaped {
+            escaped = false;
+            if depth == 0 {
+                out.push(c);
+            }
+            continue;
+        }
+        match c {
+            '\\' if quoted || depth > 0 => {
+                escaped = true;
+                if depth == 0 {
+                    out.push(c);
+                }
+            }
+            '"' if depth == 0 => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '(' if !quoted => depth += 1,
+            ')' if !quoted && depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    out.push(' ');
+                }
+            }
+            c if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn split_outside_quotes(text: &str, at: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quoted, mut escaped) = (0, false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            c if c == at && !quoted => {
+                out.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+/// Words, `=` signs and quoted strings (unquoted), in order.
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '=' {
+            chars.next();
+            out.push("=".to_string());
+        } else if c == '"' {
+            chars.next();
+            let mut s = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => s.extend(chars.next()),
+                    c => s.push(c),
+                }
+            }
+            out.push(s);
+        } else {
+            let mut s = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() || c == '=' || c == '"' {
+                    break;
+                }
+                s.push(c);
+                chars.next();
+            }
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(method: &str, result: &str, properties: &[(&str, &str)]) -> MethodResult {
+        MethodResult {
+            method: method.into(),
+            result: result.into(),
+            properties: properties
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// RFC 8601's syntax as servers write it: comments (nested, and holding `;` and `=`),
+    /// a version after the id and after a method, spaces around `=`, quoted values,
+    /// unknown properties and a field that reports nothing.
+    #[test]
+    fn fields_are_read_as_servers_write_them() {
+        let (id, results) = parse_field(
+            "MX.Example.org 1; spf=pass (sender SPF authorized; a=b) smtp.mailfrom=Bounce@News.example.com;\r\n \
+             dkim/1 = pass (2048-bit key (rsa); unprotected) header.d=example.com \
+             header.i=@example.com header.b=\"AbC=+/\"; arc=none; dmarc=fail reason=\"a; b\" header.from=x.example",
+        )
+        .expect("a field");
+        assert_eq!(id, "mx.example.org");
+        assert_eq!(
+            results,
+            [
+                result(
+                    "spf",
+                    "pass",
+                    &[("smtp.mailfrom", "Bounce@News.example.com")]
+                ),
+                result(
+                    "dkim",
+                    "pass",
+                    &[
+                        ("header.d", "example.com"),
+                        ("header.i", "@example.com"),
+                        ("header.b", "AbC=+/")
+                    ]
+                ),
+                result("arc", "none", &[]),
+                result("dmarc", "fail", &[("header.from", "x.example")]),
+            ]
+        );
+        assert_eq!(
+            parse_field("mx.example.org; none"),
+            Some(("mx.example.org".into(), vec![]))
+        );
+        assert_eq!(parse_field(" (only a comment) "), None);
+        assert_eq!(
+            parse_field("\"quoted id\"; spf=pass").map(|f| f.0),
+            Some("quoted id".into())
+        );
+    }
+
+    #[test]
+    fn signing_domains_are_matched_as_the_lists_ask() {
+        assert!(signed_as_wanted("bank.example", None, "bank.example"));
+        assert!(!signed_as_wanted("mail.bank.example", None, "bank.example"));
+        assert!(signed_as_wanted(
+            "relay.example",
+            Some("relay.example"),
+            "x.example"
+        ));
+        assert!(signed_as_wanted(
+            "out.mail.example",
+            Some("*.mail.example"),
+            "x"
+        ));
+        assert!(signed_as_wanted(
+            "out.mail.example",
+            Some(".mail.example"),
+            "x"
+        ));
+        assert!(!signed_as_wanted(
+            "mail.example",
+            Some("*.mail.example"),
+            "x"
+        ));
+        assert!(!signed_as_wanted(
+            "evilmail.example",
+            Some("*.mail.example"),
+            "x"
+        ));
+    }
+}
