@@ -174,6 +174,12 @@ impl Config {
             "check_dkim_valid_envelopefrom" => Check::DkimValidEnvelopeFrom,
             "check_arc_signed" => Check::ArcSigned,
             "check_arc_valid" => Check::ArcValid,
+            "check_dmarc_pass" => Check::Dmarc("pass", None),
+            "check_dmarc_reject" => Check::Dmarc("fail", Some("reject")),
+            "check_dmarc_quarantine" => Check::Dmarc("fail", Some("quarantine")),
+            "check_dmarc_none" => Check::Dmarc("fail", Some("none")),
+            // `dmarc=none`: the domain publishes no policy.
+            "check_dmarc_missing" => Check::Dmarc("none", None),
             "check_for_spf_welcomelist_from" | "check_for_spf_whitelist_from" => {
                 Check::SpfListed(self.spf_list(0))
             }
@@ -298,6 +304,8 @@ enum Check {
     DkimValidEnvelopeFrom,
     ArcSigned,
     ArcValid,
+    /// The DMARC result, and for a failure, the policy the domain asks for.
+    Dmarc(&'static str, Option<&'static str>),
     /// An envelope sender that SPF passed and the list names.
     SpfListed(Option<Regex>),
     /// A From: address the list names, signed by the domain its entry asks for.
@@ -341,6 +349,9 @@ impl Test {
             }
             Check::ArcSigned => results.of("arc").any(|r| r.result != "none"),
             Check::ArcValid => results.of("arc").any(|r| r.result == "pass"),
+            Check::Dmarc(result, policy) => results.dmarc().is_some_and(|r| {
+                r.result == *result && policy.is_none_or(|p| r.dmarc_policy().as_deref() == Some(p))
+            }),
             Check::SpfListed(list) => {
                 let Some(list) = list else { return false };
                 results
@@ -409,8 +420,11 @@ pub struct MethodResult {
     pub method: String,
     /// Lowercase: `pass`, `fail`…
     pub result: String,
-    /// `ptype.property` (lowercase) and value: `smtp.mailfrom`, `header.d`…
+    /// `ptype.property` (lowercase) and value: `smtp.mailfrom`, `header.d`…, and
+    /// `reason` or any other pair a server writes.
     pub properties: Vec<(String, String)>,
+    /// What the server wrote in comments, where some write a DMARC policy: `(p=reject)`.
+    pub comments: String,
 }
 
 impl MethodResult {
@@ -420,6 +434,20 @@ impl MethodResult {
             .property("header.d")
             .or_else(|| self.property("header.i").and_then(domain_of))?;
         Some(domain.trim_end_matches('.').to_ascii_lowercase())
+    }
+
+    /// The policy a DMARC result names: `policy.dmarc=reject`, or in a comment,
+    /// `(p=reject)` or `(policy=reject)`; lowercase.
+    fn dmarc_policy(&self) -> Option<String> {
+        let in_comment = || {
+            self.comments.split_whitespace().find_map(|w| {
+                let (key, value) = w.split_once('=')?;
+                matches!(key.to_ascii_lowercase().as_str(), "p" | "policy")
+                    .then(|| value.trim_end_matches([',', ';']))
+            })
+        };
+        let policy = self.property("policy.dmarc").or_else(in_comment)?;
+        Some(policy.to_ascii_lowercase())
     }
 
     fn property(&self, name: &str) -> Option<&str> {
@@ -462,6 +490,13 @@ impl Results {
         })
     }
 
+    /// The DMARC result, chosen as [`Results::outcome`] chooses.
+    fn dmarc(&self) -> Option<&MethodResult> {
+        let mut results = self.of("dmarc");
+        let first = results.next()?;
+        Some(results.find(|r| r.result == "pass").unwrap_or(first))
+    }
+
     /// The SPF results for the envelope sender (or, `helo`, for the HELO name).
     fn spf(&self, helo: bool) -> impl Iterator<Item = &MethodResult> {
         self.of("spf")
@@ -496,12 +531,11 @@ impl Results {
 
 /// An Authentication-Results value: its authserv-id and the results it reports.
 pub fn parse_field(value: &str) -> Option<(String, Vec<MethodResult>)> {
-    let text = without_comments(value);
-    let mut parts = split_outside_quotes(&text, ';').into_iter();
-    let id = words(parts.next()?).into_iter().next()?;
+    let mut parts = segments(value).into_iter();
+    let id = words(&parts.next()?.0).into_iter().next()?;
     let mut results = Vec::new();
-    for part in parts {
-        let words = words(part);
+    for (text, comments) in parts {
+        let words = words(&text);
         // `method=result`, then `reason=…` and `ptype.property=value` pairs.
         let mut pairs = words.windows(3).filter(|w| w[1] == "=");
         let Some([method, _, result]) = pairs.next() else {
@@ -512,67 +546,49 @@ pub fn parse_field(value: &str) -> Option<(String, Vec<MethodResult>)> {
             method: method.to_ascii_lowercase(),
             result: result.to_ascii_lowercase(),
             properties: pairs
-                .filter(|w| w[0].contains('.'))
                 .map(|w| (w[0].to_ascii_lowercase(), w[2].clone()))
                 .collect(),
+            comments,
         });
     }
     Some((id.to_ascii_lowercase(), results))
 }
 
-/// The value with its (nested) comments each made a space, quoted strings kept whole.
-fn without_comments(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
+/// The value's parts between `;`s (outside quoted strings and comments): each one's text
+/// with its comments made spaces, and the text of those comments, nested ones included.
+fn segments(value: &str) -> Vec<(String, String)> {
+    let mut out = vec![(String::new(), String::new())];
     let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
     for c in value.chars() {
+        if !quoted && depth == 0 && c == ';' {
+            out.push((String::new(), String::new()));
+            continue;
+        }
+        let (text, comments) = out.last_mut().expect("a segment is open");
+        let was_in_comment = depth > 0;
         if escaped {
             escaped = false;
+        } else if c == '\\' && (quoted || depth > 0) {
+            escaped = true;
+        } else if c == '"' && depth == 0 {
+            quoted = !quoted;
+        } else if c == '(' && !quoted {
+            depth += 1;
+            comments.push(' ');
+            continue;
+        } else if c == ')' && depth > 0 {
+            depth -= 1;
             if depth == 0 {
-                out.push(c);
+                text.push(' ');
             }
             continue;
         }
-        match c {
-            '\\' if quoted || depth > 0 => {
-                escaped = true;
-                if depth == 0 {
-                    out.push(c);
-                }
-            }
-            '"' if depth == 0 => {
-                quoted = !quoted;
-                out.push(c);
-            }
-            '(' if !quoted => depth += 1,
-            ')' if !quoted && depth > 0 => {
-                depth -= 1;
-                if depth == 0 {
-                    out.push(' ');
-                }
-            }
-            c if depth == 0 => out.push(c),
-            _ => {}
+        if was_in_comment {
+            comments.push(c);
+        } else {
+            text.push(c);
         }
     }
-    out
-}
-
-fn split_outside_quotes(text: &str, at: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut start, mut quoted, mut escaped) = (0, false, false);
-    for (i, c) in text.char_indices() {
-        match c {
-            _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
-            c if c == at && !quoted => {
-                out.push(&text[start..i]);
-                start = i + c.len_utf8();
-            }
-            _ => {}
-        }
-    }
-    out.push(&text[start..]);
     out
 }
 
@@ -616,7 +632,12 @@ fn words(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn result(method: &str, result: &str, properties: &[(&str, &str)]) -> MethodResult {
+    fn result(
+        method: &str,
+        result: &str,
+        properties: &[(&str, &str)],
+        comments: &str,
+    ) -> MethodResult {
         MethodResult {
             method: method.into(),
             result: result.into(),
@@ -624,6 +645,7 @@ mod tests {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_string()))
                 .collect(),
+            comments: comments.into(),
         }
     }
 
@@ -645,7 +667,8 @@ mod tests {
                 result(
                     "spf",
                     "pass",
-                    &[("smtp.mailfrom", "Bounce@News.example.com")]
+                    &[("smtp.mailfrom", "Bounce@News.example.com")],
+                    " sender SPF authorized; a=b"
                 ),
                 result(
                     "dkim",
@@ -654,10 +677,16 @@ mod tests {
                         ("header.d", "example.com"),
                         ("header.i", "@example.com"),
                         ("header.b", "AbC=+/")
-                    ]
+                    ],
+                    " 2048-bit key  rsa; unprotected"
                 ),
-                result("arc", "none", &[]),
-                result("dmarc", "fail", &[("header.from", "x.example")]),
+                result("arc", "none", &[], ""),
+                result(
+                    "dmarc",
+                    "fail",
+                    &[("reason", "a; b"), ("header.from", "x.example")],
+                    ""
+                ),
             ]
         );
         assert_eq!(
@@ -669,6 +698,27 @@ mod tests {
             parse_field("\"quoted id\"; spf=pass").map(|f| f.0),
             Some("quoted id".into())
         );
+    }
+
+    /// Servers write a DMARC policy as a property or in a comment, in any case.
+    #[test]
+    fn dmarc_policies_are_found_where_servers_write_them() {
+        let policy = |field: &str| {
+            parse_field(field).expect("a field").1[0]
+                .dmarc_policy()
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            policy("a; dmarc=fail (p=reject dis=none) header.from=x"),
+            "reject"
+        );
+        assert_eq!(
+            policy("a; dmarc=fail (p=QUARANTINE sp=REJECT dis=NONE) header.from=x"),
+            "quarantine"
+        );
+        assert_eq!(policy("a; dmarc=fail header.from=x (policy=none)"), "none");
+        assert_eq!(policy("a; dmarc=fail policy.dmarc=reject"), "reject");
+        assert_eq!(policy("a; dmarc=fail (sp=reject) header.from=x"), "");
     }
 
     #[test]

@@ -124,6 +124,9 @@ pub const PLUGINS: &[&str] = &[
     "AuthRes",
     "SPF",
     "DKIM",
+    "DMARC",
+    // SpamAssassin's 25_dmarc.cf asks for it by this name.
+    "Dmarc",
     "MIMEHeader",
     "HTMLEval",
     "HeaderEval",

@@ -384,7 +384,9 @@ fn authentication_results_are_read_from_trusted_servers_only() {
          header DKIM_VALID_AU eval:check_dkim_valid_author_sig()\n\
          header DKIM_VALID_LI eval:check_dkim_valid('linkedin.com')\n\
          header AR_DMARC_FAIL eval:check_authres_result('dmarc','fail')\n\
-         header AR_DMARC_MISSING eval:check_authres_result('dmarc', 'missing')\n";
+         header AR_DMARC_MISSING eval:check_authres_result('dmarc', 'missing')\n\
+         header DMARC_REJECT eval:check_dmarc_reject()\n\
+         header DMARC_QUAR eval:check_dmarc_quarantine()\n";
     let s = set(&format!("authres_trusted_authserv MX.example.org\n{tests}"));
     let aligned = "Authentication-Results: mx.example.org; spf=pass smtp.mailfrom=a@example.com;\n \
                    dkim=pass (good) header.d=example.com\nFrom: A <a@Example.com>";
@@ -407,7 +409,7 @@ fn authentication_results_are_read_from_trusted_servers_only() {
     let third_party = "Authentication-Results: mx.example.org;\n \
                        dkim=fail header.d=example.com; dkim=pass header.d=LinkedIn.com;\n \
                        spf=fail smtp.mailfrom=a@example.com; spf=pass smtp.helo=mx.linkedin.com\n\
-                       Authentication-Results: mx.example.org; dmarc=fail header.from=example.com\n\
+                       Authentication-Results: mx.example.org; dmarc=fail (p=reject) header.from=example.com\n\
                        From: a@example.com";
     assert_eq!(
         hits(&s, &mail(third_party, "hi")),
@@ -417,13 +419,14 @@ fn authentication_results_are_read_from_trusted_servers_only() {
             "DKIM_SIGNED",
             "DKIM_VALID",
             "DKIM_VALID_LI",
-            "AR_DMARC_FAIL"
+            "AR_DMARC_FAIL",
+            "DMARC_REJECT"
         ]
     );
     let untrusting = set(tests);
     assert!(hits(&untrusting, &mail(aligned, "hi")).is_empty());
     let (_, report) = RuleSet::from_text(tests, Path::new("t.cf"));
-    assert_eq!(report.auth_without_trust, 9);
+    assert_eq!(report.auth_without_trust, 11);
 }
 
 /// `welcomelist_auth` welcomes a From: address its own domain signed, or an envelope
