@@ -1,7 +1,7 @@
 //! What the receiving server's own checks found: Authentication-Results fields (RFC 8601)
 //! whose authserv-id the administrator trusts (`authres_trusted_authserv`, as SpamAssassin
-//! 4's AuthRes plugin spells it), and the tests and lists that read them: SPF, DKIM and
-//! ARC results, `welcomelist_auth`, `welcomelist_from_spf`, `welcomelist_from_dkim`.
+//! 4's AuthRes plugin spells it), and the tests and lists that read them: SPF, DKIM, ARC
+//! and DMARC results, `welcomelist_auth`, `welcomelist_from_spf`, `welcomelist_from_dkim`.
 //!
 //! spamnb asks no DNS questions, so these fields are how it knows that a sender is who
 //! they say. A field any other server wrote is ignored, since a sender can write any field
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use regex::Regex;
 
 use super::parse::Origin;
-use super::target::Target;
+use super::target::{Part, Target};
 use crate::message::Message;
 
 /// The settings and address lists read from rule files.
@@ -28,6 +28,13 @@ pub struct Config {
     dkim: [Vec<(String, Option<String>)>; 2],
     /// Where each of [`RULES`]' lists was first written to.
     first: [Option<Origin>; 4],
+}
+
+/// The lists' kinds: for either check, for SPF, for DKIM.
+enum List {
+    Auth,
+    Spf,
+    Dkim,
 }
 
 /// A rule a list feeds: its name, its eval, its score and its description.
@@ -66,7 +73,7 @@ impl Config {
     /// Reads `directive` if it is one of these settings; whether it was.
     pub fn read(&mut self, directive: &str, rest: &str, origin: &Origin) -> bool {
         let words = || rest.split_whitespace().map(str::to_ascii_lowercase);
-        // (which list, the defaults) of a directive that adds to a list.
+        // (which list, 1 for the defaults) of a directive that adds to a list.
         let (list, default) = match directive {
             "authres_trusted_authserv" => {
                 self.trusted.extend(words());
@@ -96,30 +103,33 @@ impl Config {
                 }
                 return true;
             }
-            "welcomelist_auth" | "whitelist_auth" => ("auth", 0),
-            "def_welcomelist_auth" | "def_whitelist_auth" => ("auth", 1),
-            "welcomelist_from_spf" | "whitelist_from_spf" => ("spf", 0),
-            "def_welcomelist_from_spf" | "def_whitelist_from_spf" => ("spf", 1),
-            "welcomelist_from_dkim" | "whitelist_from_dkim" => ("dkim", 0),
-            "def_welcomelist_from_dkim" | "def_whitelist_from_dkim" => ("dkim", 1),
+            "welcomelist_auth" | "whitelist_auth" => (List::Auth, 0),
+            "def_welcomelist_auth" | "def_whitelist_auth" => (List::Auth, 1),
+            "welcomelist_from_spf" | "whitelist_from_spf" => (List::Spf, 0),
+            "def_welcomelist_from_spf" | "def_whitelist_from_spf" => (List::Spf, 1),
+            "welcomelist_from_dkim" | "whitelist_from_dkim" => (List::Dkim, 0),
+            "def_welcomelist_from_dkim" | "def_whitelist_from_dkim" => (List::Dkim, 1),
             _ => return false,
         };
-        match list {
-            "auth" => self.auth[default].extend(words()),
-            "spf" => self.spf[default].extend(words()),
-            _ => {
+        // Where each rule's list was begun: the SPF rules read `auth` and `spf`, the DKIM
+        // rules `auth` and `dkim` (the order of [`RULES`]).
+        let rules: &[usize] = match list {
+            List::Auth => {
+                self.auth[default].extend(words());
+                &[default, 2 + default]
+            }
+            List::Spf => {
+                self.spf[default].extend(words());
+                &[default]
+            }
+            List::Dkim => {
                 // One address a line, and the signing domain it may come with.
                 let mut w = words();
                 if let Some(glob) = w.next() {
                     self.dkim[default].push((glob, w.next()));
                 }
+                &[2 + default]
             }
-        }
-        // The SPF rules read `auth` and `spf`, the DKIM rules `auth` and `dkim`.
-        let rules: &[usize] = match list {
-            "auth" => &[default, 2 + default],
-            "spf" => &[default],
-            _ => &[2 + default],
         };
         for &r in rules {
             self.first[r].get_or_insert_with(|| origin.clone());
@@ -391,10 +401,13 @@ fn signed_as_wanted(domain: &str, wanted: Option<&str>, author_domain: &str) -> 
 
 /// Every From: address, lowercase.
 fn authors(msg: &Message) -> Vec<String> {
-    let text = Target::parse("From:addrs")
-        .ok()
-        .and_then(|t| t.text(msg).map(|t| t.into_owned()));
-    text.iter()
+    let from = Target::Header {
+        name: "From".into(),
+        raw: false,
+        part: Part::Addrs,
+    };
+    from.text(msg)
+        .iter()
         .flat_map(|t| t.lines())
         .map(str::to_ascii_lowercase)
         .collect()
