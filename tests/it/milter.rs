@@ -11,7 +11,9 @@ use spamnb::milter::client::Client;
 use spamnb::milter::codec::Response;
 
 use super::daemon::{Daemon, Sections};
-use super::util::{corpus, corpus_files, free_port, have, header_text, root_or_skip, spamnb, text};
+use super::util::{
+    corpus, corpus_files, free_port, have, header_text, root_or_skip, spamnb, text, write,
+};
 
 /// A database trained on corpus mail, and held-out messages it classifies as spam and ham.
 struct Trained {
@@ -100,7 +102,8 @@ struct Postfix {
 }
 
 impl Postfix {
-    fn start(dir: &Path, milter_port: u16) -> Postfix {
+    /// `main_cf`: lines added to its main.cf after spamnb's.
+    fn start(dir: &Path, milter_port: u16, main_cf: &str) -> Postfix {
         let conf = dir.join("postfix");
         let mail = dir.join("mail");
         for d in ["postfix", "mail", "queue", "data"] {
@@ -166,7 +169,8 @@ virtual_uid_maps = static:{uid}
 virtual_gid_maps = static:{gid}
 maillog_file = {d}/maillog
 maillog_file_prefixes = {d}
-{contrib}"
+{contrib}
+{main_cf}"
             ),
         )
         .expect("main.cf");
@@ -374,7 +378,7 @@ fn postfix_with_spamnb_milter() {
     let Some(t) = trained() else { return };
     let dir = t.dir.path();
     let milter_port = free_port();
-    let postfix = Postfix::start(dir, milter_port);
+    let postfix = Postfix::start(dir, milter_port, "");
     let spam = std::fs::read(&t.spam).expect("spam");
     let ham = std::fs::read(&t.ham).expect("ham");
     let mut forged = b"X-Spam-Flag: YES\nX-Spam-Status: Yes, score=99.0 forged\n".to_vec();
@@ -648,6 +652,68 @@ MAILER(`smtp')dnl
         let qf = text(&std::fs::read(self.queue.join(format!("{kind}{id}"))).ok()?);
         Some((queued_header(&qf), qf))
     }
+}
+
+/// contrib/postfix/header_checks drops an incoming Authentication-Results field that
+/// claims the server's own authserv-id before spamnb's milter reads the message, so a
+/// sender cannot write its way onto `welcomelist_auth`; a field of another server is left
+/// alone, and spamnb, which does not trust that one, leaves the message to the words.
+#[test]
+fn postfix_drops_forged_authentication_results_before_the_milter_reads_them() {
+    if !have("postfix") || !have("swaks") {
+        return;
+    }
+    if !root_or_skip("a private Postfix instance") {
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    // The test instance's myhostname is its authserv-id, as OpenDKIM's default.
+    let checks = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/postfix/header_checks"),
+    )
+    .expect("contrib/postfix/header_checks")
+    .replace("mx\\.example\\.org", "mx\\.spamnb\\.test");
+    let checks_file = write(dir, "header_checks", checks);
+    let rules = write(
+        dir,
+        "local.cf",
+        "authres_trusted_authserv mx.spamnb.test\nwelcomelist_auth *@bank.example\n",
+    );
+    let milter_port = free_port();
+    let postfix = Postfix::start(
+        dir,
+        milter_port,
+        &format!("header_checks = regexp:{}", checks_file.display()),
+    );
+    let section = format!("listen = [\"inet:127.0.0.1:{milter_port}\"]\naction = \"tag\"");
+    let sections = Sections {
+        milter: &section,
+        rules: rules.to_str().expect("UTF-8 path"),
+        ..Default::default()
+    };
+    let daemon = Daemon::start(dir, &dir.join("db"), &sections);
+
+    let forged = b"Authentication-Results: mx.spamnb.test; dkim=pass header.d=bank.example\n\
+        Authentication-Results: mx.other.example; dkim=pass header.d=bank.example\n\
+        From: Bank <alerts@bank.example>\nTo: user@test.example\nSubject: verify your account\n\n\
+        Click here.\n";
+    let out = postfix.send(forged, dir);
+    assert!(out.status.success(), "swaks: {}", text(&out.stdout));
+    let files = postfix.wait_delivered(1);
+    let delivered = std::fs::read_to_string(&files[0]).expect("read");
+    let results = header_values(&delivered, "Authentication-Results");
+    assert_eq!(results.len(), 1, "{delivered}");
+    assert!(results[0].contains("mx.other.example"), "{delivered}");
+    let status = header_values(&delivered, "X-Spam-Status").join(" ");
+    assert!(
+        !status.is_empty(),
+        "spamnb saw the message: {delivered}\n{}",
+        daemon.log()
+    );
+    assert!(!status.contains("WELCOMELIST"), "{status}");
 }
 
 /// The header fields of a Sendmail queue file (`H?flags?Name: value` lines and their
@@ -1039,4 +1105,57 @@ fn long_bodies_are_skipped_past_the_limit() {
     );
     let _ = client.quit();
     daemon.stop();
+}
+
+/// A milter listed after another in `smtpd_milters` reads the message as the first left
+/// it: what the README's "Authentication results" relies on when spamnb is listed after
+/// OpenDKIM and OpenDMARC. Here the first milter is a spamnb that tags the subject of
+/// GTUBE, and the second a spamnb whose rule sees that tag.
+#[test]
+fn postfix_shows_a_later_milter_what_an_earlier_one_changed() {
+    if !have("postfix") || !have("swaks") {
+        return;
+    }
+    if !root_or_skip("a private Postfix instance") {
+        return;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    let dir = t.path();
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let (first, second) = (free_port(), free_port());
+    let postfix = Postfix::start(
+        dir,
+        first,
+        &format!("smtpd_milters = inet:127.0.0.1:{first}, inet:127.0.0.1:{second}"),
+    );
+    let start = |name: &str, port: u16, model: &str, rules: &Path| {
+        let home = dir.join(name);
+        std::fs::create_dir_all(&home).expect("mkdir");
+        let milter = format!("listen = [\"inet:127.0.0.1:{port}\"]\naction = \"tag\"");
+        let sections = Sections {
+            milter: &milter,
+            model,
+            rules: rules.to_str().expect("UTF-8 path"),
+            ..Default::default()
+        };
+        Daemon::start(&home, &home.join("db"), &sections)
+    };
+    let ours = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    let _tagging = start("first", first, "subject_tag = \"[SPAM]\"", &ours);
+    let sees_tag = write(
+        dir,
+        "second.cf",
+        "header   SEES_TAG  Subject:raw =~ /^\\[SPAM\\] hello$/\n\
+         describe SEES_TAG  The subject as the first milter tagged it\n",
+    );
+    let _second = start("second", second, "", &sees_tag);
+    let gtube = b"From: x@example.org\nTo: user@test.example\nSubject: hello\n\n\
+        XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
+    let out = postfix.send(gtube, dir);
+    assert!(out.status.success(), "swaks: {}", text(&out.stdout));
+    let delivered = std::fs::read_to_string(&postfix.wait_delivered(1)[0]).expect("read");
+    assert_eq!(header_values(&delivered, "Subject"), ["[SPAM] hello"]);
+    let status = header_values(&delivered, "X-Spam-Status").join(" ");
+    assert!(status.contains("tests=SEES_TAG"), "{delivered}");
 }
