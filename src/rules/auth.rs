@@ -334,10 +334,9 @@ impl Test {
                 None => result == "missing",
                 Some(found) => found == result,
             },
-            Check::Spf { helo, result } => results
-                .spf(*helo)
-                .next()
-                .is_some_and(|r| r.result == *result),
+            Check::Spf { helo, result } => {
+                counting(results.spf(*helo)).is_some_and(|r| r.result == *result)
+            }
             Check::DkimSigned(domains) => results
                 .of("dkim")
                 .filter(|r| r.result != "none")
@@ -359,7 +358,7 @@ impl Test {
             }
             Check::ArcSigned => results.of("arc").any(|r| r.result != "none"),
             Check::ArcValid => results.of("arc").any(|r| r.result == "pass"),
-            Check::Dmarc(result, policy) => results.dmarc().is_some_and(|r| {
+            Check::Dmarc(result, policy) => counting(results.of("dmarc")).is_some_and(|r| {
                 r.result == *result && policy.is_none_or(|p| r.dmarc_policy().as_deref() == Some(p))
             }),
             Check::SpfListed(list) => {
@@ -492,22 +491,9 @@ impl Results {
         self.0.iter().filter(move |r| r.method == method)
     }
 
-    /// A method's result, as SpamAssassin takes it: the newest, unless any is a pass.
+    /// A method's result, the one that [`counting`] picks.
     fn outcome<'r>(&'r self, method: &'r str) -> Option<&'r str> {
-        let mut results = self.of(method).map(|r| r.result.as_str());
-        let first = results.next()?;
-        Some(if results.any(|r| r == "pass") {
-            "pass"
-        } else {
-            first
-        })
-    }
-
-    /// The DMARC result, chosen as [`Results::outcome`] chooses.
-    fn dmarc(&self) -> Option<&MethodResult> {
-        let mut results = self.of("dmarc");
-        let first = results.next()?;
-        Some(results.find(|r| r.result == "pass").unwrap_or(first))
+        counting(self.of(method)).map(|r| r.result.as_str())
     }
 
     /// The SPF results for the envelope sender (or, `helo`, for the HELO name).
@@ -540,6 +526,16 @@ impl Results {
             })
             .collect()
     }
+}
+
+/// Of one method's results, newest first, the one that counts, as SpamAssassin takes them:
+/// the newest, unless any is a pass.
+fn counting<'r>(mut results: impl Iterator<Item = &'r MethodResult>) -> Option<&'r MethodResult> {
+    let first = results.next()?;
+    if first.result == "pass" {
+        return Some(first);
+    }
+    Some(results.find(|r| r.result == "pass").unwrap_or(first))
 }
 
 /// An Authentication-Results value: its authserv-id and the results it reports.

@@ -423,6 +423,13 @@ fn authentication_results_are_read_from_trusted_servers_only() {
             "DMARC_REJECT"
         ]
     );
+    // Of two results for one method, a pass counts, whichever is newer.
+    let two_checks = "Authentication-Results: mx.example.org; spf=fail smtp.mailfrom=a@example.com\n\
+                      Authentication-Results: mx.example.org; spf=pass smtp.mailfrom=a@example.com";
+    assert_eq!(
+        hits(&s, &mail(two_checks, "hi")),
+        ["SPF_PASS", "AR_DMARC_MISSING"]
+    );
     let untrusting = set(tests);
     assert!(hits(&untrusting, &mail(aligned, "hi")).is_empty());
     let (_, report) = RuleSet::from_text(tests, Path::new("t.cf"));
