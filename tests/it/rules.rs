@@ -399,6 +399,21 @@ fn welcomelist_auth_reads_the_trusted_servers_dkim_result() {
                 .contains("decided by the rule scored as decisive: USER_IN_DKIM_WELCOMELIST"),
         "{welcomed}"
     );
+    // Our rules/ score what the trusted server found, once a file of one's own trusts it.
+    let both = format!("{}:{}", repo_rules().display(), trusting.display());
+    let m = write(dir.path(), "m.eml", signed_by("mx.example.org"));
+    let out = spamnb(&db)
+        .env("SPAMNB_RULES", &both)
+        .args(["check", "--format", "json"])
+        .arg(&m)
+        .output()
+        .expect("run");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rules = json["rules"].to_string();
+    assert!(
+        rules.contains("\"DKIM_VALID_AU\"") && rules.contains("\"USER_IN_DKIM_WELCOMELIST\""),
+        "{json}"
+    );
     for (rules, server) in [
         (&trusting, "mx.evil.example"),
         (&untrusting, "mx.example.org"),
