@@ -654,22 +654,29 @@ MAILER(`smtp')dnl
     }
 }
 
+/// A directory for a private Postfix instance, which its daemons (user postfix) can work
+/// below, where Postfix, swaks and root are here to run one.
+fn postfix_dir() -> Option<tempfile::TempDir> {
+    if !have("postfix") || !have("swaks") || !root_or_skip("a private Postfix instance") {
+        return None;
+    }
+    let t = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(
+        t.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    Some(t)
+}
+
 /// contrib/postfix/header_checks drops an incoming Authentication-Results field that
 /// claims the server's own authserv-id before spamnb's milter reads the message, so a
 /// sender cannot write its way onto `welcomelist_auth`; a field of another server is left
 /// alone, and spamnb, which does not trust that one, leaves the message to the words.
 #[test]
 fn postfix_drops_forged_authentication_results_before_the_milter_reads_them() {
-    if !have("postfix") || !have("swaks") {
-        return;
-    }
-    if !root_or_skip("a private Postfix instance") {
-        return;
-    }
-    let t = tempfile::tempdir().expect("tempdir");
+    let Some(t) = postfix_dir() else { return };
     let dir = t.path();
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
     // The test instance's myhostname is its authserv-id, as OpenDKIM's default.
     let checks = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/postfix/header_checks"),
@@ -1113,16 +1120,8 @@ fn long_bodies_are_skipped_past_the_limit() {
 /// GTUBE, and the second a spamnb whose rule sees that tag.
 #[test]
 fn postfix_shows_a_later_milter_what_an_earlier_one_changed() {
-    if !have("postfix") || !have("swaks") {
-        return;
-    }
-    if !root_or_skip("a private Postfix instance") {
-        return;
-    }
-    let t = tempfile::tempdir().expect("tempdir");
+    let Some(t) = postfix_dir() else { return };
     let dir = t.path();
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
     let (first, second) = (free_port(), free_port());
     let postfix = Postfix::start(
         dir,
