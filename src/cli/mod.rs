@@ -210,6 +210,13 @@ pub fn load_rules_over(
         source.describe()
     );
     let (set, report) = loaded?;
+    if report.auth_readers > 0 && !report.trusted_authserv.is_empty() {
+        tracing::info!(
+            rules = report.auth_readers,
+            "rules: reading the Authentication-Results of {}",
+            report.trusted_authserv.join(", ")
+        );
+    }
     let mut lost = false;
     for p in report.lost_files() {
         tracing::error!("rules: {}: {}", p.origin.file.display(), p.reason);

@@ -130,13 +130,18 @@ fn check(set: &RuleSet, report: &LoadReport, args: &CheckArgs) -> anyhow::Result
             100.0 * regex_loaded as f64 / total as f64
         )?;
     }
-    if report.auth_without_trust > 0 {
-        writeln!(
+    match (report.auth_readers, report.trusted_authserv.as_slice()) {
+        (0, _) => {}
+        (n, []) => writeln!(
             out,
-            "note: {} rule(s) read Authentication-Results, but no authres_trusted_authserv \
-             names a server to trust: they cannot hit (README, \"Authentication results\")",
-            report.auth_without_trust
-        )?;
+            "note: {n} rule(s) read Authentication-Results, but no authres_trusted_authserv \
+             names a server to trust: they cannot hit (README, \"Authentication results\")"
+        )?,
+        (n, trusted) => writeln!(
+            out,
+            "{n} rule(s) read the Authentication-Results of {}",
+            trusted.join(", ")
+        )?,
     }
     if !report.problems.is_empty() {
         writeln!(out, "{} line(s) with errors", report.problems.len())?;

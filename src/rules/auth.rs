@@ -152,9 +152,9 @@ impl Config {
             .filter_map(|((rule, first), has)| Some((rule, first.as_ref().filter(|_| has)?)))
     }
 
-    /// Whether any authserv-id is trusted: without one, no test here can hit.
-    pub fn trusts_anyone(&self) -> bool {
-        !self.trusted.is_empty()
+    /// The authserv-ids whose fields are read: without one, no test here can hit.
+    pub fn trusted(&self) -> &[String] {
+        &self.trusted
     }
 
     /// The test `name(args)` reads, if it is one of these; an error for arguments it

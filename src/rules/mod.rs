@@ -83,9 +83,10 @@ pub struct LoadReport {
     pub backtracking: usize,
     /// Loaded rules run as plain strings through Aho-Corasick.
     pub literal: usize,
-    /// Loaded rules that read Authentication-Results where no authserv-id is trusted:
-    /// they cannot hit.
-    pub auth_without_trust: usize,
+    /// Loaded rules that read Authentication-Results, and the authserv-ids whose fields
+    /// they read (none: they cannot hit).
+    pub auth_readers: usize,
+    pub trusted_authserv: Vec<String>,
 }
 
 impl LoadReport {
@@ -206,6 +207,7 @@ impl RuleSet {
     fn compile(mut parsed: parse::Parsed, report: &mut LoadReport) -> RuleSet {
         parsed.define_lists();
         report.problems.extend(parsed.problems.iter().cloned());
+        report.trusted_authserv = parsed.auth.trusted().to_vec();
         for (def, why) in &parsed.skipped {
             // A rule skipped in one branch may be defined in another.
             if parsed.get(&def.name).is_none() {
@@ -239,10 +241,8 @@ impl RuleSet {
             };
             let id = set.rules.len();
             let is_eval = matches!(compiled, CompiledRule::Eval(_));
-            if matches!(compiled, CompiledRule::Eval(eval::Eval::Auth(_)))
-                && !parsed.auth.trusts_anyone()
-            {
-                report.auth_without_trust += 1;
+            if matches!(compiled, CompiledRule::Eval(eval::Eval::Auth(_))) {
+                report.auth_readers += 1;
             }
             match compiled {
                 CompiledRule::Eval(e) => set.evals.push((id, e)),

@@ -433,7 +433,10 @@ fn authentication_results_are_read_from_trusted_servers_only() {
     let untrusting = set(tests);
     assert!(hits(&untrusting, &mail(aligned, "hi")).is_empty());
     let (_, report) = RuleSet::from_text(tests, Path::new("t.cf"));
-    assert_eq!(report.auth_without_trust, 11);
+    assert_eq!(
+        (report.auth_readers, report.trusted_authserv.len()),
+        (11, 0)
+    );
 }
 
 /// `welcomelist_auth` welcomes a From: address its own domain signed, or an envelope

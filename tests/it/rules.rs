@@ -439,6 +439,16 @@ fn welcomelist_auth_reads_the_trusted_servers_dkim_result() {
         "a note is no error: {}",
         text(&out.stdout)
     );
+    let out = spamnb(&db)
+        .args(["rules", "check"])
+        .arg(&trusting)
+        .output()
+        .expect("run");
+    assert!(
+        text(&out.stdout).contains("2 rule(s) read the Authentication-Results of mx.example.org"),
+        "{}",
+        text(&out.stdout)
+    );
 
     if have("spamc") {
         let sections = crate::daemon::Sections {
@@ -457,6 +467,13 @@ fn welcomelist_auth_reads_the_trusted_servers_dkim_result() {
             !text(&out.stdout).starts_with("-100.0/"),
             "{}",
             text(&out.stdout)
+        );
+        // Whom it trusts is in the log, for whoever wonders why a welcomelist hits.
+        assert!(
+            d.log()
+                .contains("rules: reading the Authentication-Results of mx.example.org"),
+            "{}",
+            d.log()
         );
     }
 }
