@@ -15,6 +15,15 @@ fn repo_rules() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("rules")
 }
 
+/// `spamnb daemon` on `db` with the rules at `rules`.
+fn daemon_with_rules(dir: &Path, db: &Path, rules: &Path) -> crate::daemon::Daemon {
+    let sections = crate::daemon::Sections {
+        rules: rules.to_str().expect("UTF-8 path"),
+        ..Default::default()
+    };
+    crate::daemon::Daemon::start(dir, db, &sections)
+}
+
 #[test]
 fn rules_check_passes_on_our_rules_and_fails_on_a_broken_file() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -307,11 +316,7 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     );
 
     if have("spamc") {
-        let sections = crate::daemon::Sections {
-            rules: ours.to_str().expect("UTF-8 path"),
-            ..Default::default()
-        };
-        let d = crate::daemon::Daemon::start(dir.path(), &db, &sections);
+        let d = daemon_with_rules(dir.path(), &db, &ours);
         let out = d.spamc(&["-c"], gtube.as_bytes());
         assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
         assert!(
@@ -382,17 +387,25 @@ fn welcomelist_auth_reads_the_trusted_servers_dkim_result() {
              buy now\n"
         )
     };
-    let check = |rules: &Path, raw: &str| {
+    // `check` of `raw` with `rules` (a SPAMNB_RULES list), printed as `format` asks.
+    let check = |rules: &str, raw: &str, format: &[&str]| {
         let m = write(dir.path(), "m.eml", raw);
         let out = spamnb(&db)
             .env("SPAMNB_RULES", rules)
-            .args(["check", "--explain"])
+            .arg("check")
+            .args(format)
             .arg(&m)
             .output()
             .expect("run");
         text(&out.stdout)
     };
-    let welcomed = check(&trusting, &signed_by("mx.example.org"));
+    let path = |p: &Path| p.to_str().expect("UTF-8 path").to_string();
+    let (trusting_rules, untrusting_rules) = (path(&trusting), path(&untrusting));
+    let welcomed = check(
+        &trusting_rules,
+        &signed_by("mx.example.org"),
+        &["--explain"],
+    );
     assert!(
         welcomed.contains(": ham (score -100.00")
             && welcomed
@@ -400,62 +413,47 @@ fn welcomelist_auth_reads_the_trusted_servers_dkim_result() {
         "{welcomed}"
     );
     // Our rules/ score what the trusted server found, once a file of one's own trusts it.
-    let both = format!("{}:{}", repo_rules().display(), trusting.display());
-    let m = write(dir.path(), "m.eml", signed_by("mx.example.org"));
-    let out = spamnb(&db)
-        .env("SPAMNB_RULES", &both)
-        .args(["check", "--format", "json"])
-        .arg(&m)
-        .output()
-        .expect("run");
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let both = format!("{}:{trusting_rules}", path(&repo_rules()));
+    let out = check(&both, &signed_by("mx.example.org"), &["--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&out).expect("JSON");
     let rules = json["rules"].to_string();
     assert!(
         rules.contains("\"DKIM_VALID_AU\"") && rules.contains("\"USER_IN_DKIM_WELCOMELIST\""),
         "{json}"
     );
     for (rules, server) in [
-        (&trusting, "mx.evil.example"),
-        (&untrusting, "mx.example.org"),
+        (&trusting_rules, "mx.evil.example"),
+        (&untrusting_rules, "mx.example.org"),
     ] {
-        let out = check(rules, &signed_by(server));
+        let out = check(rules, &signed_by(server), &["--explain"]);
         assert!(out.contains(": unsure ("), "{server}: {out}");
     }
 
-    let out = spamnb(&db)
-        .args(["rules", "check"])
-        .arg(&untrusting)
-        .output()
-        .expect("run");
-    assert!(
-        text(&out.stdout).contains(
-            "note: 2 rule(s) read Authentication-Results, but no authres_trusted_authserv"
+    // `rules check` says whom the rules trust, or that they trust no one; a note is no error.
+    for (file, said) in [
+        (
+            &untrusting,
+            "note: 2 rule(s) read Authentication-Results, but no authres_trusted_authserv",
         ),
-        "{}",
-        text(&out.stdout)
-    );
-    assert!(
-        out.status.success(),
-        "a note is no error: {}",
-        text(&out.stdout)
-    );
-    let out = spamnb(&db)
-        .args(["rules", "check"])
-        .arg(&trusting)
-        .output()
-        .expect("run");
-    assert!(
-        text(&out.stdout).contains("2 rule(s) read the Authentication-Results of mx.example.org"),
-        "{}",
-        text(&out.stdout)
-    );
+        (
+            &trusting,
+            "2 rule(s) read the Authentication-Results of mx.example.org",
+        ),
+    ] {
+        let out = spamnb(&db)
+            .args(["rules", "check"])
+            .arg(file)
+            .output()
+            .expect("run");
+        assert!(
+            out.status.success() && text(&out.stdout).contains(said),
+            "{}",
+            text(&out.stdout)
+        );
+    }
 
     if have("spamc") {
-        let sections = crate::daemon::Sections {
-            rules: trusting.to_str().expect("UTF-8 path"),
-            ..Default::default()
-        };
-        let d = crate::daemon::Daemon::start(dir.path(), &db, &sections);
+        let d = daemon_with_rules(dir.path(), &db, &trusting);
         let out = d.spamc(&["-c"], signed_by("mx.example.org").as_bytes());
         assert!(
             text(&out.stdout).starts_with("-100.0/"),
