@@ -308,6 +308,8 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
         Prune(PruneRequest),
         Ledger(Vec<crate::message::Digest>),
     }
+    // One engine for the request: the digest kind looked up is the kind of the store read.
+    let engine = ctx.engine.current();
     let job = match request.head.method {
         Method::Stats => Job::Stats,
         Method::Prune => match serde_json::from_slice::<PruneRequest>(&request.body) {
@@ -315,7 +317,7 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
             Err(e) => return Reply::error(Code::Protocol, format!("Bad PRUNE request: {e}")),
         },
         Method::Ledger => {
-            let kind = ctx.engine.current().store.digest_kind().name();
+            let kind = engine.store.digest_kind().name();
             let digests = serde_json::from_slice::<Vec<LedgerAsk>>(&request.body)
                 .map_err(|e| e.to_string())
                 .and_then(|asks| {
@@ -331,7 +333,6 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
         }
         _ => Job::Export,
     };
-    let engine = ctx.engine.current();
     let work = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, crate::store::Error> {
         let store = &*engine.store;
         match job {
