@@ -330,9 +330,9 @@ impl Test {
         // Every test of a rule set trusts the same ids: read once a message.
         let results = results.get_or_insert_with(|| Results::read(msg, &self.trusted));
         match &self.check {
-            Check::Result { method, result } => match results.outcome(method) {
+            Check::Result { method, result } => match counting(results.of(method)) {
                 None => result == "missing",
-                Some(found) => found == result,
+                Some(found) => found.result == *result,
             },
             Check::Spf { helo, result } => {
                 counting(results.spf(*helo)).is_some_and(|r| r.result == *result)
@@ -345,7 +345,7 @@ impl Test {
                 .dkim_domains()
                 .any(|d| domains.is_empty() || domains.contains(&d)),
             Check::DkimValidAuthor => {
-                let authors = authors(msg);
+                let authors = results.authors(msg);
                 results
                     .dkim_domains()
                     .any(|d| authors.iter().any(|a| domain_of(a) == Some(d.as_str())))
@@ -368,7 +368,7 @@ impl Test {
                     .iter()
                     .any(|s| list.is_match(s))
             }
-            Check::DkimListed(list) => authors(msg).iter().any(|author| {
+            Check::DkimListed(list) => results.authors(msg).iter().any(|author| {
                 list.iter()
                     .filter(|(globs, _)| globs.is_match(author))
                     .any(|(_, wanted)| {
@@ -470,30 +470,36 @@ impl MethodResult {
     }
 }
 
-/// The results of one message's trusted fields, the newest field first.
+/// The results of one message's trusted fields, the newest field first, and its From:
+/// addresses, which several DKIM tests read: parsed once, when the first asks.
 #[derive(Debug, Default)]
-pub struct Results(Vec<MethodResult>);
+pub struct Results {
+    results: Vec<MethodResult>,
+    authors: std::cell::OnceCell<Vec<String>>,
+}
 
 impl Results {
     pub fn read(msg: &Message, trusted: &[String]) -> Results {
-        let mut out = Vec::new();
+        let mut results = Vec::new();
         for value in msg.header_values("authentication-results") {
-            if let Some((id, results)) = parse_field(value)
+            if let Some((id, found)) = parse_field(value)
                 && trusted.iter().any(|t| t.eq_ignore_ascii_case(&id))
             {
-                out.extend(results);
+                results.extend(found);
             }
         }
-        Results(out)
+        Results {
+            results,
+            authors: Default::default(),
+        }
     }
 
     fn of<'r>(&'r self, method: &'r str) -> impl Iterator<Item = &'r MethodResult> + 'r {
-        self.0.iter().filter(move |r| r.method == method)
+        self.results.iter().filter(move |r| r.method == method)
     }
 
-    /// A method's result, the one that [`counting`] picks.
-    fn outcome<'r>(&'r self, method: &'r str) -> Option<&'r str> {
-        counting(self.of(method)).map(|r| r.result.as_str())
+    fn authors(&self, msg: &Message) -> &[String] {
+        self.authors.get_or_init(|| authors(msg))
     }
 
     /// The SPF results for the envelope sender (or, `helo`, for the HELO name).
