@@ -386,7 +386,12 @@ fn authentication_results_are_read_from_trusted_servers_only() {
          header AR_DMARC_FAIL eval:check_authres_result('dmarc','fail')\n\
          header AR_DMARC_MISSING eval:check_authres_result('dmarc', 'missing')\n\
          header DMARC_REJECT eval:check_dmarc_reject()\n\
-         header DMARC_QUAR eval:check_dmarc_quarantine()\n";
+         header DMARC_QUAR eval:check_dmarc_quarantine()\n\
+         header DMARC_PASS eval:check_dmarc_pass()\n\
+         header DMARC_MISSING eval:check_dmarc_missing()\n\
+         header DKIM_VALID_EF eval:check_dkim_valid_envelopefrom()\n\
+         header ARC_SIGNED eval:check_arc_signed()\n\
+         header ARC_VALID eval:check_arc_valid()\n";
     let s = set(&format!("authres_trusted_authserv MX.example.org\n{tests}"));
     let aligned = "Authentication-Results: mx.example.org; spf=pass smtp.mailfrom=a@example.com;\n \
                    dkim=pass (good) header.d=example.com\nFrom: A <a@Example.com>";
@@ -423,6 +428,36 @@ fn authentication_results_are_read_from_trusted_servers_only() {
             "DMARC_REJECT"
         ]
     );
+    // A mailing list's signature from the envelope sender's domain, relayed under ARC; a
+    // quarantine policy; no DMARC policy published; a pass.
+    let relayed = "Return-Path: <bounce@lists.example>\n\
+                   Authentication-Results: mx.example.org; dkim=pass header.d=lists.example;\n \
+                   arc=pass; dmarc=fail (p=quarantine) header.from=example.com\n\
+                   From: a@example.com";
+    assert_eq!(
+        hits(&s, &mail(relayed, "hi")),
+        [
+            "DKIM_SIGNED",
+            "DKIM_VALID",
+            "AR_DMARC_FAIL",
+            "DMARC_QUAR",
+            "DKIM_VALID_EF",
+            "ARC_SIGNED",
+            "ARC_VALID"
+        ]
+    );
+    for (dmarc, want) in [("none", "DMARC_MISSING"), ("pass", "DMARC_PASS")] {
+        let field = format!("Authentication-Results: mx.example.org; dmarc={dmarc}");
+        assert!(
+            hits(&s, &mail(&field, "hi")).contains(&want.to_string()),
+            "{dmarc}"
+        );
+    }
+    let arc_failed = "Authentication-Results: mx.example.org; arc=fail";
+    assert_eq!(
+        hits(&s, &mail(arc_failed, "hi")),
+        ["AR_DMARC_MISSING", "ARC_SIGNED"]
+    );
     // Of two results for one method, a pass counts, whichever is newer.
     let two_checks = "Authentication-Results: mx.example.org; spf=fail smtp.mailfrom=a@example.com\n\
                       Authentication-Results: mx.example.org; spf=pass smtp.mailfrom=a@example.com";
@@ -435,7 +470,7 @@ fn authentication_results_are_read_from_trusted_servers_only() {
     let (_, report) = RuleSet::from_text(tests, Path::new("t.cf"));
     assert_eq!(
         (report.auth_readers, report.trusted_authserv.len()),
-        (11, 0)
+        (16, 0)
     );
 }
 
