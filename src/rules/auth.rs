@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 
-use super::parse::Origin;
+use super::parse::{Origin, glob_regex};
 use super::target::{Part, Target};
 use crate::message::Message;
 
@@ -263,19 +263,7 @@ const SPF_RESULTS: &[&str] = &[
 /// Address globs (`*` any run, `?` any character) as one regex over a whole address,
 /// case ignored; none without globs.
 fn globs_regex<'g>(globs: impl Iterator<Item = &'g String>) -> Option<Regex> {
-    let alternatives: Vec<String> = globs
-        .map(|glob| {
-            glob.split('*')
-                .map(|part| {
-                    part.split('?')
-                        .map(regex::escape)
-                        .collect::<Vec<_>>()
-                        .join(".")
-                })
-                .collect::<Vec<_>>()
-                .join(".*")
-        })
-        .collect();
+    let alternatives: Vec<String> = globs.map(|glob| glob_regex(glob)).collect();
     if alternatives.is_empty() {
         return None;
     }

@@ -540,8 +540,8 @@ impl Parsed {
     }
 }
 
-/// An address glob of SpamAssassin's lists as a regex between `/` delimiters.
-fn glob_regex(glob: &str) -> String {
+/// An address glob of SpamAssassin's lists as a regex, fit to stand between `/` delimiters.
+pub(super) fn glob_regex(glob: &str) -> String {
     let mut out = String::new();
     for c in glob.chars() {
         match c {
