@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use regex::Regex;
 
-use super::parse::{Origin, glob_regex};
+use super::lists::{ListRule, globs_regex};
+use super::parse::Origin;
 use super::target::{Part, Target};
 use crate::message::Message;
 
@@ -36,9 +37,6 @@ enum List {
     Spf,
     Dkim,
 }
-
-/// A rule a list feeds: its name, its eval, its score and its description.
-pub type ListRule = (&'static str, &'static str, f64, &'static str);
 
 /// The rules the lists feed, as SpamAssassin names and scores them: its own welcomelists
 /// decide, its defaults are learned features.
@@ -259,19 +257,6 @@ const SPF_RESULTS: &[&str] = &[
     "permerror",
     "temperror",
 ];
-
-/// Address globs (`*` any run, `?` any character) as one regex over a whole address,
-/// case ignored; none without globs.
-fn globs_regex<'g>(globs: impl Iterator<Item = &'g String>) -> Option<Regex> {
-    let alternatives: Vec<String> = globs.map(|glob| glob_regex(glob)).collect();
-    if alternatives.is_empty() {
-        return None;
-    }
-    let pattern = format!("(?is)^(?:{})$", alternatives.join("|"));
-    // Escaped globs always make a valid pattern; a list too large for the engine's
-    // limits matches nothing rather than stopping the rules from loading.
-    Regex::new(&pattern).ok()
-}
 
 /// A compiled test over the trusted results.
 #[derive(Debug, Clone)]

@@ -33,7 +33,7 @@ const KNOWN: &[&str] = &[
 ];
 
 pub fn known(name: &str) -> bool {
-    KNOWN.contains(&name) || super::auth::known(name)
+    KNOWN.contains(&name) || super::auth::known(name) || super::lists::known(name)
 }
 
 /// A compiled eval test.
@@ -68,6 +68,8 @@ pub enum Eval {
     IllegalChars(String, f64, usize),
     /// What trusted Authentication-Results fields say.
     Auth(super::auth::Test),
+    /// Whether an address or a link's host is on a list, or at a free mail provider.
+    List(super::lists::Test),
 }
 
 /// A numeric comparison, as eval arguments, meta expressions and `if version` spell it.
@@ -111,9 +113,13 @@ impl Cmp {
     }
 }
 
-/// `name('a', 'b')` to a compiled test; `auth` holds what the tests of
-/// Authentication-Results read besides their arguments.
-pub fn compile(call: &str, auth: &super::auth::Config) -> Result<Eval, String> {
+/// `name('a', 'b')` to a compiled test; `auth` and `lists` hold what the tests of
+/// Authentication-Results and of lists read besides their arguments.
+pub fn compile(
+    call: &str,
+    auth: &super::auth::Config,
+    lists: &super::lists::Lists,
+) -> Result<Eval, String> {
     let call = call.trim();
     let (name, args) = match call.split_once('(') {
         Some((n, rest)) => {
@@ -152,6 +158,9 @@ pub fn compile(call: &str, auth: &super::auth::Config) -> Result<Eval, String> {
     };
     if let Some(test) = auth.compile(name, &args) {
         return test.map(Eval::Auth);
+    }
+    if let Some(test) = lists.compile(name, &args) {
+        return test.map(Eval::List);
     }
     Ok(match name {
         "check_for_mime_html_only" => Eval::HtmlOnly,
@@ -198,6 +207,8 @@ pub struct Facts<'m> {
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
     auth: Option<super::auth::Results>,
+    /// The addresses the body names, for the free mail tests.
+    body_addresses: Option<Vec<String>>,
 }
 
 struct HtmlFacts {
@@ -221,6 +232,7 @@ impl<'m> Facts<'m> {
             html: None,
             date_shift: None,
             auth: None,
+            body_addresses: None,
         }
     }
 
@@ -532,6 +544,7 @@ impl Eval {
                 })
             }
             Eval::Auth(test) => test.holds(msg, &mut facts.auth),
+            Eval::List(test) => test.holds(msg, &mut facts.body_addresses),
         }
     }
 }
@@ -651,7 +664,7 @@ mod tests {
 
     #[test]
     fn unknown_evals_and_arguments_are_errors() {
-        let compile = |call| compile(call, &Default::default());
+        let compile = |call| compile(call, &Default::default(), &Default::default());
         assert!(compile("check_rbl('a', 'b')").is_err());
         assert!(compile("check_for_mime('mime_faraway_charset')").is_err());
         assert!(compile("html_image_ratio('x', '1')").is_err());

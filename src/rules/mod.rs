@@ -16,6 +16,7 @@
 mod anchored;
 pub mod auth;
 pub mod eval;
+mod lists;
 mod matcher;
 pub mod meta;
 pub mod parse;
@@ -539,7 +540,7 @@ fn compile_rule(
         std::borrow::Cow::Borrowed(def.text.as_str())
     };
     if let Some(call) = text.strip_prefix("eval:") {
-        return eval::compile(call, &parsed.auth)
+        return eval::compile(call, &parsed.auth, &parsed.lists)
             .map(CompiledRule::Eval)
             .map_err(|e| {
                 if e.contains(' ') {

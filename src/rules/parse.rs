@@ -120,6 +120,10 @@ impl std::fmt::Display for Reason {
 /// Plugins whose rules spamnb can run (in part: an eval it lacks is skipped on its own).
 pub const PLUGINS: &[&str] = &[
     "ReplaceTags",
+    // Lists of addresses, link hosts and free mail domains, from rule files.
+    "WLBLEval",
+    "WelcomeListSubject",
+    "FreeMail",
     // Read from trusted Authentication-Results fields, not checked over DNS.
     "AuthRes",
     "SPF",
@@ -154,68 +158,11 @@ pub struct Parsed {
     /// Rules skipped before being defined (by `ifplugin`): name → reason, for the report.
     pub skipped: Vec<(RuleDef, Reason)>,
     pub tags: Tags,
-    /// The address patterns (lowercase) of each of [`LISTS`], and where the first of each
-    /// was written: they become its rules.
-    lists: [(Vec<String>, Option<Origin>); LISTS.len()],
+    /// Address, link host and free mail lists.
+    pub lists: super::lists::Lists,
     /// Trusted authserv-ids and the lists that read their results.
     pub auth: super::auth::Config,
 }
-
-/// One of SpamAssassin's address lists: the rule it feeds, the addresses it reads, the
-/// directives that add to it and take from it (new names and old), and the rule's score as
-/// SpamAssassin's: decisive for most, a learned feature for the others.
-struct AddressList {
-    rule: &'static str,
-    /// A header target whose text is addresses one a line.
-    target: &'static str,
-    add: &'static [&'static str],
-    remove: &'static [&'static str],
-    score: f64,
-    describe: &'static str,
-}
-
-const LISTS: [AddressList; 5] = [
-    AddressList {
-        rule: "USER_IN_WELCOMELIST",
-        target: "From:addr",
-        add: &["welcomelist_from", "whitelist_from"],
-        remove: &["unwelcomelist_from", "unwhitelist_from"],
-        score: -100.0,
-        describe: "From: address is on the welcomelist (welcomelist_from)",
-    },
-    AddressList {
-        rule: "USER_IN_BLOCKLIST",
-        target: "From:addr",
-        add: &["blocklist_from", "blacklist_from"],
-        remove: &["unblocklist_from", "unblacklist_from"],
-        score: 100.0,
-        describe: "From: address is on the blocklist (blocklist_from)",
-    },
-    AddressList {
-        rule: "USER_IN_ALL_SPAM_TO",
-        target: "ToCc:addrs",
-        add: &["all_spam_to"],
-        remove: &[],
-        score: -100.0,
-        describe: "To: or Cc: address wants all mail, spam too (all_spam_to)",
-    },
-    AddressList {
-        rule: "USER_IN_WELCOMELIST_TO",
-        target: "ToCc:addrs",
-        add: &["welcomelist_to", "whitelist_to"],
-        remove: &[],
-        score: -6.0,
-        describe: "To: or Cc: address is on the welcomelist (welcomelist_to)",
-    },
-    AddressList {
-        rule: "USER_IN_BLOCKLIST_TO",
-        target: "ToCc:addrs",
-        add: &["blocklist_to", "blacklist_to"],
-        remove: &[],
-        score: 10.0,
-        describe: "To: or Cc: address is on the blocklist (blocklist_to)",
-    },
-];
 
 /// ReplaceTags state: `<A>` in a rule named by `replace_rules` becomes the tag's text.
 #[derive(Debug, Default)]
@@ -294,33 +241,14 @@ impl Parsed {
                 .is_some_and(|s| s.iter().all(|&s| s == 0.0))
     }
 
-    /// The rules the address lists read so far feed: each a header rule over the list's
-    /// addresses, one a line, whose pattern is the list's globs (`*` any run, `?` any
-    /// character, case ignored) matched against a whole address, scored as SpamAssassin
-    /// scores it. Called once every file is read.
+    /// The rules the lists read so far feed, as SpamAssassin scores them (see
+    /// [`super::lists`] and [`super::auth`]). Called once every file is read.
     pub fn define_lists(&mut self) {
-        for (i, list) in LISTS.iter().enumerate() {
-            let (patterns, first) = &self.lists[i];
-            let Some(origin) = first.clone().filter(|_| !patterns.is_empty()) else {
-                continue;
-            };
-            let globs: Vec<String> = patterns.iter().map(|p| glob_regex(p)).collect();
-            self.define(RuleDef {
-                name: list.rule.to_string(),
-                kind: Kind::Header,
-                text: format!("{} =~ /^(?:{})$/im", list.target, globs.join("|")),
-                origin,
-            });
-            self.describe
-                .insert(list.rule.to_string(), list.describe.to_string());
-            self.score.insert(list.rule.to_string(), [list.score; 4]);
-        }
-        let auth_rules: Vec<_> = self
-            .auth
-            .list_rules()
+        let list_rules: Vec<_> = (self.lists.list_rules())
+            .chain(self.auth.list_rules())
             .map(|(rule, origin)| (rule, origin.clone()))
             .collect();
-        for (&(name, call, score, describe), origin) in auth_rules {
+        for (&(name, call, score, describe), origin) in list_rules {
             self.define(RuleDef {
                 name: name.to_string(),
                 kind: Kind::Header,
@@ -443,17 +371,13 @@ impl Parsed {
             if self.auth.read(directive, rest, &origin) {
                 continue;
             }
-            if let Some(i) = LISTS.iter().position(|l| l.add.contains(&directive)) {
-                let (patterns, first) = &mut self.lists[i];
-                first.get_or_insert_with(|| origin.clone());
-                patterns.extend(rest.split_whitespace().map(str::to_ascii_lowercase));
-                continue;
-            }
-            if let Some(i) = LISTS.iter().position(|l| l.remove.contains(&directive)) {
-                for p in rest.split_whitespace() {
-                    self.lists[i].0.retain(|q| !q.eq_ignore_ascii_case(p));
+            match self.lists.read(directive, rest, &origin) {
+                Some(Ok(())) => continue,
+                Some(Err(why)) => {
+                    self.problem(origin, None, Reason::Syntax(why));
+                    continue;
                 }
-                continue;
+                None => {}
             }
             let (name, value) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             let value = value.trim();

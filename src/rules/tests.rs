@@ -371,6 +371,211 @@ fn address_lists_of_recipients_read_every_to_and_cc_address() {
     );
 }
 
+/// The hits of `set` on `raw`, sorted.
+fn sorted_hits(set: &RuleSet, raw: &str) -> Vec<String> {
+    let mut hits = hits(set, raw);
+    hits.sort();
+    hits
+}
+
+/// WLBLEval's tests read named address lists (`enlist_addrlist`, whose namespace the
+/// welcomelist directives share) from From, To/Cc and Reply-To; a list never filled is no
+/// error and never hits; SpamAssassin's own definition of USER_IN_WELCOMELIST keeps the
+/// lists' decisive score.
+#[test]
+fn named_address_lists_are_read_by_the_wlbleval_tests() {
+    let s = set("enlist_addrlist (GOV) *@*.gov *@gov.example\n\
+         enlist_addrlist (PAYPAL) *@paypal.com\n\
+         enlist_addrlist (welcomelist_from) friend@x.example\n\
+         header FROM_GOV eval:check_from_in_list('GOV')\n\
+         header TO_GOV eval:check_to_in_list('GOV')\n\
+         header REPLYTO_PAYPAL eval:check_replyto_in_list('PAYPAL')\n\
+         header FROM_NOSUCH eval:check_from_in_list('NOSUCH')\n\
+         header USER_IN_WELCOMELIST eval:check_from_in_welcomelist()\n\
+         score USER_IN_WELCOMELIST -0.01\n\
+         header MORE_SPAM eval:check_to_in_more_spam()\n");
+    for (headers, want) in [
+        ("From: clerk@tax.gov", &["FROM_GOV"][..]),
+        (
+            "From: clerk@gov.example\nTo: me@tax.gov",
+            &["FROM_GOV", "TO_GOV"],
+        ),
+        ("From: clerk@gov.example.evil.example", &[]),
+        ("From: \"clerk@tax.gov\" <x@evil.example>", &[]),
+        ("Cc: a@b.example, c@irs.gov", &["TO_GOV"]),
+        (
+            "From: x@evil.example\nReply-To: Service <SERVICE@PayPal.com>",
+            &["REPLYTO_PAYPAL"],
+        ),
+        ("From: service@paypal.com", &[]),
+        ("From: Friend <friend@x.example>", &["USER_IN_WELCOMELIST"]),
+    ] {
+        assert_eq!(sorted_hits(&s, &mail(headers, "hi")), want, "{headers}");
+    }
+    assert_eq!(
+        s.rule("USER_IN_WELCOMELIST").and_then(|r| r.score),
+        Some(-100.0)
+    );
+    // A list without its name in parentheses, or a count that is none, is named.
+    let (_, report) = RuleSet::from_text(
+        "enlist_addrlist GOV *@x.gov\nenlist_uri_host (SHORT)\nfreemail_max_body_emails many\n",
+        Path::new("lists.cf"),
+    );
+    let lines: Vec<usize> = report.problems.iter().map(|p| p.origin.line).collect();
+    assert_eq!(lines, [1, 2, 3], "{:?}", report.problems);
+}
+
+/// `welcomelist_subject` and `blocklist_subject`: a glob found anywhere in the Subject,
+/// case ignored, a whole line one glob; each feeds a decisive rule.
+#[test]
+fn subject_lists_find_their_globs_in_the_subject() {
+    let s = set("welcomelist_subject [Ticket *]\nblacklist_subject cheap meds\n");
+    for (subject, want) in [
+        (
+            "Re: [TICKET #4711] printer",
+            &["SUBJECT_IN_WELCOMELIST"][..],
+        ),
+        ("Re: Ticket 4711 printer", &[]),
+        ("buy CHEAP MEDS now", &["SUBJECT_IN_BLOCKLIST"]),
+        ("cheap  meds", &[]),
+    ] {
+        assert_eq!(
+            hits(&s, &mail(&format!("Subject: {subject}"), "hi")),
+            want,
+            "{subject}"
+        );
+    }
+    assert!(hits(&s, &mail("From: a@b.example", "cheap meds")).is_empty());
+    assert_eq!(
+        s.rule("SUBJECT_IN_BLOCKLIST").and_then(|r| r.score),
+        Some(100.0)
+    );
+}
+
+/// WLBLEval's host lists: a link's host or any domain above it, the most specific entry
+/// deciding (`!` excludes), an address literal only as itself, `delist_uri_host` taking
+/// entries back, mailto: links not read; `blocklist_uri_host` feeds a decisive rule.
+#[test]
+fn uri_host_lists_match_hosts_and_the_domains_above_them() {
+    let s = set("blocklist_uri_host Bad.example\n\
+         enlist_uri_host (SHORT) bit.ly !ok.bit.ly t.co\n\
+         enlist_uri_host (IPS) 192.0.2.7\n\
+         delist_uri_host (SHORT) t.co\n\
+         body SHORTENER eval:check_uri_host_listed('SHORT')\n\
+         body LISTED_IP eval:check_uri_host_listed('IPS')\n\
+         body NOSUCH eval:check_uri_host_listed('NOSUCH')\n");
+    for (body, want) in [
+        (
+            "see http://www.BAD.example/x",
+            &["URI_HOST_IN_BLOCKLIST"][..],
+        ),
+        (
+            "see http://notbad.example/x and http://bad.example.org/",
+            &[],
+        ),
+        ("see https://bit.ly/abc", &["SHORTENER"]),
+        ("see https://ok.bit.ly/abc or https://a.ok.bit.ly/", &[]),
+        ("see https://t.co/abc", &[]),
+        ("see http://192.0.2.7/x", &["LISTED_IP"]),
+        ("see http://10.192.0.2.7.example/x", &[]),
+        ("write to <a href=\"mailto:x@bad.example\">us</a>", &[]),
+    ] {
+        assert_eq!(sorted_hits(&s, &mail("Subject: s", body)), want, "{body}");
+    }
+    assert_eq!(
+        s.rule("URI_HOST_IN_BLOCKLIST").and_then(|r| r.score),
+        Some(100.0)
+    );
+}
+
+/// The FreeMail plugin's tests: addresses at the listed providers (globs), but not a
+/// welcomed one or a role's; Reply-To and From as different free mail; a body naming
+/// another free mail address, unless it names so many that it is a list.
+#[test]
+fn freemail_tests_read_the_listed_providers() {
+    let tests = "header FM_FROM eval:check_freemail_from()\n\
+         header FM_FROM_DIGIT eval:check_freemail_from('\\d@')\n\
+         header FM_REPLYTO eval:check_freemail_header('Reply-To')\n\
+         header FM_ENV_DIGIT eval:check_freemail_header('EnvelopeFrom', '\\d@')\n\
+         header FM_DIFFERENT eval:check_freemail_replyto('replyto')\n\
+         header FM_REPLY eval:check_freemail_replyto('reply')\n\
+         body FM_BODY eval:check_freemail_body()\n";
+    let s = set(&format!(
+        "freemail_domains gmail.com *.yahoo.example\nfreemail_domains mail.example\n\
+         freemail_welcomelist friendly@gmail.com\n{tests}"
+    ));
+    for (headers, body, want) in [
+        ("From: a@gmail.com", "hi", &["FM_FROM"][..]),
+        ("From: A1@Gmail.com", "hi", &["FM_FROM", "FM_FROM_DIGIT"]),
+        ("From: x@uk.yahoo.example", "hi", &["FM_FROM"]),
+        ("From: x@yahoo.example", "hi", &[]),
+        ("From: friendly@gmail.com", "hi", &[]),
+        ("From: support@gmail.com", "hi", &[]),
+        ("From: x@gmail.com.evil.example", "hi", &[]),
+        // A company's From with a private free mail Reply-To.
+        (
+            "From: boss@corp.example\nReply-To: boss.private@gmail.com",
+            "hi",
+            &["FM_REPLYTO"],
+        ),
+        (
+            "From: a@gmail.com\nReply-To: b@mail.example",
+            "hi",
+            &["FM_DIFFERENT", "FM_FROM", "FM_REPLY", "FM_REPLYTO"],
+        ),
+        (
+            "From: a@gmail.com\nReply-To: a@gmail.com",
+            "hi",
+            &["FM_FROM", "FM_REPLYTO"],
+        ),
+        (
+            "From: a@gmail.com",
+            "write to c@mail.example at once",
+            &["FM_BODY", "FM_FROM", "FM_REPLY"],
+        ),
+        (
+            "From: a@corp.example\nReply-To: b@gmail.com",
+            "or write to <a href=\"mailto:c@mail.example\">me</a>",
+            &["FM_BODY", "FM_DIFFERENT", "FM_REPLYTO"],
+        ),
+        (
+            "From: a@gmail.com",
+            "a@x.example b@x.example c@x.example d@x.example c@mail.example",
+            &["FM_FROM"],
+        ),
+        // A list's bounces come back to its own address: not a scam's Reply-To.
+        (
+            "Return-Path: <news-bounces@gmail.com>\nFrom: a@gmail.com\nReply-To: b@gmail.com",
+            "hi",
+            &["FM_FROM", "FM_REPLYTO"],
+        ),
+        (
+            "Return-Path: <joe7@gmail.com>\nFrom: joe7@gmail.com",
+            "hi",
+            &["FM_ENV_DIGIT", "FM_FROM", "FM_FROM_DIGIT"],
+        ),
+        (
+            "Return-Path: <bounce-7@gmail.com>\nFrom: x@corp.example",
+            "hi",
+            &[],
+        ),
+    ] {
+        assert_eq!(
+            sorted_hits(&s, &mail(headers, body)),
+            want,
+            "{headers} / {body}"
+        );
+    }
+    let unlisted = set(tests);
+    assert!(
+        hits(
+            &unlisted,
+            &mail("From: a@gmail.com\nReply-To: b@gmail.com", "hi")
+        )
+        .is_empty()
+    );
+}
+
 /// The SPF, DKIM and AuthRes tests read only the fields of a trusted authserv-id (its
 /// case ignored), the newest result or a pass for each method, and nothing at all while no
 /// id is trusted.

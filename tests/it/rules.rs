@@ -333,7 +333,8 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
          describe LOCAL_FRIEND  Mail from a friend, never spam\n\
          score    LOCAL_FRIEND  -100\n\
          blocklist_from *@spammer.example\n\
-         all_spam_to abuse@example.org\n",
+         all_spam_to abuse@example.org\n\
+         blocklist_uri_host pills.example\n",
     );
     let verdict_to = |from: &str, to: &str| {
         let m = write(
@@ -362,6 +363,84 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     let abuse = "me@example.org, Abuse Desk <abuse@example.org>";
     assert_eq!(verdict_to("stranger@example.net", abuse), "ham");
     assert_eq!(verdict_to("sales@spammer.example", abuse), "unsure");
+    // A link to a listed domain, or to a host under it, decides; one that only looks alike
+    // does not.
+    for (link, want) in [
+        ("https://shop.pills.example/buy", "spam"),
+        ("https://pills.example.org/buy", "unsure"),
+    ] {
+        let m = write(
+            dir.path(),
+            "m.eml",
+            format!("From: stranger@example.net\nSubject: offer\n\nsee {link}\n"),
+        );
+        let out = spamnb(&db)
+            .env("SPAMNB_RULES", &local)
+            .args(["check", "--explain"])
+            .arg(&m)
+            .output()
+            .expect("run");
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(&format!(": {want} (")), "{link}: {stdout}");
+        assert_eq!(
+            stdout.contains("decided by the rule scored as decisive: URI_HOST_IN_BLOCKLIST"),
+            want == "spam",
+            "{link}: {stdout}"
+        );
+    }
+}
+
+/// SpamAssassin's own FreeMail, WLBLEval and WelcomeListSubject blocks load from its
+/// shipped files, none of their rules skipped, and its list of free mail domains feeds
+/// FREEMAIL_FROM and the Reply-To tests.
+#[test]
+fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
+    if !have("spamassassin") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let out = spamnb(&db)
+        .args(["rules", "check", "/usr/share/spamassassin"])
+        .output()
+        .expect("run");
+    let report = text(&out.stdout);
+    for plugin in ["FreeMail", "WLBLEval", "WelcomeListSubject"] {
+        assert!(
+            !report.contains(&format!("needs plugin {plugin},")),
+            "{report}"
+        );
+    }
+    assert!(report.contains("needs plugin VBounce,"), "{report}");
+    let rules_hit = |raw: &str| {
+        let m = write(dir.path(), "m.eml", raw);
+        let out = spamnb(&db)
+            .env("SPAMNB_RULES", "/usr/share/spamassassin")
+            .args(["check", "--format", "json"])
+            .arg(&m)
+            .output()
+            .expect("run");
+        let json: serde_json::Value =
+            serde_json::from_str(&text(&out.stdout)).expect("one JSON verdict");
+        json["rules"].to_string()
+    };
+    let scam = rules_hit(
+        "From: Director <director@corp.example>\nReply-To: director.private77@gmail.com\n\
+         To: you@example.org\nSubject: urgent\n\nPlease reply to my private address.\n",
+    );
+    assert!(
+        scam.contains("\"FREEMAIL_FORGED_REPLYTO\"")
+            && scam.contains("\"FREEMAIL_REPLYTO_END_DIGIT\"")
+            && !scam.contains("\"FREEMAIL_FROM\""),
+        "{scam}"
+    );
+    let friend = rules_hit(
+        "From: Ann <ann@gmail.com>\nTo: you@example.org\nSubject: lunch\n\nSee you at noon.\n",
+    );
+    assert!(
+        friend.contains("\"FREEMAIL_FROM\"") && !friend.contains("FREEMAIL_FORGED_REPLYTO"),
+        "{friend}"
+    );
 }
 
 /// With the receiving server's authserv-id trusted, `welcomelist_auth` makes mail whose

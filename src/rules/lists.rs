@@ -1,0 +1,670 @@
+//! SpamAssassin's lists that need no DNS, and the tests that read them (its WLBLEval and
+//! FreeMail plugins): addresses (`welcomelist_from` and its kin, `enlist_addrlist`), the
+//! hosts of links (`blocklist_uri_host`, `enlist_uri_host`), and free mail providers
+//! (`freemail_domains`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, OnceLock};
+
+use regex::Regex;
+
+use super::parse::{Origin, glob_regex};
+use super::target::Target;
+use crate::message::{Message, url_host};
+
+/// The lists read from rule files.
+#[derive(Debug, Default)]
+pub struct Lists {
+    /// Address lists by name (a directive's, as `welcomelist_from`, or an
+    /// `enlist_addrlist` name): globs, lowercase, and where the list was begun.
+    addresses: HashMap<String, (Vec<String>, Origin)>,
+    /// Host lists by name: host or domain, lowercase → listed (false: excluded by `!`), and
+    /// where the list was begun.
+    hosts: HashMap<String, (HashMap<String, bool>, Origin)>,
+    /// `welcomelist_subject` and `blocklist_subject`: globs, lowercase, one a line.
+    subjects: HashMap<String, (Vec<String>, Origin)>,
+    freemail: FreemailSettings,
+    /// The free mail test's settings compiled, once, for every test that reads them.
+    compiled_freemail: OnceLock<Arc<Freemail>>,
+}
+
+#[derive(Debug)]
+struct FreemailSettings {
+    /// Domain globs, lowercase.
+    domains: Vec<String>,
+    /// Addresses and domains that are not free mail whatever their domain, lowercase.
+    welcome: Vec<String>,
+    /// A body with this many addresses, or this many free mail ones, is not read for them.
+    max_body_emails: usize,
+    max_body_freemails: usize,
+    skip_when_over_max: bool,
+    /// The Reply-To test passes over mail whose envelope sender is a list's or a bounce's.
+    skip_bulk_envfrom: bool,
+}
+
+impl Default for FreemailSettings {
+    fn default() -> FreemailSettings {
+        FreemailSettings {
+            domains: Vec::new(),
+            welcome: Vec::new(),
+            max_body_emails: 5,
+            max_body_freemails: 3,
+            skip_when_over_max: true,
+            skip_bulk_envfrom: true,
+        }
+    }
+}
+
+/// Directives that add to the list named after them (old names beside new ones), and those
+/// that take from it.
+const ADD_ADDRESS: &[(&str, &str)] = &[
+    ("welcomelist_from", "welcomelist_from"),
+    ("whitelist_from", "welcomelist_from"),
+    ("blocklist_from", "blocklist_from"),
+    ("blacklist_from", "blocklist_from"),
+    ("welcomelist_to", "welcomelist_to"),
+    ("whitelist_to", "welcomelist_to"),
+    ("blocklist_to", "blocklist_to"),
+    ("blacklist_to", "blocklist_to"),
+    ("all_spam_to", "all_spam_to"),
+    ("more_spam_to", "more_spam_to"),
+];
+const REMOVE_ADDRESS: &[(&str, &str)] = &[
+    ("unwelcomelist_from", "welcomelist_from"),
+    ("unwhitelist_from", "welcomelist_from"),
+    ("unblocklist_from", "blocklist_from"),
+    ("unblacklist_from", "blocklist_from"),
+];
+const ADD_SUBJECT: &[(&str, &str)] = &[
+    ("welcomelist_subject", "welcomelist_subject"),
+    ("whitelist_subject", "welcomelist_subject"),
+    ("blocklist_subject", "blocklist_subject"),
+    ("blacklist_subject", "blocklist_subject"),
+];
+
+/// A rule a list feeds: its name, its eval, its score and its description.
+pub type ListRule = (&'static str, &'static str, f64, &'static str);
+
+/// The rules the lists of their own directives feed, with the list each reads, as
+/// SpamAssassin names and scores them: most decide, the `_TO` lists are learned features.
+/// `more_spam_to` only lowers a fixed score in SpamAssassin and feeds no rule here.
+static RULES: [(&str, ListRule); 9] = [
+    (
+        "welcomelist_from",
+        (
+            "USER_IN_WELCOMELIST",
+            "check_from_in_welcomelist()",
+            -100.0,
+            "From: address is on the welcomelist (welcomelist_from)",
+        ),
+    ),
+    (
+        "blocklist_from",
+        (
+            "USER_IN_BLOCKLIST",
+            "check_from_in_blocklist()",
+            100.0,
+            "From: address is on the blocklist (blocklist_from)",
+        ),
+    ),
+    (
+        "all_spam_to",
+        (
+            "USER_IN_ALL_SPAM_TO",
+            "check_to_in_all_spam()",
+            -100.0,
+            "To: or Cc: address wants all mail, spam too (all_spam_to)",
+        ),
+    ),
+    (
+        "welcomelist_to",
+        (
+            "USER_IN_WELCOMELIST_TO",
+            "check_to_in_welcomelist()",
+            -6.0,
+            "To: or Cc: address is on the welcomelist (welcomelist_to)",
+        ),
+    ),
+    (
+        "blocklist_to",
+        (
+            "USER_IN_BLOCKLIST_TO",
+            "check_to_in_blocklist()",
+            10.0,
+            "To: or Cc: address is on the blocklist (blocklist_to)",
+        ),
+    ),
+    (
+        "BLOCK",
+        (
+            "URI_HOST_IN_BLOCKLIST",
+            "check_uri_host_in_blocklist()",
+            100.0,
+            "A link's host or domain is on the blocklist (blocklist_uri_host)",
+        ),
+    ),
+    (
+        "WELCOME",
+        (
+            "URI_HOST_IN_WELCOMELIST",
+            "check_uri_host_in_welcomelist()",
+            -100.0,
+            "A link's host or domain is on the welcomelist (welcomelist_uri_host)",
+        ),
+    ),
+    (
+        "welcomelist_subject",
+        (
+            "SUBJECT_IN_WELCOMELIST",
+            "check_subject_in_welcomelist()",
+            -100.0,
+            "Subject: holds a text on the welcomelist (welcomelist_subject)",
+        ),
+    ),
+    (
+        "blocklist_subject",
+        (
+            "SUBJECT_IN_BLOCKLIST",
+            "check_subject_in_blocklist()",
+            100.0,
+            "Subject: holds a text on the blocklist (blocklist_subject)",
+        ),
+    ),
+];
+
+impl Lists {
+    /// Reads `directive` if it is one of these settings: none if it is not, else whether
+    /// its value could be read.
+    pub fn read(
+        &mut self,
+        directive: &str,
+        rest: &str,
+        origin: &Origin,
+    ) -> Option<Result<(), String>> {
+        let words = || rest.split_whitespace().map(str::to_ascii_lowercase);
+        let find = |table: &[(&str, &'static str)]| {
+            table
+                .iter()
+                .find(|(d, _)| *d == directive)
+                .map(|&(_, list)| list)
+        };
+        let named =
+            || named(rest).ok_or_else(|| format!("{directive}: expected (LISTNAME) and entries"));
+        if let Some(list) = find(ADD_ADDRESS) {
+            self.add_addresses(list, words(), origin);
+        } else if let Some(list) = find(REMOVE_ADDRESS) {
+            if let Some((globs, _)) = self.addresses.get_mut(list) {
+                for glob in words() {
+                    globs.retain(|g| *g != glob);
+                }
+            }
+        } else if let Some(list) = find(ADD_SUBJECT) {
+            // A whole line is one glob: subjects have spaces.
+            let (globs, _) = self
+                .subjects
+                .entry(list.to_string())
+                .or_insert_with(|| (Vec::new(), origin.clone()));
+            globs.push(rest.trim().to_lowercase());
+        } else {
+            match directive {
+                "enlist_addrlist" => match named() {
+                    Ok((list, addresses)) => {
+                        let addresses = addresses.split_whitespace().map(str::to_ascii_lowercase);
+                        self.add_addresses(list, addresses, origin);
+                    }
+                    Err(e) => return Some(Err(e)),
+                },
+                "enlist_uri_host" => match named() {
+                    Ok((list, hosts)) => self.add_hosts(list, hosts, origin),
+                    Err(e) => return Some(Err(e)),
+                },
+                "blocklist_uri_host" | "blacklist_uri_host" => {
+                    self.add_hosts("BLOCK", rest, origin)
+                }
+                "welcomelist_uri_host" | "whitelist_uri_host" => {
+                    self.add_hosts("WELCOME", rest, origin)
+                }
+                // Without a list name, from every list.
+                "delist_uri_host" => {
+                    let (only, hosts) = named().map_or((None, rest), |(l, h)| (Some(l), h));
+                    for (name, (list, _)) in &mut self.hosts {
+                        if only.is_none_or(|o| o == name) {
+                            for host in hosts.split_whitespace() {
+                                list.remove(&host.trim_start_matches('!').to_ascii_lowercase());
+                            }
+                        }
+                    }
+                }
+                "freemail_domains" => self.freemail.domains.extend(words()),
+                "freemail_welcomelist" | "freemail_whitelist" => {
+                    self.freemail.welcome.extend(words())
+                }
+                "freemail_max_body_emails" | "freemail_max_body_freemails" => {
+                    let Ok(n) = rest.trim().parse() else {
+                        return Some(Err(format!("{directive}: {rest:?} is not a count")));
+                    };
+                    if directive == "freemail_max_body_emails" {
+                        self.freemail.max_body_emails = n;
+                    } else {
+                        self.freemail.max_body_freemails = n;
+                    }
+                }
+                "freemail_skip_when_over_max" => {
+                    self.freemail.skip_when_over_max = rest.trim() != "0"
+                }
+                "freemail_skip_bulk_envfrom" => {
+                    self.freemail.skip_bulk_envfrom = rest.trim() != "0"
+                }
+                _ => return None,
+            }
+        }
+        Some(Ok(()))
+    }
+
+    fn add_addresses(&mut self, list: &str, globs: impl Iterator<Item = String>, at: &Origin) {
+        let (entries, _) = self
+            .addresses
+            .entry(list.to_string())
+            .or_insert_with(|| (Vec::new(), at.clone()));
+        entries.extend(globs);
+    }
+
+    fn add_hosts(&mut self, list: &str, hosts: &str, at: &Origin) {
+        let (entries, _) = self
+            .hosts
+            .entry(list.to_string())
+            .or_insert_with(|| (HashMap::new(), at.clone()));
+        for host in hosts.split_whitespace() {
+            let host = host.to_ascii_lowercase();
+            match host.strip_prefix('!') {
+                Some(excluded) => entries.insert(excluded.to_string(), false),
+                None => entries.insert(host, true),
+            };
+        }
+    }
+
+    /// The rules of the lists their own directives fill, for the lists that have entries,
+    /// with where each list was begun.
+    pub fn list_rules(&self) -> impl Iterator<Item = (&'static ListRule, &Origin)> {
+        RULES.iter().filter_map(|(list, rule)| {
+            let (addresses, hosts, subjects) = (
+                self.addresses.get(*list),
+                self.hosts.get(*list),
+                self.subjects.get(*list),
+            );
+            let origin = match (addresses, hosts, subjects) {
+                (Some((globs, origin)), _, _) | (_, _, Some((globs, origin)))
+                    if !globs.is_empty() =>
+                {
+                    origin
+                }
+                (_, Some((hosts, origin)), _) if !hosts.is_empty() => origin,
+                _ => return None,
+            };
+            Some((rule, origin))
+        })
+    }
+
+    /// A subject list's globs as one pattern found anywhere in a subject, case ignored.
+    fn subject_list(&self, list: &str) -> Option<Regex> {
+        let (globs, _) = self.subjects.get(list)?;
+        let alternatives: Vec<String> = globs.iter().map(|g| glob_regex(g)).collect();
+        Regex::new(&format!("(?i)(?:{})", alternatives.join("|"))).ok()
+    }
+
+    /// The test `name(args)` reads, if it is one of these; an error for arguments it
+    /// cannot use.
+    pub fn compile(&self, name: &str, args: &[String]) -> Option<Result<Test, String>> {
+        let list_arg = || match args {
+            [list] => Ok(list.as_str()),
+            _ => Err(format!("eval:{name} needs one list name")),
+        };
+        let pattern = |i: usize| -> Result<Option<Regex>, String> {
+            args.get(i)
+                .map(|p| Regex::new(p).map_err(|e| format!("eval:{name}: pattern {p:?}: {e}")))
+                .transpose()
+        };
+        let addresses = |field: &Target, list: Result<&str, String>| {
+            let list = list?;
+            let globs = self.addresses.get(list).map(|(g, _)| g.iter());
+            Ok(Test::Address {
+                field: field.clone(),
+                list: globs.and_then(globs_regex),
+            })
+        };
+        let hosts = |list: Result<&str, String>| {
+            let list = list?;
+            let hosts = self.hosts.get(list).map(|(h, _)| h.clone());
+            Ok(Test::UriHost(Arc::new(hosts.unwrap_or_default())))
+        };
+        let freemail = |test: Result<FreemailTest, String>| {
+            let compiled = self
+                .compiled_freemail
+                .get_or_init(|| Arc::new(Freemail::new(&self.freemail)));
+            Ok(Test::Freemail(compiled.clone(), test?))
+        };
+        Some(match name {
+            "check_from_in_welcomelist" | "check_from_in_whitelist" => {
+                addresses(&FROM, Ok("welcomelist_from"))
+            }
+            "check_from_in_blocklist" | "check_from_in_blacklist" => {
+                addresses(&FROM, Ok("blocklist_from"))
+            }
+            "check_to_in_welcomelist" | "check_to_in_whitelist" => {
+                addresses(&TO, Ok("welcomelist_to"))
+            }
+            "check_to_in_blocklist" | "check_to_in_blacklist" => addresses(&TO, Ok("blocklist_to")),
+            "check_to_in_all_spam" => addresses(&TO, Ok("all_spam_to")),
+            "check_to_in_more_spam" => addresses(&TO, Ok("more_spam_to")),
+            "check_from_in_list" => addresses(&FROM, list_arg()),
+            "check_to_in_list" => addresses(&TO, list_arg()),
+            "check_replyto_in_list" => addresses(&REPLY_TO, list_arg()),
+            "check_uri_host_listed" => hosts(list_arg()),
+            "check_uri_host_in_blocklist" | "check_uri_host_in_blacklist" => hosts(Ok("BLOCK")),
+            "check_uri_host_in_welcomelist" | "check_uri_host_in_whitelist" => hosts(Ok("WELCOME")),
+            "check_subject_in_welcomelist" | "check_subject_in_whitelist" => {
+                Ok(Test::Subject(self.subject_list("welcomelist_subject")))
+            }
+            "check_subject_in_blocklist" | "check_subject_in_blacklist" => {
+                Ok(Test::Subject(self.subject_list("blocklist_subject")))
+            }
+            "check_freemail_from" => freemail(pattern(0).map(FreemailTest::From)),
+            "check_freemail_body" => freemail(pattern(0).map(FreemailTest::Body)),
+            "check_freemail_header" => freemail(match args.first() {
+                None => Err(format!("eval:{name} needs a header")),
+                Some(header) => {
+                    let header = header.strip_suffix(":addr").unwrap_or(header);
+                    Target::parse(&format!("{header}:addrs"))
+                        .map_err(|e| format!("eval:{name}: {e}"))
+                        .and_then(|field| Ok(FreemailTest::Header(field, pattern(1)?)))
+                }
+            }),
+            "check_freemail_replyto" => freemail(match args.first().map(String::as_str) {
+                None | Some("replyto") => Ok(FreemailTest::ReplyTo { reply: false }),
+                Some("reply") => Ok(FreemailTest::ReplyTo { reply: true }),
+                Some(other) => Err(format!("eval:{name}: {other:?} is not replyto or reply")),
+            }),
+            _ => return None,
+        })
+    }
+}
+
+/// `(NAME) rest`: the list's name and the rest.
+fn named(value: &str) -> Option<(&str, &str)> {
+    let (list, rest) = value.trim().strip_prefix('(')?.split_once(')')?;
+    let rest = rest.trim();
+    (!list.is_empty() && !rest.is_empty()).then_some((list.trim(), rest))
+}
+
+/// Whether `name` is a test of this module.
+pub fn known(name: &str) -> bool {
+    // Arguments that every test here accepts: a list name, or a header.
+    let args = ["From".to_string()];
+    let lists = Lists::default();
+    lists.compile(name, &[]).is_some() || lists.compile(name, &args).is_some()
+}
+
+/// Address globs as one case-insensitive pattern over a whole address; none for no globs.
+pub(super) fn globs_regex<'g>(globs: impl Iterator<Item = &'g String>) -> Option<Regex> {
+    let alternatives: Vec<String> = globs.map(|glob| glob_regex(glob)).collect();
+    if alternatives.is_empty() {
+        return None;
+    }
+    let pattern = format!("(?is)^(?:{})$", alternatives.join("|"));
+    // Escaped globs always make a valid pattern; a list too large for the engine's
+    // limits matches nothing rather than stopping the rules from loading.
+    Regex::new(&pattern).ok()
+}
+
+/// A compiled test.
+#[derive(Debug, Clone)]
+pub enum Test {
+    /// An address of the field is on the list (none: the list is empty).
+    Address {
+        field: Target,
+        list: Option<Regex>,
+    },
+    /// A link's host, or a domain above it, is on the list: the most specific entry found
+    /// decides, and a `!` entry says no.
+    UriHost(Arc<HashMap<String, bool>>),
+    /// The Subject holds a text on the list (none: the list is empty).
+    Subject(Option<Regex>),
+    Freemail(Arc<Freemail>, FreemailTest),
+}
+
+#[derive(Debug, Clone)]
+pub enum FreemailTest {
+    /// A From: address is free mail (and matches the pattern).
+    From(Option<Regex>),
+    /// An address of the field is free mail (and matches the pattern).
+    Header(Target, Option<Regex>),
+    /// The body names a free mail address (that matches the pattern).
+    Body(Option<Regex>),
+    /// Reply-To and From are different free mail addresses; or else, the body names a free
+    /// mail address other than Reply-To's (`reply`: other than the one a reply goes to).
+    ReplyTo { reply: bool },
+}
+
+/// What the free mail tests need, compiled.
+#[derive(Debug)]
+pub struct Freemail {
+    domains: Option<Regex>,
+    welcome: Vec<String>,
+    max_body_emails: usize,
+    max_body_freemails: usize,
+    skip_when_over_max: bool,
+    skip_bulk_envfrom: bool,
+}
+
+/// Role and machine addresses, which free mail providers send from and which say nothing
+/// of the person writing.
+static ROLE_ADDRESS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)^(?:abuse|support|sales|info|helpdesk|contact|kontakt|(?:post|host|domain)master|undisclosed.*|bounced?-.*|request-[0-9a-f]{16}|[0-9a-f]{8}[.-][0-9a-f-]{8,}|.+=.+=.+)@",
+    )
+    .expect("role address pattern is valid")
+});
+
+/// Envelope senders of lists and bounces, whose Reply-To says nothing of a scam.
+static BULK_SENDER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:^(?:post|host|domain)master|^double-bounce|^(?:sentto|owner|return|(?:gr)?bounced?)-.+|-(?:request|bounces?|admin|owner)|\b(?:do[._-]?)?no[._-]?repl(?:y|ies)|.+=.+)@",
+    )
+    .expect("bulk sender pattern is valid")
+});
+
+/// An address written in text, with what may stand before it.
+static ADDRESS_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)(?:^|[^a-z0-9!#$%&'*+/=?^_`{|}~.-])([a-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.){1,4}[a-z]{2,24})\b",
+    )
+    .expect("address pattern is valid")
+});
+
+static FROM: LazyLock<Target> =
+    LazyLock::new(|| Target::parse("From:addrs").expect("a valid target"));
+static TO: LazyLock<Target> =
+    LazyLock::new(|| Target::parse("ToCc:addrs").expect("a valid target"));
+static REPLY_TO: LazyLock<Target> =
+    LazyLock::new(|| Target::parse("Reply-To:addrs").expect("a valid target"));
+
+/// At most this many addresses are read from a body.
+const MAX_BODY_ADDRESSES: usize = 40;
+
+impl Freemail {
+    fn new(settings: &FreemailSettings) -> Freemail {
+        Freemail {
+            domains: globs_regex(settings.domains.iter()),
+            welcome: settings.welcome.clone(),
+            max_body_emails: settings.max_body_emails,
+            max_body_freemails: settings.max_body_freemails,
+            skip_when_over_max: settings.skip_when_over_max,
+            skip_bulk_envfrom: settings.skip_bulk_envfrom,
+        }
+    }
+
+    /// `address` (lowercase) is at a free mail provider, and not a role's or welcomed.
+    fn is_freemail(&self, address: &str) -> bool {
+        let Some((_, domain)) = address.rsplit_once('@') else {
+            return false;
+        };
+        let welcomed = self.welcome.iter().any(|w| w == address || w == domain);
+        !welcomed
+            && !ROLE_ADDRESS.is_match(address)
+            && self.domains.as_ref().is_some_and(|d| d.is_match(domain))
+    }
+
+    /// The free mail addresses the body names, or none when it names so many (or so many
+    /// free mail ones) that it is a list of them, which says nothing.
+    fn body_addresses<'s>(&self, body: &'s [String]) -> Option<Vec<&'s String>> {
+        let mut freemails = Vec::new();
+        for (n, address) in body.iter().enumerate() {
+            if n + 1 >= self.max_body_emails && self.skip_when_over_max {
+                return None;
+            }
+            if self.is_freemail(address) {
+                if freemails.len() + 1 >= self.max_body_freemails && self.skip_when_over_max {
+                    return None;
+                }
+                freemails.push(address);
+            }
+        }
+        Some(freemails)
+    }
+}
+
+/// The addresses a field holds, lowercase.
+fn addresses_of(field: &Target, msg: &Message) -> Vec<String> {
+    field
+        .text(msg)
+        .iter()
+        .flat_map(|t| t.lines())
+        .map(|a| a.trim().to_ascii_lowercase())
+        .filter(|a| !a.is_empty())
+        .collect()
+}
+
+/// The addresses a message's body names, in its text and its `mailto:` links, lowercase and
+/// each once: what the free mail tests read, found once for all of them.
+pub fn body_addresses(msg: &Message) -> Vec<String> {
+    let mailto = msg.urls.iter().filter_map(|u| {
+        let rest = u
+            .get(..7)?
+            .eq_ignore_ascii_case("mailto:")
+            .then(|| &u[7..])?;
+        let address = rest.split(['?', ',']).next()?;
+        address.contains('@').then_some(address)
+    });
+    let text = ADDRESS_IN_TEXT
+        .captures_iter(&msg.text)
+        .filter_map(|c| c.get(1))
+        .map(|m| m.as_str());
+    let mut out: Vec<String> = Vec::new();
+    for address in mailto.chain(text) {
+        let address = address.to_ascii_lowercase();
+        if !out.contains(&address) {
+            out.push(address);
+            if out.len() == MAX_BODY_ADDRESSES {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The hosts and domains to look a link's host up under, most specific first: itself, then
+/// each domain above it (at most ten lookups); an address literal as itself.
+fn lookups(host: &str) -> impl Iterator<Item = &str> {
+    let literal = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let host = literal.unwrap_or(host);
+    let is_address = literal.is_some() || host.parse::<std::net::IpAddr>().is_ok();
+    std::iter::successors(Some(host), move |h| {
+        if is_address {
+            None
+        } else {
+            h.split_once('.').map(|(_, parent)| parent)
+        }
+    })
+    .filter(|h| !h.is_empty())
+    .take(10)
+}
+
+impl Test {
+    /// `body` is the addresses the body names, found when the first test asks.
+    pub fn holds(&self, msg: &Message, body: &mut Option<Vec<String>>) -> bool {
+        match self {
+            Test::Address { field, list } => list
+                .as_ref()
+                .is_some_and(|list| addresses_of(field, msg).iter().any(|a| list.is_match(a))),
+            Test::UriHost(list) => {
+                !list.is_empty()
+                    && msg
+                        .urls
+                        .iter()
+                        .filter(|u| !crate::message::is_mailto(u))
+                        .filter_map(|u| url_host(u))
+                        .any(|host| {
+                            lookups(&host.to_ascii_lowercase())
+                                .find_map(|key| list.get(key).copied())
+                                .unwrap_or(false)
+                        })
+            }
+            Test::Subject(list) => list
+                .as_ref()
+                .is_some_and(|list| msg.header("subject").is_some_and(|s| list.is_match(s))),
+            Test::Freemail(freemail, test) => {
+                freemail.domains.is_some() && test.holds(freemail, msg, body)
+            }
+        }
+    }
+}
+
+impl FreemailTest {
+    fn holds(&self, fm: &Freemail, msg: &Message, body: &mut Option<Vec<String>>) -> bool {
+        let matches = |pattern: &Option<Regex>, address: &str| {
+            pattern.as_ref().is_none_or(|p| p.is_match(address))
+        };
+        let mut body_freemails = |fm: &Freemail| {
+            let body = body.get_or_insert_with(|| body_addresses(msg));
+            fm.body_addresses(body)
+                .map(|found| found.into_iter().cloned().collect::<Vec<_>>())
+        };
+        match self {
+            FreemailTest::From(pattern) => addresses_of(&FROM, msg)
+                .iter()
+                .any(|a| fm.is_freemail(a) && matches(pattern, a)),
+            FreemailTest::Header(field, pattern) => addresses_of(field, msg)
+                .iter()
+                .any(|a| fm.is_freemail(a) && matches(pattern, a)),
+            FreemailTest::Body(pattern) => {
+                body_freemails(fm).is_some_and(|found| found.iter().any(|a| matches(pattern, a)))
+            }
+            FreemailTest::ReplyTo { reply } => {
+                if fm.skip_bulk_envfrom
+                    && Target::EnvelopeFrom
+                        .text(msg)
+                        .is_some_and(|sender| BULK_SENDER.is_match(sender.trim()))
+                {
+                    return false;
+                }
+                let from = addresses_of(&FROM, msg);
+                let reply_to = addresses_of(&REPLY_TO, msg);
+                let from_free = from.iter().any(|a| fm.is_freemail(a));
+                let reply_to_free = reply_to.iter().any(|a| fm.is_freemail(a));
+                if from_free && reply_to_free && !from.iter().any(|a| reply_to.contains(a)) {
+                    return true;
+                }
+                // The free mail address a reply goes to: Reply-To's; for `reply`, a free mail
+                // From's, or a free mail Reply-To beside it.
+                let replies_to = match reply {
+                    false if reply_to_free => &reply_to,
+                    true if from_free && reply_to_free => &reply_to,
+                    true if from_free && reply_to.is_empty() => &from,
+                    _ => return false,
+                };
+                body_freemails(fm)
+                    .is_some_and(|found| found.iter().any(|b| replies_to.iter().any(|r| r != b)))
+            }
+        }
+    }
+}
