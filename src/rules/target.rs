@@ -133,6 +133,35 @@ impl Target {
     }
 }
 
+impl Target {
+    /// The addresses of the text `:addrs` reads, lowercase, without joining them into a
+    /// text to split again.
+    pub(super) fn addresses(&self, msg: &Message) -> Vec<String> {
+        let lowercase = |mut a: String| {
+            a.make_ascii_lowercase();
+            a
+        };
+        match self {
+            Target::Header {
+                name,
+                raw: false,
+                part: Part::Addrs,
+            } => msg
+                .header_values(name)
+                .flat_map(addresses)
+                .filter(|a| !a.is_empty())
+                .map(lowercase)
+                .collect(),
+            _ => self.text(msg).map_or_else(Vec::new, |t| {
+                t.lines()
+                    .map(|a| a.trim().to_ascii_lowercase())
+                    .filter(|a| !a.is_empty())
+                    .collect()
+            }),
+        }
+    }
+}
+
 impl Part {
     /// This part of a header's `values`: all of them one a line, or of the first one.
     fn of<'m>(self, mut values: impl Iterator<Item = Cow<'m, str>>) -> Option<Cow<'m, str>> {
@@ -167,6 +196,15 @@ impl Part {
 /// names with commas, groups, comments); the first address by [`Target::address`] when
 /// it reads none.
 fn addresses(value: &str) -> Vec<String> {
+    // Most fields are one address, bare or in angle brackets after a plain name: read as
+    // the parser would read them, without its allocations. Quotes, comments and lists go
+    // to the parser.
+    let simple = memchr::memchr(b'@', value.as_bytes())
+        .is_some_and(|at| !value[at + 1..].contains('@'))
+        && !value.contains(['"', ',', ';', '(', '\\', ':']);
+    if simple {
+        return Target::address(value).into_iter().collect();
+    }
     // The parser reads a field to its line end.
     let field = format!("{value}\n");
     let parsed = match MessageStream::new(field.as_bytes()).parse_address() {
