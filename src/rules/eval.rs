@@ -207,8 +207,7 @@ pub struct Facts<'m> {
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
     auth: Option<super::auth::Results>,
-    /// The addresses the body names, for the free mail tests.
-    body_addresses: Option<Vec<String>>,
+    lists: super::lists::Seen,
 }
 
 struct HtmlFacts {
@@ -232,7 +231,7 @@ impl<'m> Facts<'m> {
             html: None,
             date_shift: None,
             auth: None,
-            body_addresses: None,
+            lists: Default::default(),
         }
     }
 
@@ -544,7 +543,7 @@ impl Eval {
                 })
             }
             Eval::Auth(test) => test.holds(msg, &mut facts.auth),
-            Eval::List(test) => test.holds(msg, &mut facts.body_addresses),
+            Eval::List(test) => test.holds(msg, &mut facts.lists),
         }
     }
 }

@@ -448,7 +448,9 @@ pub enum FreemailTest {
 /// What the free mail tests need, compiled.
 #[derive(Debug)]
 pub struct Freemail {
-    domains: Option<Regex>,
+    /// The domains listed as they are, and those listed with wildcards.
+    domains: std::collections::HashSet<String>,
+    domain_globs: Option<Regex>,
     welcome: Vec<String>,
     max_body_emails: usize,
     max_body_freemails: usize,
@@ -473,14 +475,6 @@ static BULK_SENDER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("bulk sender pattern is valid")
 });
 
-/// An address written in text, with what may stand before it.
-static ADDRESS_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)(?:^|[^a-z0-9!#$%&'*+/=?^_`{|}~.-])([a-z0-9!#$%&'*+/=?^_`{|}~-]{1,64}(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.){1,4}[a-z]{2,24})\b",
-    )
-    .expect("address pattern is valid")
-});
-
 static FROM: LazyLock<Target> =
     LazyLock::new(|| Target::parse("From:addrs").expect("a valid target"));
 static TO: LazyLock<Target> =
@@ -494,7 +488,11 @@ const MAX_BODY_ADDRESSES: usize = 40;
 impl Freemail {
     fn new(settings: &FreemailSettings) -> Freemail {
         Freemail {
-            domains: globs_regex(settings.domains.iter()),
+            domains: (settings.domains.iter())
+                .filter(|d| !d.contains(['*', '?']))
+                .cloned()
+                .collect(),
+            domain_globs: globs_regex(settings.domains.iter().filter(|d| d.contains(['*', '?']))),
             welcome: settings.welcome.clone(),
             max_body_emails: settings.max_body_emails,
             max_body_freemails: settings.max_body_freemails,
@@ -503,15 +501,23 @@ impl Freemail {
         }
     }
 
+    fn lists_any(&self) -> bool {
+        !self.domains.is_empty() || self.domain_globs.is_some()
+    }
+
     /// `address` (lowercase) is at a free mail provider, and not a role's or welcomed.
     fn is_freemail(&self, address: &str) -> bool {
         let Some((_, domain)) = address.rsplit_once('@') else {
             return false;
         };
-        let welcomed = self.welcome.iter().any(|w| w == address || w == domain);
-        !welcomed
+        // Most addresses are at no free mail provider: that is asked first.
+        (self.domains.contains(domain)
+            || self
+                .domain_globs
+                .as_ref()
+                .is_some_and(|d| d.is_match(domain)))
+            && !self.welcome.iter().any(|w| w == address || w == domain)
             && !ROLE_ADDRESS.is_match(address)
-            && self.domains.as_ref().is_some_and(|d| d.is_match(domain))
     }
 
     /// The free mail addresses the body names, or none when it names so many (or so many
@@ -533,17 +539,6 @@ impl Freemail {
     }
 }
 
-/// The addresses a field holds, lowercase.
-fn addresses_of(field: &Target, msg: &Message) -> Vec<String> {
-    field
-        .text(msg)
-        .iter()
-        .flat_map(|t| t.lines())
-        .map(|a| a.trim().to_ascii_lowercase())
-        .filter(|a| !a.is_empty())
-        .collect()
-}
-
 /// The addresses a message's body names, in its text and its `mailto:` links, lowercase and
 /// each once: what the free mail tests read, found once for all of them.
 pub fn body_addresses(msg: &Message) -> Vec<String> {
@@ -555,10 +550,7 @@ pub fn body_addresses(msg: &Message) -> Vec<String> {
         let address = rest.split(['?', ',']).next()?;
         address.contains('@').then_some(address)
     });
-    let text = ADDRESS_IN_TEXT
-        .captures_iter(&msg.text)
-        .filter_map(|c| c.get(1))
-        .map(|m| m.as_str());
+    let text = addresses_in(&msg.text);
     let mut out: Vec<String> = Vec::new();
     for address in mailto.chain(text) {
         let address = address.to_ascii_lowercase();
@@ -570,6 +562,38 @@ pub fn body_addresses(msg: &Message) -> Vec<String> {
         }
     }
     out
+}
+
+/// The addresses written in `text`: from each `@`, the local part before it and the domain
+/// after it (two labels or more, the last of letters). A regex would try to begin one at
+/// every byte of the body; an `@` is rare.
+fn addresses_in(text: &str) -> impl Iterator<Item = &str> {
+    const LOCAL: &[u8] = b"!#$%&'*+/=?^_`{|}~.-";
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'@', bytes).filter_map(move |at| {
+        let local = bytes[..at]
+            .iter()
+            .rev()
+            .take(65)
+            .take_while(|&&b| b.is_ascii_alphanumeric() || LOCAL.contains(&b))
+            .count();
+        let domain = bytes[at + 1..]
+            .iter()
+            .take(253)
+            .take_while(|&&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            .count();
+        let start = at - local;
+        let local_part = text[start..at].trim_start_matches('.');
+        let domain_part = text[at + 1..at + 1 + domain].trim_end_matches(['.', '-']);
+        let tld = domain_part.rsplit_once('.')?.1;
+        let fits = !local_part.is_empty()
+            && local <= 64
+            && tld.len() >= 2
+            && tld.bytes().all(|b| b.is_ascii_alphabetic())
+            && !domain_part.starts_with(['.', '-'])
+            && !domain_part.contains("..");
+        fits.then(|| &text[at - local_part.len()..at + 1 + domain_part.len()])
+    })
 }
 
 /// The hosts and domains to look a link's host up under, most specific first: itself, then
@@ -589,13 +613,38 @@ fn lookups(host: &str) -> impl Iterator<Item = &str> {
     .take(10)
 }
 
+/// What the tests here read of one message, found when the first test asks: a field's
+/// addresses (three tests read From:, two Reply-To:), the addresses the body names.
+#[derive(Debug, Default)]
+pub struct Seen {
+    fields: Vec<(Target, Vec<String>)>,
+    body: Option<Vec<String>>,
+}
+
+impl Seen {
+    /// Where `field`'s addresses are in `fields`, read now if no test read them before.
+    fn field(&mut self, field: &Target, msg: &Message) -> usize {
+        match self.fields.iter().position(|(f, _)| f == field) {
+            Some(at) => at,
+            None => {
+                self.fields.push((field.clone(), field.addresses(msg)));
+                self.fields.len() - 1
+            }
+        }
+    }
+
+    fn addresses(&mut self, field: &Target, msg: &Message) -> &[String] {
+        let at = self.field(field, msg);
+        &self.fields[at].1
+    }
+}
+
 impl Test {
-    /// `body` is the addresses the body names, found when the first test asks.
-    pub fn holds(&self, msg: &Message, body: &mut Option<Vec<String>>) -> bool {
+    pub fn holds(&self, msg: &Message, seen: &mut Seen) -> bool {
         match self {
             Test::Address { field, list } => list
                 .as_ref()
-                .is_some_and(|list| addresses_of(field, msg).iter().any(|a| list.is_match(a))),
+                .is_some_and(|list| seen.addresses(field, msg).iter().any(|a| list.is_match(a))),
             Test::UriHost(list) => {
                 !list.is_empty()
                     && msg
@@ -613,58 +662,87 @@ impl Test {
                 .as_ref()
                 .is_some_and(|list| msg.header("subject").is_some_and(|s| list.is_match(s))),
             Test::Freemail(freemail, test) => {
-                freemail.domains.is_some() && test.holds(freemail, msg, body)
+                freemail.lists_any() && test.holds(freemail, msg, seen)
             }
         }
     }
 }
 
 impl FreemailTest {
-    fn holds(&self, fm: &Freemail, msg: &Message, body: &mut Option<Vec<String>>) -> bool {
+    fn holds(&self, fm: &Freemail, msg: &Message, seen: &mut Seen) -> bool {
         let matches = |pattern: &Option<Regex>, address: &str| {
             pattern.as_ref().is_none_or(|p| p.is_match(address))
         };
-        let mut body_freemails = |fm: &Freemail| {
-            let body = body.get_or_insert_with(|| body_addresses(msg));
-            fm.body_addresses(body)
-                .map(|found| found.into_iter().cloned().collect::<Vec<_>>())
+        let any_freemail = |addresses: &[String], pattern: &Option<Regex>| {
+            addresses
+                .iter()
+                .any(|a| fm.is_freemail(a) && matches(pattern, a))
         };
         match self {
-            FreemailTest::From(pattern) => addresses_of(&FROM, msg)
-                .iter()
-                .any(|a| fm.is_freemail(a) && matches(pattern, a)),
-            FreemailTest::Header(field, pattern) => addresses_of(field, msg)
-                .iter()
-                .any(|a| fm.is_freemail(a) && matches(pattern, a)),
+            FreemailTest::From(pattern) => any_freemail(seen.addresses(&FROM, msg), pattern),
+            FreemailTest::Header(field, pattern) => {
+                any_freemail(seen.addresses(field, msg), pattern)
+            }
             FreemailTest::Body(pattern) => {
-                body_freemails(fm).is_some_and(|found| found.iter().any(|a| matches(pattern, a)))
+                let body = seen.body.get_or_insert_with(|| body_addresses(msg));
+                fm.body_addresses(body)
+                    .is_some_and(|found| found.iter().any(|a| matches(pattern, a)))
             }
             FreemailTest::ReplyTo { reply } => {
-                if fm.skip_bulk_envfrom
-                    && Target::EnvelopeFrom
-                        .text(msg)
-                        .is_some_and(|sender| BULK_SENDER.is_match(sender.trim()))
-                {
-                    return false;
-                }
-                let from = addresses_of(&FROM, msg);
-                let reply_to = addresses_of(&REPLY_TO, msg);
+                let (f, r) = (seen.field(&FROM, msg), seen.field(&REPLY_TO, msg));
+                let Seen { fields, body } = seen;
+                let (from, reply_to) = (&fields[f].1, &fields[r].1);
                 let from_free = from.iter().any(|a| fm.is_freemail(a));
                 let reply_to_free = reply_to.iter().any(|a| fm.is_freemail(a));
-                if from_free && reply_to_free && !from.iter().any(|a| reply_to.contains(a)) {
-                    return true;
-                }
                 // The free mail address a reply goes to: Reply-To's; for `reply`, a free mail
                 // From's, or a free mail Reply-To beside it.
                 let replies_to = match reply {
-                    false if reply_to_free => &reply_to,
-                    true if from_free && reply_to_free => &reply_to,
-                    true if from_free && reply_to.is_empty() => &from,
+                    false if reply_to_free => reply_to,
+                    true if from_free && reply_to_free => reply_to,
+                    true if from_free && reply_to.is_empty() => from,
                     _ => return false,
                 };
-                body_freemails(fm)
-                    .is_some_and(|found| found.iter().any(|b| replies_to.iter().any(|r| r != b)))
+                let bulk = || {
+                    Target::EnvelopeFrom
+                        .text(msg)
+                        .is_some_and(|sender| BULK_SENDER.is_match(sender.trim()))
+                };
+                if fm.skip_bulk_envfrom && bulk() {
+                    return false;
+                }
+                if from_free && reply_to_free && !from.iter().any(|a| reply_to.contains(a)) {
+                    return true;
+                }
+                let body = body.get_or_insert_with(|| body_addresses(msg));
+                fm.body_addresses(body)
+                    .is_some_and(|found| found.iter().any(|b| replies_to.iter().any(|r| r != *b)))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_in_text_are_found_from_their_at_signs() {
+        let text = "write to joe.b@Mail.example. or <foo+bar@sub.example.org>, not a@b, \
+                    x@y.c0m, @@ a@.example, user@domain.com.. héjoe@x.example \
+                    .dot@start.example";
+        let long = format!("{}@x.example", "a".repeat(65));
+        let found: Vec<&str> = addresses_in(text).collect();
+        assert_eq!(
+            found,
+            [
+                "joe.b@Mail.example",
+                "foo+bar@sub.example.org",
+                "user@domain.com",
+                "joe@x.example",
+                "dot@start.example"
+            ]
+        );
+        assert_eq!(addresses_in(&long).count(), 0);
+        assert_eq!(addresses_in("@").count(), 0);
     }
 }
