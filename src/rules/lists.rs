@@ -68,6 +68,9 @@ const ADD_ADDRESS: &[(&str, &str)] = &[
     ("blacklist_to", "blocklist_to"),
     ("all_spam_to", "all_spam_to"),
     ("more_spam_to", "more_spam_to"),
+    // Host globs, not addresses: the relays one's own outgoing mail leaves through.
+    ("welcomelist_bounce_relays", "welcomelist_bounce_relays"),
+    ("whitelist_bounce_relays", "welcomelist_bounce_relays"),
 ];
 const REMOVE_ADDRESS: &[(&str, &str)] = &[
     ("unwelcomelist_from", "welcomelist_from"),
@@ -368,6 +371,19 @@ impl Lists {
             "check_subject_in_blocklist" | "check_subject_in_blacklist" => {
                 Ok(Test::Subject(self.subject_list("blocklist_subject")))
             }
+            // SpamAssassin's VBounce plugin: a bounce of mail that left through one of
+            // one's own relays is a real bounce, not backscatter.
+            "have_any_bounce_relays" => Ok(Test::Listed(
+                self.addresses
+                    .get("welcomelist_bounce_relays")
+                    .is_some_and(|(globs, _)| !globs.is_empty()),
+            )),
+            "check_welcomelist_bounce_relays" | "check_whitelist_bounce_relays" => {
+                let globs = self.addresses.get("welcomelist_bounce_relays");
+                Ok(Test::BounceRelays(
+                    globs.and_then(|(g, _)| globs_regex(g.iter())),
+                ))
+            }
             "check_freemail_from" => freemail(pattern(0).map(FreemailTest::From)),
             "check_freemail_body" => freemail(pattern(0).map(FreemailTest::Body)),
             "check_freemail_header" => freemail(match args.first() {
@@ -429,6 +445,11 @@ pub enum Test {
     UriHost(Arc<HashMap<String, bool>>),
     /// The Subject holds a text on the list (none: the list is empty).
     Subject(Option<Regex>),
+    /// Whether a list has entries.
+    Listed(bool),
+    /// A `Received:` line quoted in the body names a relay on the list (none: the list is
+    /// empty): the bounced message left through it.
+    BounceRelays(Option<Regex>),
     Freemail(Arc<Freemail>, FreemailTest),
 }
 
@@ -596,6 +617,31 @@ fn addresses_in(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The `Received:` lines in a body, quoted (`> `) or not, each with its continuation lines:
+/// the trace of a message a bounce carries.
+fn quoted_received_lines(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut in_received = false;
+    for line in text.lines() {
+        let unquoted = line.trim_start_matches(['>', ' ']);
+        let continues = line.starts_with([' ', '\t']) && !unquoted.is_empty();
+        if in_received && continues {
+            if let Some(last) = out.last_mut() {
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+            continue;
+        }
+        in_received = unquoted
+            .get(..9)
+            .is_some_and(|h| h.eq_ignore_ascii_case("received:"));
+        if in_received {
+            out.push(unquoted.to_string());
+        }
+    }
+    out
+}
+
 /// The hosts and domains to look a link's host up under, most specific first: itself, then
 /// each domain above it (at most ten lookups); an address literal as itself.
 fn lookups(host: &str) -> impl Iterator<Item = &str> {
@@ -658,6 +704,17 @@ impl Test {
                                 .unwrap_or(false)
                         })
             }
+            Test::Listed(listed) => *listed,
+            Test::BounceRelays(list) => list.as_ref().is_some_and(|list| {
+                let raw = String::from_utf8_lossy(msg.raw_body());
+                [msg.text.as_str(), &raw]
+                    .into_iter()
+                    .flat_map(quoted_received_lines)
+                    .any(|line| {
+                        line.split_whitespace()
+                            .any(|word| word.contains('.') && list.is_match(word))
+                    })
+            }),
             Test::Subject(list) => list
                 .as_ref()
                 .is_some_and(|list| msg.header("subject").is_some_and(|s| list.is_match(s))),

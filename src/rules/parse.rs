@@ -124,6 +124,7 @@ pub const PLUGINS: &[&str] = &[
     "WLBLEval",
     "WelcomeListSubject",
     "FreeMail",
+    "VBounce",
     // Read from trusted Authentication-Results fields, not checked over DNS.
     "AuthRes",
     "SPF",

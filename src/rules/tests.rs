@@ -452,6 +452,40 @@ fn subject_lists_find_their_globs_in_the_subject() {
     );
 }
 
+/// VBounce's relays: a bounce whose quoted trace names one of the relays one's own mail
+/// leaves through (globs, case ignored), in its text or in the message it carries, with
+/// continuation lines read as part of their field.
+#[test]
+fn bounce_relays_are_found_in_the_trace_a_bounce_carries() {
+    let tests = "body MY_SERVERS eval:check_welcomelist_bounce_relays()\n\
+                 body HAVE_RELAYS eval:have_any_bounce_relays()\n";
+    let s = set(&format!(
+        "welcomelist_bounce_relays Mail.example.org\nwhitelist_bounce_relays relay?.example.net\n{tests}"
+    ));
+    let quoted = "Your message could not be delivered.\n\n\
+                  > Received: from mail.example.org (mail.example.org [192.0.2.1])\n\
+                  >\tby mx.other.example with ESMTP\n";
+    let attached = format!(
+        "{MULTIPART}\n\n--b\nContent-Type: text/plain\n\nDelivery failed.\n\
+         --b\nContent-Type: message/rfc822\n\n\
+         Received: from laptop.example.org (laptop [10.0.0.2])\n\
+         \tby relay7.example.net (Postfix) with ESMTP\n\
+         From: me@example.org\nSubject: hello\n\nhi\n--b--\n"
+    );
+    let backscatter = "> Received: from evil.example (evil.example [203.0.113.9])\n\
+                       >\tby mx.other.example\n\nMail.example.org was mentioned here.";
+    assert_eq!(
+        sorted_hits(&s, &mail("Subject: failure", quoted)),
+        ["HAVE_RELAYS", "MY_SERVERS"]
+    );
+    assert_eq!(sorted_hits(&s, &attached), ["HAVE_RELAYS", "MY_SERVERS"]);
+    assert_eq!(
+        sorted_hits(&s, &mail("Subject: failure", backscatter)),
+        ["HAVE_RELAYS"]
+    );
+    assert!(hits(&set(tests), &mail("Subject: failure", quoted)).is_empty());
+}
+
 /// WLBLEval's host lists: a link's host or any domain above it, the most specific entry
 /// deciding (`!` excludes), an address literal only as itself, `delist_uri_host` taking
 /// entries back, mailto: links not read; `blocklist_uri_host` feeds a decisive rule.

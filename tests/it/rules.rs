@@ -390,7 +390,7 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     }
 }
 
-/// SpamAssassin's own FreeMail, WLBLEval and WelcomeListSubject blocks load from its
+/// SpamAssassin's own FreeMail, WLBLEval, WelcomeListSubject and VBounce blocks load from its
 /// shipped files, none of their rules skipped, and its list of free mail domains feeds
 /// FREEMAIL_FROM and the Reply-To tests.
 #[test]
@@ -405,13 +405,13 @@ fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
         .output()
         .expect("run");
     let report = text(&out.stdout);
-    for plugin in ["FreeMail", "WLBLEval", "WelcomeListSubject"] {
+    for plugin in ["FreeMail", "WLBLEval", "WelcomeListSubject", "VBounce"] {
         assert!(
             !report.contains(&format!("needs plugin {plugin},")),
             "{report}"
         );
     }
-    assert!(report.contains("needs plugin VBounce,"), "{report}");
+    assert!(report.contains("needs plugin ImageInfo,"), "{report}");
     let rules_hit = |raw: &str| {
         let m = write(dir.path(), "m.eml", raw);
         let out = spamnb(&db)
