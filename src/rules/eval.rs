@@ -30,6 +30,11 @@ const KNOWN: &[&str] = &[
     "check_for_uppercase",
     "check_body_length",
     "check_illegal_chars",
+    "check_for_mime_html",
+    "check_for_matching_env_and_hdr_from",
+    "check_equal_from_domains",
+    "check_for_to_in_subject",
+    "check_blank_line_ratio",
 ];
 
 pub fn known(name: &str) -> bool {
@@ -66,6 +71,19 @@ pub enum Eval {
     BodyLength(f64),
     /// Characters above 0x7f in a raw header: (header or ALL, ratio, count).
     IllegalChars(String, f64, usize),
+    /// A text/html part.
+    MimeHtml,
+    /// The envelope sender is the From: address.
+    EnvelopeIsFrom,
+    /// The envelope sender's domain and the From: address's differ (their last two labels).
+    FromDomainsDiffer,
+    /// The Subject names the To: address (`false`), or greets its local part (`true`).
+    ToInSubject {
+        local_part: bool,
+    },
+    /// Percentage of blank lines in the body text in (min, max], or [0, max] for a min of
+    /// 0, when it has at least this many lines.
+    BlankLines(f64, f64, usize),
     /// What trusted Authentication-Results fields say.
     Auth(super::auth::Test),
     /// Whether an address or a link's host is on a list, or at a free mail provider.
@@ -196,6 +214,18 @@ pub fn compile(
         "check_for_uppercase" => Eval::Uppercase(num(0)?, num(1)?),
         "check_body_length" => Eval::BodyLength(num(0)?),
         "check_illegal_chars" => Eval::IllegalChars(text(0)?, num(1)?, num(2)? as usize),
+        "check_for_mime_html" => Eval::MimeHtml,
+        "check_for_matching_env_and_hdr_from" => Eval::EnvelopeIsFrom,
+        "check_equal_from_domains" => Eval::FromDomainsDiffer,
+        "check_for_to_in_subject" => match text(0)?.as_str() {
+            "address" => Eval::ToInSubject { local_part: false },
+            "user" => Eval::ToInSubject { local_part: true },
+            other => return Err(format!("eval:{name}: {other:?} is not address or user")),
+        },
+        "check_blank_line_ratio" => {
+            let min_lines = args.get(2).map_or(Ok(1.0), |_| num(2))?;
+            Eval::BlankLines(num(0)?, num(1)?, (min_lines as usize).max(1))
+        }
         _ => return Err(unknown()),
     })
 }
@@ -542,10 +572,109 @@ impl Eval {
                     !v.is_empty() && high >= *count && high as f64 / v.len() as f64 >= *ratio
                 })
             }
+            Eval::MimeHtml => !msg.html.is_empty(),
+            Eval::EnvelopeIsFrom => match (envelope_sender(msg), from_address(msg)) {
+                (Some(sender), Some(from)) => sender.eq_ignore_ascii_case(&from),
+                _ => false,
+            },
+            Eval::FromDomainsDiffer => {
+                let last_two = |address: String| {
+                    let domain = address.rsplit_once('@')?.1.to_ascii_lowercase();
+                    let labels: Vec<&str> = domain.split('.').collect();
+                    let last_two = labels[labels.len().saturating_sub(2)..].join(".");
+                    (!domain.is_empty()).then_some(last_two)
+                };
+                match (
+                    envelope_sender(msg).and_then(last_two),
+                    from_address(msg).and_then(last_two),
+                ) {
+                    (Some(sender), Some(from)) => sender != from,
+                    _ => false,
+                }
+            }
+            Eval::ToInSubject { local_part } => {
+                let (Some(to), Some(subject)) = (
+                    msg.header("to").and_then(Target::address),
+                    msg.header("subject"),
+                ) else {
+                    return false;
+                };
+                if *local_part {
+                    let local = to.split('@').next().unwrap_or_default();
+                    greets(subject.trim(), local)
+                } else {
+                    contains_word(subject, &to)
+                }
+            }
+            Eval::BlankLines(min, max, min_lines) => {
+                let lines = msg.text.lines().count();
+                let blank = msg.text.lines().filter(|l| l.trim().is_empty()).count();
+                lines >= *min_lines && {
+                    let pct = 100.0 * blank as f64 / lines as f64;
+                    (*min == 0.0 || pct > *min) && pct <= *max
+                }
+            }
             Eval::Auth(test) => test.holds(msg, &mut facts.auth),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
         }
     }
+}
+
+fn envelope_sender(msg: &Message) -> Option<String> {
+    Target::EnvelopeFrom
+        .text(msg)
+        .map(|t| t.trim().to_string())
+        .filter(|s| s.contains('@'))
+}
+
+fn from_address(msg: &Message) -> Option<String> {
+    msg.header("from")
+        .and_then(Target::address)
+        .filter(|a| a.contains('@'))
+}
+
+/// Whether `needle` stands in `text` as a whole (no word character on either side), case
+/// ignored.
+fn contains_word(text: &str, needle: &str) -> bool {
+    let (text, needle) = (text.to_lowercase(), needle.to_lowercase());
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    text.match_indices(&needle).any(|(at, found)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + found.len()..].chars().next())
+    })
+}
+
+/// Whether a subject greets a recipient by their address's local part as spam does:
+/// `jane`, `jane, …` or `jane: …` (written as the address has it), `Re: jane` (after a word
+/// at most), `, jane!`.
+fn greets(subject: &str, local: &str) -> bool {
+    if local.is_empty() {
+        return false;
+    }
+    const MARKS: &[char] = &[',', ':', ';', '!', '?', '-'];
+    let lower = subject.to_lowercase();
+    let local_lower = local.to_lowercase();
+    let reply = ["re:", "fw:"].iter().find_map(|p| lower.strip_prefix(p));
+    let after_reply = reply.is_some_and(|rest| {
+        let rest = rest.trim_start();
+        rest == local_lower
+            || rest
+                .split_once(char::is_whitespace)
+                .is_some_and(|(word, name)| {
+                    word.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        && name.trim_start() == local_lower
+                })
+    });
+    let addressed = subject.strip_prefix(local).is_some_and(|rest| {
+        let rest = rest.trim_start();
+        rest.strip_prefix(MARKS)
+            .is_some_and(|after| after.is_empty() || after.starts_with(char::is_whitespace))
+    });
+    let comma = lower.strip_prefix(',').is_some_and(|rest| {
+        rest.trim_start()
+            .strip_prefix(local_lower.as_str())
+            .is_some_and(|mark| mark.len() == 1 && mark.starts_with(MARKS))
+    });
+    lower == local_lower || after_reply || addressed || comma
 }
 
 /// An RFC 5322 date ("Thu, 22 Aug 2002 18:26:25 -0700", tolerant of common mistakes) as

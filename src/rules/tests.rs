@@ -952,6 +952,61 @@ fn builtin_evals() {
             mail(HTML_HEAD, "<html><body>x</body></html>"),
         ),
         (
+            "check_for_mime_html()",
+            mail(HTML_HEAD, "<p>hi</p>"),
+            mail("Subject: a", "<p>markup in plain text</p>"),
+        ),
+        (
+            "check_for_matching_env_and_hdr_from()",
+            mail(
+                "Return-Path: <Ann@Example.org>\nFrom: Ann <ann@example.org>",
+                "x",
+            ),
+            mail(
+                "Return-Path: <bounce-1@lists.example>\nFrom: ann@example.org",
+                "x",
+            ),
+        ),
+        (
+            "check_equal_from_domains()",
+            mail("Return-Path: <a@bulk.example>\nFrom: b@bank.example", "x"),
+            mail(
+                "Return-Path: <a@mail.bank.example>\nFrom: b@BANK.example",
+                "x",
+            ),
+        ),
+        (
+            "check_for_to_in_subject('address')",
+            mail(
+                "To: jane@example.org\nSubject: for JANE@example.org only",
+                "x",
+            ),
+            mail("To: jane@example.org\nSubject: for myjane@example.org", "x"),
+        ),
+        (
+            "check_for_to_in_subject('user')",
+            mail(
+                "To: Jane <jane@example.org>\nSubject: jane, your prize",
+                "x",
+            ),
+            mail("To: jane@example.org\nSubject: janet, your prize", "x"),
+        ),
+        (
+            "check_for_to_in_subject('user')",
+            mail("To: jane@example.org\nSubject: Re: hello Jane", "x"),
+            mail("To: jane@example.org\nSubject: Re: hello there Jane", "x"),
+        ),
+        (
+            "check_blank_line_ratio('50', '100', '4')",
+            mail("Subject: a", "one\n\n\n\n\ntwo"),
+            mail("Subject: a", "one\n\n\n\n\ntwo\nthree\nfour\nfive\nsix"),
+        ),
+        (
+            "check_blank_line_ratio('0', '10', '3')",
+            mail("Subject: a", "one\ntwo\nthree"),
+            mail("Subject: a", "one\n\n"),
+        ),
+        (
             "subject_is_all_caps()",
             mail("Subject: MAKE MONEY FAST TODAY", "x"),
             mail("Subject: Make MONEY fast", "x"),
