@@ -66,10 +66,48 @@ struct Transaction {
     skipped: bool,
 }
 
+/// The SMTP client, as the MTA saw it.
+struct Client {
+    /// The name its address looked up to (`unknown` for none), as the MTA says it.
+    name: String,
+    address: Option<String>,
+    helo: Option<String>,
+}
+
+/// `time` as a Received: field dates it, in UTC: `Tue, 1 Dec 2026 23:46:22 +0000`.
+fn rfc5322_date(time: std::time::SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days since the epoch to a civil date (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{}, {day} {} {year} {:02}:{:02}:{:02} +0000",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 pub struct Session {
     settings: Arc<MilterSettings>,
     negotiated: Option<Negotiated>,
-    client: Option<String>,
+    client: Option<Client>,
     macros: HashMap<String, String>,
     transaction: Transaction,
 }
@@ -96,7 +134,10 @@ impl Session {
             parts.push(format!("queue_id={id}"));
         }
         if let Some(c) = &self.client {
-            parts.push(format!("client={c}"));
+            match &c.address {
+                Some(a) => parts.push(format!("client={}[{a}]", c.name)),
+                None => parts.push(format!("client={}", c.name)),
+            }
         }
         if let Some(s) = &self.transaction.sender {
             parts.push(format!("from={s}"));
@@ -141,13 +182,19 @@ impl Session {
                 Step::Reply(Vec::new())
             }
             Command::Connect { hostname, address } => {
-                self.client = Some(match address {
-                    Some(a) => format!("{hostname}[{a}]"),
-                    None => hostname,
+                self.client = Some(Client {
+                    name: hostname,
+                    address,
+                    helo: None,
                 });
                 unless(step::NR_CONNECT)
             }
-            Command::Helo(_) => unless(step::NR_HELO),
+            Command::Helo(helo) => {
+                if let Some(client) = &mut self.client {
+                    client.helo = Some(helo);
+                }
+                unless(step::NR_HELO)
+            }
             Command::Mail(args) => {
                 // A new message: whatever a previous one left (without an abort) goes.
                 self.transaction = Transaction {
@@ -284,10 +331,12 @@ impl Session {
     /// The message as it will be stored: header block, empty line, body (as far as kept).
     /// Delivery adds `Return-Path: <envelope sender>` (Postfix drops an incoming one
     /// before the milter sees the headers), so the scored bytes carry it too: `spamnb
-    /// check` on the delivered file then sees the same evidence.
+    /// check` on the delivered file then sees the same evidence. So does the MTA's own
+    /// Received: field, which Postfix does not show a milter: without it, the newest trace
+    /// a rule read would be one the sender wrote.
     fn message_bytes(&self) -> Vec<u8> {
         let t = &self.transaction;
-        let mut raw = Vec::with_capacity(t.header.len() + 2 + t.body.len() + 64);
+        let mut raw = Vec::with_capacity(t.header.len() + 2 + t.body.len() + 256);
         if let Some(sender) = t.sender.as_deref().filter(|_| !t.has_return_path) {
             raw.extend_from_slice(b"Return-Path: ");
             if sender.starts_with('<') {
@@ -297,10 +346,49 @@ impl Session {
             }
             raw.extend_from_slice(b"\r\n");
         }
+        if let Some(received) = self.own_received() {
+            raw.extend_from_slice(received.as_bytes());
+        }
         raw.extend_from_slice(&t.header);
         raw.extend_from_slice(b"\r\n");
         raw.extend_from_slice(&t.body);
         raw
+    }
+
+    /// The Received: field the MTA writes for this client, as Postfix and Sendmail write
+    /// it (`from HELO (NAME [ADDRESS]) by HOST; DATE`), unless the header already begins
+    /// with one for the client's address, as an MTA that shows its own gives it.
+    fn own_received(&self) -> Option<String> {
+        let client = self.client.as_ref()?;
+        let address = client.address.as_deref()?;
+        let literal = if address.contains(':') {
+            format!("[IPv6:{address}]")
+        } else {
+            format!("[{address}]")
+        };
+        let first = self.transaction.header.split(|&b| b == b'\n').next()?;
+        let shown = first
+            .get(..9)
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"received:"))
+            && memchr::memmem::find(first, literal.as_bytes()).is_some();
+        if shown {
+            return None;
+        }
+        let clean = |s: &str| -> String {
+            s.chars()
+                .filter(|c| !c.is_control() && !matches!(c, '(' | ')' | '[' | ']' | ';'))
+                .collect()
+        };
+        let name = clean(&client.name);
+        let helo = client.helo.as_deref().map_or_else(|| name.clone(), clean);
+        let host = self
+            .macros
+            .get("j")
+            .map_or_else(|| "localhost".into(), |j| clean(j));
+        Some(format!(
+            "Received: from {helo} ({name} {literal})\r\n\tby {host}; {}\r\n",
+            rfc5322_date(std::time::SystemTime::now())
+        ))
     }
 
     /// The answer at end of message, from the verdict (None: scoring failed or timed
@@ -588,6 +676,63 @@ mod tests {
     }
 
     #[test]
+    fn dates_are_written_as_received_fields_write_them() {
+        let at =
+            |secs: u64| rfc5322_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        assert_eq!(at(0), "Thu, 1 Jan 1970 00:00:00 +0000");
+        assert_eq!(at(951_782_400), "Tue, 29 Feb 2000 00:00:00 +0000");
+        assert_eq!(at(1_796_168_782), "Tue, 1 Dec 2026 23:46:22 +0000");
+        assert_eq!(at(4_102_444_800), "Fri, 1 Jan 2100 00:00:00 +0000");
+    }
+
+    /// The client's trace names its HELO, its looked-up name and its address; an MTA that
+    /// showed its own trace first is believed; what the client chose cannot break the field.
+    #[test]
+    fn the_mtas_own_trace_is_added_once() {
+        let scanned = |connect: Command, helo: Option<&str>, headers: Vec<Command>| {
+            let mut s = session(MilterSettings::default());
+            negotiate(&mut s, POSTFIX_ACTIONS, 0);
+            let mut commands = vec![connect];
+            commands.extend(helo.map(|h| Command::Helo(h.into())));
+            commands.push(Command::Mail(vec!["<a@example.org>".into()]));
+            commands.extend(headers);
+            commands.push(Command::EndOfHeaders);
+            run(&mut s, commands);
+            match end_of_message(&mut s) {
+                Step::Scan(bytes) => String::from_utf8(bytes).expect("UTF-8"),
+                other => panic!("{other:?}"),
+            }
+        };
+        let connect = |name: &str, address: Option<&str>| Command::Connect {
+            hostname: name.into(),
+            address: address.map(str::to_string),
+        };
+        let out = scanned(
+            connect("unknown", Some("2001:db8::1")),
+            Some("evil (bank.example [192.0.2.9])\r\nX: y"),
+            vec![header("Subject", "s")],
+        );
+        assert!(
+            out.contains("Received: from evil bank.example 192.0.2.9X: y (unknown [IPv6:2001:db8::1])\r\n\tby localhost; "),
+            "{out}"
+        );
+        let shown = "from c.example (c.example [192.0.2.1]) by mx.example.org";
+        let out = scanned(
+            connect("c.example", Some("192.0.2.1")),
+            Some("c.example"),
+            vec![header("Received", shown), header("Subject", "s")],
+        );
+        assert_eq!(out.matches("Received:").count(), 1, "{out}");
+        // A client without an address (a local pipe) has no trace to add.
+        let out = scanned(
+            connect("localhost", None),
+            None,
+            vec![header("Subject", "s")],
+        );
+        assert!(!out.contains("Received:"), "{out}");
+    }
+
+    #[test]
     fn a_message_is_reassembled_and_tagged() {
         let mut s = session(MilterSettings::default());
         negotiate(&mut s, POSTFIX_ACTIONS, 0); // no "no reply" steps: every stage answers
@@ -619,10 +764,24 @@ mod tests {
             "{steps:?}"
         );
         let step = end_of_message(&mut s);
+        let Step::Scan(scanned) = step else {
+            panic!("{step:?}")
+        };
+        let scanned = String::from_utf8(scanned).expect("UTF-8");
+        // Delivery's Return-Path, then the MTA's own trace, dated now, then the header.
+        let (trace, rest) = scanned.split_once("\tby mx; ").expect(&scanned);
         assert_eq!(
-            step,
-            Step::Scan(b"Return-Path: <a@example.org>\r\nSubject: hello\r\n\r\nbody\r\n".to_vec())
+            trace,
+            "Return-Path: <a@example.org>\r\nReceived: from c.example (c.example [192.0.2.1])\r\n"
         );
+        let (date, rest) = rest.split_once("\r\n").expect(rest);
+        assert_eq!(rest, "Subject: hello\r\n\r\nbody\r\n");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs() as i64;
+        let dated = crate::rules::eval::parse_date(date).expect(date);
+        assert!((now - dated).abs() < 60, "{date}");
         assert!(
             s.describe().contains("client=c.example[192.0.2.1]"),
             "{}",
@@ -659,8 +818,15 @@ mod tests {
             }
         );
         assert_eq!(responses.last(), Some(&Response::Continue));
-        // The next message starts clean.
-        assert_eq!(end_of_message(&mut s), Step::Scan(b"\r\n".to_vec()));
+        // The next message starts clean: only the connection's trace is left.
+        let Step::Scan(next) = end_of_message(&mut s) else {
+            panic!("no scan")
+        };
+        let next = String::from_utf8(next).expect("UTF-8");
+        assert!(
+            next.starts_with("Received: from c.example ") && next.ends_with(" +0000\r\n\r\n"),
+            "{next}"
+        );
     }
 
     #[test]
