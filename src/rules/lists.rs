@@ -21,6 +21,10 @@ pub struct Lists {
     /// Host lists by name: host or domain, lowercase → listed (false: excluded by `!`), and
     /// where the list was begun.
     hosts: HashMap<String, (HashMap<String, bool>, Origin)>,
+    /// `welcomelist_from_rcvd` and `def_welcomelist_from_rcvd`, by the list they add to
+    /// (`welcomelist_from`, `def_welcomelist_from`): an address glob (lowercase) and the
+    /// relay the mail must have come from.
+    relayed: HashMap<String, (Vec<(String, Relay)>, Origin)>,
     /// `welcomelist_subject` and `blocklist_subject`: globs, lowercase, one a line.
     subjects: HashMap<String, (Vec<String>, Origin)>,
     freemail: FreemailSettings,
@@ -91,7 +95,7 @@ pub type ListRule = (&'static str, &'static str, f64, &'static str);
 /// The rules the lists of their own directives feed, with the list each reads, as
 /// SpamAssassin names and scores them: most decide, the `_TO` lists are learned features.
 /// `more_spam_to` only lowers a fixed score in SpamAssassin and feeds no rule here.
-static RULES: [(&str, ListRule); 9] = [
+static RULES: [(&str, ListRule); 10] = [
     (
         "welcomelist_from",
         (
@@ -99,6 +103,15 @@ static RULES: [(&str, ListRule); 9] = [
             "check_from_in_welcomelist()",
             -100.0,
             "From: address is on the welcomelist (welcomelist_from)",
+        ),
+    ),
+    (
+        "def_welcomelist_from",
+        (
+            "USER_IN_DEF_WELCOMELIST",
+            "check_from_in_default_welcomelist()",
+            -15.0,
+            "From: address is on the default welcomelist, relayed as listed",
         ),
     ),
     (
@@ -210,6 +223,40 @@ impl Lists {
             globs.push(rest.trim().to_lowercase());
         } else {
             match directive {
+                "welcomelist_from_rcvd"
+                | "whitelist_from_rcvd"
+                | "def_welcomelist_from_rcvd"
+                | "def_whitelist_from_rcvd" => {
+                    let mut w = words();
+                    let (Some(glob), Some(relay), None) = (w.next(), w.next(), w.next()) else {
+                        return Some(Err(format!("{directive}: expected an address and a relay")));
+                    };
+                    let relay = Relay::parse(&relay).ok_or_else(|| {
+                        format!("{directive}: {relay:?} is no host name or [address]")
+                    });
+                    let list = if directive.starts_with("def_") {
+                        "def_welcomelist_from"
+                    } else {
+                        "welcomelist_from"
+                    };
+                    match relay {
+                        Ok(relay) => {
+                            let (entries, _) = self
+                                .relayed
+                                .entry(list.to_string())
+                                .or_insert_with(|| (Vec::new(), origin.clone()));
+                            entries.push((glob, relay));
+                        }
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                "unwelcomelist_from_rcvd" | "unwhitelist_from_rcvd" => {
+                    for glob in words() {
+                        for (entries, _) in self.relayed.values_mut() {
+                            entries.retain(|(g, _)| *g != glob);
+                        }
+                    }
+                }
                 "enlist_addrlist" => match named() {
                     Ok((list, addresses)) => {
                         let addresses = addresses.split_whitespace().map(str::to_ascii_lowercase);
@@ -289,23 +336,24 @@ impl Lists {
     /// The rules of the lists their own directives fill, for the lists that have entries,
     /// with where each list was begun.
     pub fn list_rules(&self) -> impl Iterator<Item = (&'static ListRule, &Origin)> {
-        RULES.iter().filter_map(|(list, rule)| {
-            let (addresses, hosts, subjects) = (
-                self.addresses.get(*list),
-                self.hosts.get(*list),
-                self.subjects.get(*list),
-            );
-            let origin = match (addresses, hosts, subjects) {
-                (Some((globs, origin)), _, _) | (_, _, Some((globs, origin)))
-                    if !globs.is_empty() =>
-                {
-                    origin
-                }
-                (_, Some((hosts, origin)), _) if !hosts.is_empty() => origin,
-                _ => return None,
-            };
-            Some((rule, origin))
-        })
+        RULES
+            .iter()
+            .filter_map(|(list, rule)| Some((rule, self.begun(list)?)))
+    }
+
+    /// Where the list `name` was begun, if it has entries.
+    fn begun(&self, name: &str) -> Option<&Origin> {
+        fn filled<T>(list: Option<&(Vec<T>, Origin)>) -> Option<&Origin> {
+            list.filter(|(entries, _)| !entries.is_empty())
+                .map(|(_, o)| o)
+        }
+        filled(self.addresses.get(name))
+            .or_else(|| filled(self.relayed.get(name)))
+            .or_else(|| filled(self.subjects.get(name)))
+            .or_else(|| {
+                let (hosts, origin) = self.hosts.get(name)?;
+                (!hosts.is_empty()).then_some(origin)
+            })
     }
 
     /// A subject list's globs as one pattern found anywhere in a subject, case ignored.
@@ -330,9 +378,20 @@ impl Lists {
         let addresses = |field: &Target, list: Result<&str, String>| {
             let list = list?;
             let globs = self.addresses.get(list).map(|(g, _)| g.iter());
+            let relayed = self
+                .relayed
+                .get(list)
+                .map_or_else(Vec::new, |(entries, _)| {
+                    (entries.iter())
+                        .filter_map(|(glob, relay)| {
+                            Some((globs_regex(std::iter::once(glob))?, relay.clone()))
+                        })
+                        .collect()
+                });
             Ok(Test::Address {
                 field: field.clone(),
                 list: globs.and_then(globs_regex),
+                relayed: relayed.into(),
             })
         };
         let hosts = |list: Result<&str, String>| {
@@ -349,6 +408,9 @@ impl Lists {
         Some(match name {
             "check_from_in_welcomelist" | "check_from_in_whitelist" => {
                 addresses(&FROM, Ok("welcomelist_from"))
+            }
+            "check_from_in_default_welcomelist" | "check_from_in_default_whitelist" => {
+                addresses(&FROM, Ok("def_welcomelist_from"))
             }
             "check_from_in_blocklist" | "check_from_in_blacklist" => {
                 addresses(&FROM, Ok("blocklist_from"))
@@ -405,6 +467,108 @@ impl Lists {
     }
 }
 
+/// The relay a `welcomelist_from_rcvd` entry asks for: a host name or a domain above it,
+/// or a network.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Relay {
+    Host(String),
+    Net(std::net::IpAddr, u8),
+}
+
+impl Relay {
+    /// `mail.example.org`, `example.org`, `[192.0.2.1]`, `[192.0.2.0/24]`, `[192.0.2.0]/24`,
+    /// `[192.0.2]` (an IPv4 address cut at a byte: the network of the bytes given),
+    /// `[2001:db8::/32]`.
+    fn parse(text: &str) -> Option<Relay> {
+        let Some(bracketed) = text.strip_prefix('[') else {
+            let host = text.trim_end_matches('.').to_ascii_lowercase();
+            let valid = !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+            return valid.then_some(Relay::Host(host));
+        };
+        let (inside, after) = bracketed.split_once(']')?;
+        let (address, length) = match (inside.split_once('/'), after.strip_prefix('/')) {
+            (Some((address, length)), _) if after.is_empty() => (address, Some(length)),
+            (None, Some(length)) => (inside, Some(length)),
+            (None, None) if after.is_empty() => (inside, None),
+            _ => return None,
+        };
+        let length = length.map(str::parse::<u8>).transpose().ok()?;
+        if let Ok(ip) = address.parse::<std::net::IpAddr>() {
+            let max = if ip.is_ipv4() { 32 } else { 128 };
+            let length = length.unwrap_or(max);
+            return (length <= max).then_some(Relay::Net(ip, length));
+        }
+        // A classful IPv4 prefix: `10.1.2`, `10.1`, `10`.
+        let bytes: Vec<u8> = (address.split('.'))
+            .map(|b| b.parse().ok())
+            .collect::<Option<_>>()?;
+        if bytes.is_empty() || bytes.len() > 3 || length.is_some() {
+            return None;
+        }
+        let mut octets = [0u8; 4];
+        octets[..bytes.len()].copy_from_slice(&bytes);
+        Some(Relay::Net(octets.into(), 8 * bytes.len() as u8))
+    }
+
+    /// Whether the relay with this name (none: no reverse DNS) and address is this one.
+    fn matches(&self, host: Option<&str>, ip: Option<std::net::IpAddr>) -> bool {
+        match self {
+            Relay::Host(want) => host.is_some_and(|h| {
+                h == want
+                    || h.strip_suffix(want.as_str())
+                        .is_some_and(|sub| sub.ends_with('.'))
+            }),
+            Relay::Net(net, length) => ip.is_some_and(|ip| in_network(ip, *net, *length)),
+        }
+    }
+
+    /// The relay that handed the mail to the server that wrote `received` (the newest
+    /// Received: field, your own MTA's): its reverse DNS name, lowercase, and its address.
+    /// Postfix and Sendmail write `from HELO (NAME [ADDRESS])`, Exim `from NAME ([ADDRESS]
+    /// helo=HELO)`; a name of `unknown` is none.
+    pub fn of_received(received: &str) -> Option<(Option<String>, Option<std::net::IpAddr>)> {
+        let from = received.trim_start().strip_prefix("from ")?;
+        let from = from.split(" by ").next().unwrap_or(from);
+        let ip = (from
+            .split_once('[')
+            .and_then(|(_, rest)| rest.split(']').next()))
+        .map(|a| a.trim_start_matches("IPv6:"))
+        .and_then(|a| a.parse().ok());
+        // Only a name the server looked up: never the HELO name the client chose.
+        let name = from.split_once('(').and_then(|(before, inside)| {
+            let (name, _) = inside.split_once('[')?;
+            Some(match name.trim() {
+                "" => before.trim(),
+                name => name,
+            })
+        });
+        let name = name.map(|n| n.trim_end_matches('.').to_ascii_lowercase());
+        let named = name.filter(|n| {
+            n != "unknown"
+                && n.contains('.')
+                && n.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        });
+        Some((named, ip))
+    }
+}
+
+/// Whether `ip` is in the network `net`/`length` (an IPv4 address in an IPv6 network, or
+/// the other way round, is not).
+fn in_network(ip: std::net::IpAddr, net: std::net::IpAddr, length: u8) -> bool {
+    use std::net::IpAddr;
+    let (ip, net, bits) = match (ip, net) {
+        (IpAddr::V4(a), IpAddr::V4(b)) => (u32::from(a) as u128, u32::from(b) as u128, 32),
+        (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
+        _ => return false,
+    };
+    let shift = bits - u32::from(length).min(bits);
+    shift >= bits || (ip >> shift) == (net >> shift)
+}
+
 /// `(NAME) rest`: the list's name and the rest.
 fn named(value: &str) -> Option<(&str, &str)> {
     let (list, rest) = value.trim().strip_prefix('(')?.split_once(')')?;
@@ -435,10 +599,12 @@ pub(super) fn globs_regex<'g>(globs: impl Iterator<Item = &'g String>) -> Option
 /// A compiled test.
 #[derive(Debug, Clone)]
 pub enum Test {
-    /// An address of the field is on the list (none: the list is empty).
+    /// An address of the field is on the list (none: the list is empty), or on it for mail
+    /// from a relay named beside it.
     Address {
         field: Target,
         list: Option<Regex>,
+        relayed: Arc<[(Regex, Relay)]>,
     },
     /// A link's host, or a domain above it, is on the list: the most specific entry found
     /// decides, and a `!` entry says no.
@@ -688,9 +854,26 @@ impl Seen {
 impl Test {
     pub fn holds(&self, msg: &Message, seen: &mut Seen) -> bool {
         match self {
-            Test::Address { field, list } => list
-                .as_ref()
-                .is_some_and(|list| seen.addresses(field, msg).iter().any(|a| list.is_match(a))),
+            Test::Address {
+                field,
+                list,
+                relayed,
+            } => {
+                if list.is_none() && relayed.is_empty() {
+                    return false;
+                }
+                let addresses = seen.addresses(field, msg);
+                let listed = |a: &String| list.as_ref().is_some_and(|l| l.is_match(a));
+                let relay = || msg.header("received").and_then(Relay::of_received);
+                addresses.iter().any(listed)
+                    || (!relayed.is_empty()
+                        && relay().is_some_and(|(host, ip)| {
+                            relayed.iter().any(|(glob, wanted)| {
+                                wanted.matches(host.as_deref(), ip)
+                                    && addresses.iter().any(|a| glob.is_match(a))
+                            })
+                        }))
+            }
             Test::UriHost(list) => {
                 !list.is_empty()
                     && msg
@@ -781,6 +964,77 @@ impl FreemailTest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relays_are_names_domains_or_networks() {
+        let relay = |s: &str| Relay::parse(s);
+        let ip = |s: &str| Some(s.parse().unwrap());
+        for (pattern, name, address, want) in [
+            ("example.org", Some("mail.example.org"), None, true),
+            ("Example.org.", Some("example.org"), None, true),
+            ("example.org", Some("badexample.org"), None, false),
+            ("example.org", None, ip("192.0.2.1"), false),
+            ("[192.0.2.1]", None, ip("192.0.2.1"), true),
+            ("[192.0.2.0/24]", None, ip("192.0.2.200"), true),
+            ("[192.0.2.0]/24", None, ip("192.0.3.1"), false),
+            ("[192.0.2]", None, ip("192.0.2.9"), true),
+            ("[10]", None, ip("11.0.0.1"), false),
+            ("[2001:db8::/32]", None, ip("2001:db8:1::1"), true),
+            ("[2001:db8::/32]", None, ip("192.0.2.1"), false),
+            ("[0.0.0.0/0]", None, ip("203.0.113.1"), true),
+        ] {
+            let r = relay(pattern).unwrap_or_else(|| panic!("{pattern}"));
+            assert_eq!(
+                r.matches(name, address),
+                want,
+                "{pattern} {name:?} {address:?}"
+            );
+        }
+        for bad in [
+            "[192.0.2.1/33]",
+            "[x]",
+            "[1.2.3.4.5]",
+            "[10]/8",
+            "a_b.example",
+            "[1.2.3.4]x",
+        ] {
+            assert_eq!(relay(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_relay_is_the_name_the_server_looked_up() {
+        let ip = |s: &str| Some(s.parse().unwrap());
+        for (received, want) in [
+            (
+                "from helo.example (mail.Example.org. [192.0.2.1]) by mx.example.net",
+                (Some("mail.example.org".to_string()), ip("192.0.2.1")),
+            ),
+            (
+                "from bank.example (unknown [192.0.2.1]) by mx.example.net",
+                (None, ip("192.0.2.1")),
+            ),
+            (
+                "from mail.example.org ([192.0.2.1] helo=bank.example) by mx.example.net",
+                (Some("mail.example.org".to_string()), ip("192.0.2.1")),
+            ),
+            (
+                "from [192.0.2.1] (helo=bank.example) by mx.example.net",
+                (None, ip("192.0.2.1")),
+            ),
+            (
+                "from h (mail.example.org [IPv6:2001:db8::1]) by mx",
+                (Some("mail.example.org".to_string()), ip("2001:db8::1")),
+            ),
+            ("from bank.example (bank.example) by mx", (None, None)),
+        ] {
+            assert_eq!(Relay::of_received(received), Some(want), "{received}");
+        }
+        assert_eq!(
+            Relay::of_received("by mx.example.net; Tue, 1 Dec 2026"),
+            None
+        );
+    }
 
     #[test]
     fn addresses_in_text_are_found_from_their_at_signs() {

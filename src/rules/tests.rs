@@ -425,6 +425,84 @@ fn named_address_lists_are_read_by_the_wlbleval_tests() {
     assert_eq!(lines, [1, 2, 3], "{:?}", report.problems);
 }
 
+/// `welcomelist_from_rcvd`: the From: address on the list and the newest Received: line
+/// naming, as the relay the server looked up, the host or domain or network beside it;
+/// the HELO name counts for nothing, an older Received: line neither.
+#[test]
+fn welcomelist_from_rcvd_needs_the_listed_relay() {
+    let s = set("welcomelist_from_rcvd *@partner.example partner.example\n\
+         whitelist_from_rcvd boss@corp.example [192.0.2.0/24]\n\
+         def_welcomelist_from_rcvd *@news.example [198.51.100]\n");
+    let by = "by mx.example.net (Postfix) with ESMTP id 1; Tue, 1 Dec 2026 10:00:00 +0000";
+    for (received, from, want) in [
+        (
+            "from x (out.Partner.example [203.0.113.5])",
+            "a@partner.example",
+            &["USER_IN_WELCOMELIST"][..],
+        ),
+        (
+            "from out.partner.example ([203.0.113.5] helo=x)",
+            "a@partner.example",
+            &["USER_IN_WELCOMELIST"],
+        ),
+        (
+            "from out.partner.example (unknown [203.0.113.5])",
+            "a@partner.example",
+            &[],
+        ),
+        (
+            "from x (evilpartner.example [203.0.113.5])",
+            "a@partner.example",
+            &[],
+        ),
+        (
+            "from x (out.partner.example [203.0.113.5])",
+            "a@evil.example",
+            &[],
+        ),
+        (
+            "from x (unknown [192.0.2.77])",
+            "Boss <boss@corp.example>",
+            &["USER_IN_WELCOMELIST"],
+        ),
+        (
+            "from x (mail.corp.example [192.0.3.1])",
+            "boss@corp.example",
+            &[],
+        ),
+        (
+            "from x (unknown [198.51.100.9])",
+            "n@news.example",
+            &["USER_IN_DEF_WELCOMELIST"],
+        ),
+    ] {
+        let raw = mail(&format!("Received: {received}\n\t{by}\nFrom: {from}"), "hi");
+        assert_eq!(hits(&s, &raw), want, "{received} {from}");
+    }
+    let older = mail(
+        &format!(
+            "Received: from x (mail.evil.example [203.0.113.9]) {by}\n\
+                  Received: from y (out.partner.example [203.0.113.5]) by mail.evil.example\n\
+                  From: a@partner.example"
+        ),
+        "hi",
+    );
+    assert!(hits(&s, &older).is_empty());
+    assert_eq!(
+        s.rule("USER_IN_WELCOMELIST").and_then(|r| r.score),
+        Some(-100.0)
+    );
+    assert_eq!(
+        s.rule("USER_IN_DEF_WELCOMELIST").and_then(|r| r.score),
+        Some(-15.0)
+    );
+    let (_, report) = RuleSet::from_text(
+        "welcomelist_from_rcvd a@b.example\nwelcomelist_from_rcvd a@b.example [300.1.1.1/8]\n",
+        Path::new("rcvd.cf"),
+    );
+    assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
+}
+
 /// `welcomelist_subject` and `blocklist_subject`: a glob found anywhere in the Subject,
 /// case ignored, a whole line one glob; each feeds a decisive rule.
 #[test]

@@ -723,6 +723,54 @@ fn postfix_drops_forged_authentication_results_before_the_milter_reads_them() {
     assert!(!status.contains("WELCOMELIST"), "{status}");
 }
 
+/// Postfix gives a milter the Received: line it writes itself, first, so that
+/// `welcomelist_from_rcvd` reads the relay Postfix saw (here 127.0.0.1, which swaks sends
+/// from) and not one a sender wrote into the message.
+#[test]
+fn welcomelist_from_rcvd_reads_the_relay_postfix_saw() {
+    let Some(t) = postfix_dir() else { return };
+    let dir = t.path();
+    let rules = write(
+        dir,
+        "local.cf",
+        "welcomelist_from_rcvd *@partner.example [127.0.0.1]\n\
+         welcomelist_from_rcvd *@bank.example bank.example\n",
+    );
+    let milter_port = free_port();
+    let postfix = Postfix::start(dir, milter_port, "");
+    let section = format!("listen = [\"inet:127.0.0.1:{milter_port}\"]\naction = \"tag\"");
+    let sections = Sections {
+        milter: &section,
+        rules: rules.to_str().expect("UTF-8 path"),
+        ..Default::default()
+    };
+    let daemon = Daemon::start(dir, &dir.join("db"), &sections);
+    let forged_trace = "Received: from x (mail.bank.example [192.0.2.1])\n\
+        \tby mx.bank.example with ESMTP; Tue, 1 Dec 2026 10:00:00 +0000\n";
+    for (from, subject) in [
+        ("a@partner.example", "partner"),
+        ("alerts@bank.example", "bank"),
+    ] {
+        let message = format!(
+            "{forged_trace}From: {from}\nTo: user@test.example\nSubject: {subject}\n\nhello\n"
+        );
+        let out = postfix.send(message.as_bytes(), dir);
+        assert!(out.status.success(), "swaks: {}", text(&out.stdout));
+    }
+    let files = postfix.wait_delivered(2);
+    for file in files {
+        let delivered = std::fs::read_to_string(&file).expect("read");
+        let subject = header_values(&delivered, "Subject").join(" ");
+        let status = header_values(&delivered, "X-Spam-Status").join(" ");
+        assert!(!status.is_empty(), "{delivered}\n{}", daemon.log());
+        assert_eq!(
+            status.contains("USER_IN_WELCOMELIST"),
+            subject.contains("partner"),
+            "{delivered}"
+        );
+    }
+}
+
 /// The header fields of a Sendmail queue file (`H?flags?Name: value` lines and their
 /// continuations), as they would be delivered.
 fn queued_header(qf: &str) -> String {
