@@ -16,11 +16,13 @@
 mod anchored;
 pub mod auth;
 pub mod eval;
+mod freemail;
 mod lists;
 mod matcher;
 pub mod meta;
 pub mod parse;
 pub mod perl;
+mod relay;
 mod set;
 mod start_scan;
 mod target;
