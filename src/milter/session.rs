@@ -379,7 +379,12 @@ impl Session {
                 .filter(|c| !c.is_control() && !matches!(c, '(' | ')' | '[' | ']' | ';'))
                 .collect()
         };
-        let name = clean(&client.name);
+        // Sendmail names a client without reverse DNS by its address in brackets, Postfix
+        // as `unknown`: written as Postfix writes it.
+        let name = match client.name.starts_with('[') {
+            true => "unknown".to_string(),
+            false => clean(&client.name),
+        };
         let helo = client.helo.as_deref().map_or_else(|| name.clone(), clean);
         let host = self
             .macros
@@ -723,6 +728,15 @@ mod tests {
             vec![header("Received", shown), header("Subject", "s")],
         );
         assert_eq!(out.matches("Received:").count(), 1, "{out}");
+        let out = scanned(
+            connect("[192.0.2.7]", Some("192.0.2.7")),
+            Some("h.example"),
+            vec![header("Subject", "s")],
+        );
+        assert!(
+            out.contains("Received: from h.example (unknown [192.0.2.7])"),
+            "{out}"
+        );
         // A client without an address (a local pipe) has no trace to add.
         let out = scanned(
             connect("localhost", None),

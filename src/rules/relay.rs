@@ -85,6 +85,7 @@ impl Relay {
         let named = name.filter(|n| {
             n != "unknown"
                 && n.contains('.')
+                && n.parse::<IpAddr>().is_err()
                 && n.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
         });
@@ -170,6 +171,10 @@ mod tests {
                 (Some("mail.example.org".to_string()), ip("2001:db8::1")),
             ),
             ("from bank.example (bank.example) by mx", (None, None)),
+            (
+                "from h (192.0.2.1 [192.0.2.1]) by mx",
+                (None, ip("192.0.2.1")),
+            ),
         ] {
             assert_eq!(Relay::of_received(received), Some(want), "{received}");
         }
