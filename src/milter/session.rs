@@ -61,6 +61,8 @@ struct Transaction {
     /// Whether a Subject came, kept in `header` or not.
     has_subject: bool,
     body: Vec<u8>,
+    /// The RCPT TO addresses, as the client wrote them.
+    recipients: Vec<String>,
     /// Body bytes the MTA sent or would have sent, scanned or not.
     body_seen: u64,
     skipped: bool,
@@ -203,7 +205,10 @@ impl Session {
                 };
                 unless(step::NR_MAIL)
             }
-            Command::Rcpt(_) => unless(step::NR_RCPT),
+            Command::Rcpt(args) => {
+                self.transaction.recipients.extend(args.into_iter().next());
+                unless(step::NR_RCPT)
+            }
             Command::Data => unless(step::NR_DATA),
             Command::Unknown(_) => unless(step::NR_UNKNOWN),
             Command::Header { name, value } => {
@@ -259,9 +264,8 @@ impl Session {
         // Stages spamnb does not read are not sent; stages it reads need no answer, except
         // body chunks, answered with "skip" once the scan limit is reached. Each bit only
         // if the MTA offers it: asking for one it does not know fails the negotiation.
-        let wanted_steps = step::NO_HELO
-            | step::NO_RCPT
-            | step::NO_DATA
+        // HELO and RCPT are read for the trace the MTA writes (see `own_received`).
+        let wanted_steps = step::NO_DATA
             | step::NO_UNKNOWN
             | step::NO_EOH
             | step::NR_CONNECT
@@ -390,8 +394,13 @@ impl Session {
             .macros
             .get("j")
             .map_or_else(|| "localhost".into(), |j| clean(j));
+        // One recipient is named, as Postfix and Sendmail name it.
+        let recipient = match self.transaction.recipients.as_slice() {
+            [one] => format!("\r\n\tfor {}", clean(one)),
+            _ => String::new(),
+        };
         Some(format!(
-            "Received: from {helo} ({name} {literal})\r\n\tby {host}; {}\r\n",
+            "Received: from {helo} ({name} {literal})\r\n\tby {host}{recipient}; {}\r\n",
             rfc5322_date(std::time::SystemTime::now())
         ))
     }
@@ -639,9 +648,9 @@ mod tests {
             "tag mode needs no quarantine"
         );
         for bit in [
-            step::NO_HELO,
-            step::NO_RCPT,
             step::NO_EOH,
+            step::NR_HELO,
+            step::NR_RCPT,
             step::NR_HEADER,
             step::SKIP,
         ] {
@@ -649,6 +658,8 @@ mod tests {
         }
         for bit in [
             step::NO_CONNECT,
+            step::NO_HELO,
+            step::NO_RCPT,
             step::NO_MAIL,
             step::NO_HEADERS,
             step::NO_BODY,
@@ -700,6 +711,7 @@ mod tests {
             let mut commands = vec![connect];
             commands.extend(helo.map(|h| Command::Helo(h.into())));
             commands.push(Command::Mail(vec!["<a@example.org>".into()]));
+            commands.push(Command::Rcpt(vec!["<b@example.net>".into()]));
             commands.extend(headers);
             commands.push(Command::EndOfHeaders);
             run(&mut s, commands);
@@ -718,7 +730,10 @@ mod tests {
             vec![header("Subject", "s")],
         );
         assert!(
-            out.contains("Received: from evil bank.example 192.0.2.9X: y (unknown [IPv6:2001:db8::1])\r\n\tby localhost; "),
+            out.contains(
+                "Received: from evil bank.example 192.0.2.9X: y (unknown [IPv6:2001:db8::1])\r\n\t\
+                 by localhost\r\n\tfor <b@example.net>; "
+            ),
             "{out}"
         );
         let shown = "from c.example (c.example [192.0.2.1]) by mx.example.org";
@@ -734,7 +749,10 @@ mod tests {
             vec![header("Subject", "s")],
         );
         assert!(
-            out.contains("Received: from h.example (unknown [192.0.2.7])"),
+            out.contains(
+                "Received: from h.example (unknown [192.0.2.7])\r\n\tby localhost\r\n\t\
+                 for <b@example.net>; "
+            ),
             "{out}"
         );
         // A client without an address (a local pipe) has no trace to add.

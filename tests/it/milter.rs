@@ -400,7 +400,7 @@ fn postfix_with_spamnb_milter() {
     );
     daemon.stop();
     // The delivered file, checked on its own, gets the verdict the milter gave, to the
-    // score (Postfix's own Received line adds only tokens the corpus never taught).
+    // score: the milter scored the message with the Received line Postfix writes.
     for (file, delivered, want) in [
         (&files[0], &delivered_ham, "ham"),
         (&files[1], &delivered_spam, "spam"),
