@@ -695,13 +695,7 @@ fn postfix_drops_forged_authentication_results_before_the_milter_reads_them() {
         milter_port,
         &format!("header_checks = regexp:{}", checks_file.display()),
     );
-    let section = format!("listen = [\"inet:127.0.0.1:{milter_port}\"]\naction = \"tag\"");
-    let sections = Sections {
-        milter: &section,
-        rules: rules.to_str().expect("UTF-8 path"),
-        ..Default::default()
-    };
-    let daemon = Daemon::start(dir, &dir.join("db"), &sections);
+    let daemon = tagging_milter(dir, milter_port, &rules);
 
     let forged = b"Authentication-Results: mx.spamnb.test; dkim=pass header.d=bank.example\n\
         Authentication-Results: mx.other.example; dkim=pass header.d=bank.example\n\
@@ -723,9 +717,21 @@ fn postfix_drops_forged_authentication_results_before_the_milter_reads_them() {
     assert!(!status.contains("WELCOMELIST"), "{status}");
 }
 
-/// Postfix gives a milter the Received: line it writes itself, first, so that
-/// `welcomelist_from_rcvd` reads the relay Postfix saw (here 127.0.0.1, which swaks sends
-/// from) and not one a sender wrote into the message.
+/// A spamnb milter in tag mode on `port`, with the rule file `rules`.
+fn tagging_milter(dir: &Path, port: u16, rules: &Path) -> Daemon {
+    let section = format!("listen = [\"inet:127.0.0.1:{port}\"]\naction = \"tag\"");
+    let sections = Sections {
+        milter: &section,
+        rules: rules.to_str().expect("UTF-8 path"),
+        ..Default::default()
+    };
+    Daemon::start(dir, &dir.join("db"), &sections)
+}
+
+/// Postfix does not show a milter the Received: line it writes; the milter adds it from
+/// what the protocol tells of the connection, so that `welcomelist_from_rcvd` reads the
+/// relay Postfix saw (here 127.0.0.1, which swaks sends from) and not one a sender wrote
+/// into the message. Before it did, the forged trace got the bank's mail welcomelisted.
 #[test]
 fn welcomelist_from_rcvd_reads_the_relay_postfix_saw() {
     let Some(t) = postfix_dir() else { return };
@@ -738,13 +744,7 @@ fn welcomelist_from_rcvd_reads_the_relay_postfix_saw() {
     );
     let milter_port = free_port();
     let postfix = Postfix::start(dir, milter_port, "");
-    let section = format!("listen = [\"inet:127.0.0.1:{milter_port}\"]\naction = \"tag\"");
-    let sections = Sections {
-        milter: &section,
-        rules: rules.to_str().expect("UTF-8 path"),
-        ..Default::default()
-    };
-    let daemon = Daemon::start(dir, &dir.join("db"), &sections);
+    let daemon = tagging_milter(dir, milter_port, &rules);
     let forged_trace = "Received: from x (mail.bank.example [192.0.2.1])\n\
         \tby mx.bank.example with ESMTP; Tue, 1 Dec 2026 10:00:00 +0000\n";
     for (from, subject) in [
