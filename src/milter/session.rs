@@ -360,8 +360,9 @@ impl Session {
     }
 
     /// The Received: field the MTA writes for this client, as Postfix and Sendmail write
-    /// it (`from HELO (NAME [ADDRESS]) by HOST; DATE`), unless the header already begins
-    /// with one for the client's address, as an MTA that shows its own gives it.
+    /// it (`from HELO (NAME [ADDRESS]) by HOST for <RECIPIENT>; DATE`, the recipient when
+    /// there is one), unless the header already begins with one for the client's address,
+    /// as an MTA that shows its own gives it.
     fn own_received(&self) -> Option<String> {
         let client = self.client.as_ref()?;
         let address = client.address.as_deref()?;

@@ -168,7 +168,7 @@ impl Freemail {
 
 /// The addresses a message's body names, in its text and its `mailto:` links, lowercase and
 /// each once: what the free mail tests read, found once for all of them.
-pub fn body_addresses(msg: &Message) -> Vec<String> {
+fn body_addresses(msg: &Message) -> Vec<String> {
     let mailto = msg.urls.iter().filter_map(|u| {
         let rest = u
             .get(..7)?
