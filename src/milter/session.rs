@@ -77,33 +77,11 @@ struct Client {
 }
 
 /// `time` as a Received: field dates it, in UTC: `Tue, 1 Dec 2026 23:46:22 +0000`.
-fn rfc5322_date(time: std::time::SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
+fn received_date(time: std::time::SystemTime) -> String {
     let secs = time
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Days since the epoch to a civil date (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{}, {day} {} {year} {:02}:{:02}:{:02} +0000",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    mail_parser::DateTime::from_timestamp(secs as i64).to_rfc822()
 }
 
 pub struct Session {
@@ -402,7 +380,7 @@ impl Session {
         };
         Some(format!(
             "Received: from {helo} ({name} {literal})\r\n\tby {host}{recipient}; {}\r\n",
-            rfc5322_date(std::time::SystemTime::now())
+            received_date(std::time::SystemTime::now())
         ))
     }
 
@@ -695,7 +673,7 @@ mod tests {
     #[test]
     fn dates_are_written_as_received_fields_write_them() {
         let at =
-            |secs: u64| rfc5322_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+            |secs: u64| received_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs));
         assert_eq!(at(0), "Thu, 1 Jan 1970 00:00:00 +0000");
         assert_eq!(at(951_782_400), "Tue, 29 Feb 2000 00:00:00 +0000");
         assert_eq!(at(1_796_168_782), "Tue, 1 Dec 2026 23:46:22 +0000");
