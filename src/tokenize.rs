@@ -236,7 +236,7 @@ fn url_tokens(url: &str, out: &mut Features) {
 
 /// The last two labels of a host name (an approximation of the registered domain that needs
 /// no public-suffix list).
-fn registered_domain(host: &str) -> Option<&str> {
+pub(crate) fn registered_domain(host: &str) -> Option<&str> {
     let mut dots = host.rmatch_indices('.');
     dots.next()?;
     Some(dots.next().map_or(host, |(at, _)| &host[at + 1..]))

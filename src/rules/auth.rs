@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use regex::Regex;
 
-use super::lists::{ListRule, globs_regex};
+use super::lists::{FROM, ListRule, Seen, globs_regex};
 use super::parse::Origin;
-use super::target::{Part, Target};
+use super::target::envelope_sender;
 use crate::message::Message;
 
 /// The settings and address lists read from rule files.
@@ -296,7 +296,9 @@ enum Check {
 }
 
 impl Test {
-    pub fn holds(&self, msg: &Message, results: &mut Option<Results>) -> bool {
+    /// `results` and `seen` are what the tests of a rule set read of the message, found
+    /// when the first asks.
+    pub fn holds(&self, msg: &Message, results: &mut Option<Results>, seen: &mut Seen) -> bool {
         if self.trusted.is_empty() {
             return false;
         }
@@ -318,7 +320,7 @@ impl Test {
                 .dkim_domains()
                 .any(|d| domains.is_empty() || domains.contains(&d)),
             Check::DkimValidAuthor => {
-                let authors = results.authors(msg);
+                let authors = seen.addresses(&FROM, msg);
                 results
                     .dkim_domains()
                     .any(|d| authors.iter().any(|a| domain_of(a) == Some(d.as_str())))
@@ -341,7 +343,7 @@ impl Test {
                     .iter()
                     .any(|s| list.is_match(s))
             }
-            Check::DkimListed(list) => results.authors(msg).iter().any(|author| {
+            Check::DkimListed(list) => seen.addresses(&FROM, msg).iter().any(|author| {
                 list.iter()
                     .filter(|(globs, _)| globs.is_match(author))
                     .any(|(_, wanted)| {
@@ -369,27 +371,6 @@ fn signed_as_wanted(domain: &str, wanted: Option<&str>, author_domain: &str) -> 
             None => domain == w,
         },
     }
-}
-
-/// Every From: address, lowercase.
-fn authors(msg: &Message) -> Vec<String> {
-    let from = Target::Header {
-        name: "From".into(),
-        raw: false,
-        part: Part::Addrs,
-    };
-    from.text(msg)
-        .iter()
-        .flat_map(|t| t.lines())
-        .map(str::to_ascii_lowercase)
-        .collect()
-}
-
-/// The envelope sender as delivery recorded it (Return-Path), lowercase.
-fn envelope_sender(msg: &Message) -> Option<String> {
-    let text = Target::EnvelopeFrom.text(msg)?;
-    let sender = text.trim().to_ascii_lowercase();
-    sender.contains('@').then_some(sender)
 }
 
 fn domain_of(address: &str) -> Option<&str> {
@@ -443,12 +424,10 @@ impl MethodResult {
     }
 }
 
-/// The results of one message's trusted fields, the newest field first, and its From:
-/// addresses, which several DKIM tests read: parsed once, when the first asks.
+/// The results of one message's trusted fields, the newest field first.
 #[derive(Debug, Default)]
 pub struct Results {
     results: Vec<MethodResult>,
-    authors: std::cell::OnceCell<Vec<String>>,
 }
 
 impl Results {
@@ -461,18 +440,11 @@ impl Results {
                 results.extend(found);
             }
         }
-        Results {
-            results,
-            authors: Default::default(),
-        }
+        Results { results }
     }
 
     fn of<'r>(&'r self, method: &'r str) -> impl Iterator<Item = &'r MethodResult> + 'r {
         self.results.iter().filter(move |r| r.method == method)
-    }
-
-    fn authors(&self, msg: &Message) -> &[String] {
-        self.authors.get_or_init(|| authors(msg))
     }
 
     /// The SPF results for the envelope sender (or, `helo`, for the HELO name).

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Target;
+use super::target::envelope_sender;
 use crate::message::{Encoded, Message, url_host};
 
 /// Names of every eval spamnb has.
@@ -578,11 +579,11 @@ impl Eval {
                 _ => false,
             },
             Eval::FromDomainsDiffer => {
+                // The last two labels, as SpamAssassin compares them.
                 let last_two = |address: String| {
                     let domain = address.rsplit_once('@')?.1.to_ascii_lowercase();
-                    let labels: Vec<&str> = domain.split('.').collect();
-                    let last_two = labels[labels.len().saturating_sub(2)..].join(".");
-                    (!domain.is_empty()).then_some(last_two)
+                    let last_two = crate::tokenize::registered_domain(&domain).unwrap_or(&domain);
+                    (!domain.is_empty()).then(|| last_two.to_string())
                 };
                 match (
                     envelope_sender(msg).and_then(last_two),
@@ -614,17 +615,10 @@ impl Eval {
                     (*min == 0.0 || pct > *min) && pct <= *max
                 }
             }
-            Eval::Auth(test) => test.holds(msg, &mut facts.auth),
+            Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
         }
     }
-}
-
-fn envelope_sender(msg: &Message) -> Option<String> {
-    Target::EnvelopeFrom
-        .text(msg)
-        .map(|t| t.trim().to_string())
-        .filter(|s| s.contains('@'))
 }
 
 fn from_address(msg: &Message) -> Option<String> {

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::lists::{FROM, REPLY_TO, Seen, globs_regex};
-use super::target::Target;
+use super::target::{Target, envelope_sender};
 use crate::message::Message;
 
 /// The settings as rule files wrote them.
@@ -286,11 +286,7 @@ impl FreemailTest {
                     true if from_free && reply_to.is_empty() => from,
                     _ => return false,
                 };
-                let bulk = || {
-                    Target::EnvelopeFrom
-                        .text(msg)
-                        .is_some_and(|sender| BULK_SENDER.is_match(sender.trim()))
-                };
+                let bulk = || envelope_sender(msg).is_some_and(|s| BULK_SENDER.is_match(&s));
                 if fm.skip_bulk_envfrom && bulk() {
                     return false;
                 }

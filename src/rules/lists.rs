@@ -502,8 +502,8 @@ fn lookups(host: &str) -> impl Iterator<Item = &str> {
     .take(10)
 }
 
-/// What the tests here read of one message, found when the first test asks: a field's
-/// addresses (three tests read From:, two Reply-To:), the addresses the body names.
+/// What the list, free mail and DKIM tests read of one message, found when the first test
+/// asks: a field's addresses (a dozen tests read From:), the addresses the body names.
 #[derive(Debug, Default)]
 pub struct Seen {
     pub(super) fields: Vec<(Target, Vec<String>)>,

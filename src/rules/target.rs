@@ -133,6 +133,13 @@ impl Target {
     }
 }
 
+/// The envelope sender as delivery recorded it (Return-Path), lowercase.
+pub(super) fn envelope_sender(msg: &Message) -> Option<String> {
+    let text = Target::EnvelopeFrom.text(msg)?;
+    let sender = text.trim().to_ascii_lowercase();
+    sender.contains('@').then_some(sender)
+}
+
 impl Target {
     /// The addresses of the text `:addrs` reads, lowercase, without joining them into a
     /// text to split again.
