@@ -12,7 +12,7 @@ use super::target::{Target, envelope_sender};
 use crate::message::Message;
 
 /// The settings as rule files wrote them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FreemailSettings {
     /// Domain globs, lowercase.
     domains: Vec<String>,
@@ -78,17 +78,13 @@ pub enum FreemailTest {
     ReplyTo { reply: bool },
 }
 
-/// What the free mail tests need, compiled.
+/// What the free mail tests need: the settings, and the domains listed split into those
+/// listed as they are and those with wildcards.
 #[derive(Debug)]
 pub struct Freemail {
-    /// The domains listed as they are, and those listed with wildcards.
     domains: HashSet<String>,
     domain_globs: Option<Regex>,
-    welcome: Vec<String>,
-    max_body_emails: usize,
-    max_body_freemails: usize,
-    skip_when_over_max: bool,
-    skip_bulk_envfrom: bool,
+    settings: FreemailSettings,
 }
 
 /// Role and machine addresses, which free mail providers send from and which say nothing
@@ -113,17 +109,12 @@ const MAX_BODY_ADDRESSES: usize = 40;
 
 impl Freemail {
     pub(super) fn new(settings: &FreemailSettings) -> Freemail {
+        let (globs, domains): (Vec<&String>, Vec<&String>) =
+            (settings.domains.iter()).partition(|d| d.contains(['*', '?']));
         Freemail {
-            domains: (settings.domains.iter())
-                .filter(|d| !d.contains(['*', '?']))
-                .cloned()
-                .collect(),
-            domain_globs: globs_regex(settings.domains.iter().filter(|d| d.contains(['*', '?']))),
-            welcome: settings.welcome.clone(),
-            max_body_emails: settings.max_body_emails,
-            max_body_freemails: settings.max_body_freemails,
-            skip_when_over_max: settings.skip_when_over_max,
-            skip_bulk_envfrom: settings.skip_bulk_envfrom,
+            domains: domains.into_iter().cloned().collect(),
+            domain_globs: globs_regex(globs.into_iter()),
+            settings: settings.clone(),
         }
     }
 
@@ -143,7 +134,7 @@ impl Freemail {
                 .domain_globs
                 .as_ref()
                 .is_some_and(|d| d.is_match(domain)))
-            && !self.welcome.iter().any(|w| w == address || w == domain)
+            && !(self.settings.welcome.iter()).any(|w| w == address || w == domain)
             && !ROLE_ADDRESS.is_match(address)
     }
 
@@ -152,11 +143,13 @@ impl Freemail {
     fn body_addresses<'s>(&self, body: &'s [String]) -> Option<Vec<&'s String>> {
         let mut freemails = Vec::new();
         for (n, address) in body.iter().enumerate() {
-            if n + 1 >= self.max_body_emails && self.skip_when_over_max {
+            if n + 1 >= self.settings.max_body_emails && self.settings.skip_when_over_max {
                 return None;
             }
             if self.is_freemail(address) {
-                if freemails.len() + 1 >= self.max_body_freemails && self.skip_when_over_max {
+                if freemails.len() + 1 >= self.settings.max_body_freemails
+                    && self.settings.skip_when_over_max
+                {
                     return None;
                 }
                 freemails.push(address);
@@ -287,7 +280,7 @@ impl FreemailTest {
                     _ => return false,
                 };
                 let bulk = || envelope_sender(msg).is_some_and(|s| BULK_SENDER.is_match(&s));
-                if fm.skip_bulk_envfrom && bulk() {
+                if fm.settings.skip_bulk_envfrom && bulk() {
                     return false;
                 }
                 if from_free && reply_to_free && !from.iter().any(|a| reply_to.contains(a)) {

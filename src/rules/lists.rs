@@ -558,8 +558,9 @@ impl Test {
                         .iter()
                         .filter(|u| !crate::message::is_mailto(u))
                         .filter_map(|u| url_host(u))
+                        // url_host gives it lowercase.
                         .any(|host| {
-                            lookups(&host.to_ascii_lowercase())
+                            lookups(&host)
                                 .find_map(|key| list.get(key).copied())
                                 .unwrap_or(false)
                         })

@@ -18,11 +18,7 @@ impl Relay {
     pub(super) fn parse(text: &str) -> Option<Relay> {
         let Some(bracketed) = text.strip_prefix('[') else {
             let host = text.trim_end_matches('.').to_ascii_lowercase();
-            let valid = !host.is_empty()
-                && host
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
-            return valid.then_some(Relay::Host(host));
+            return is_host_name(&host).then_some(Relay::Host(host));
         };
         let (inside, after) = bracketed.split_once(']')?;
         let (address, length) = match (inside.split_once('/'), after.strip_prefix('/')) {
@@ -83,14 +79,18 @@ impl Relay {
         });
         let name = name.map(|n| n.trim_end_matches('.').to_ascii_lowercase());
         let named = name.filter(|n| {
-            n != "unknown"
-                && n.contains('.')
-                && n.parse::<IpAddr>().is_err()
-                && n.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+            n != "unknown" && n.contains('.') && n.parse::<IpAddr>().is_err() && is_host_name(n)
         });
         Some((named, ip))
     }
+}
+
+/// Letters, digits, hyphens and dots, and something of them.
+fn is_host_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
 }
 
 /// Whether `ip` is in the network `net`/`length` (an IPv4 address in an IPv6 network, or

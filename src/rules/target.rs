@@ -131,16 +131,7 @@ impl Target {
             } => part.of(msg.header_values(name).map(Cow::Borrowed)),
         }
     }
-}
 
-/// The envelope sender as delivery recorded it (Return-Path), lowercase.
-pub(super) fn envelope_sender(msg: &Message) -> Option<String> {
-    let text = Target::EnvelopeFrom.text(msg)?;
-    let sender = text.trim().to_ascii_lowercase();
-    sender.contains('@').then_some(sender)
-}
-
-impl Target {
     /// The addresses of the text `:addrs` reads, lowercase, without joining them into a
     /// text to split again.
     pub(super) fn addresses(&self, msg: &Message) -> Vec<String> {
@@ -167,6 +158,13 @@ impl Target {
             }),
         }
     }
+}
+
+/// The envelope sender as delivery recorded it (Return-Path), lowercase.
+pub(super) fn envelope_sender(msg: &Message) -> Option<String> {
+    let text = Target::EnvelopeFrom.text(msg)?;
+    let sender = text.trim().to_ascii_lowercase();
+    sender.contains('@').then_some(sender)
 }
 
 impl Part {
