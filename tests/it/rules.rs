@@ -336,23 +336,22 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
          all_spam_to abuse@example.org\n\
          blocklist_uri_host pills.example\n",
     );
-    let verdict_to = |from: &str, to: &str| {
-        let m = write(
-            dir.path(),
-            "m.eml",
-            format!("From: {from}\nTo: {to}\nSubject: cheap pills\n\nbuy now\n"),
-        );
+    // `check` of `raw` under local.cf, printed as `format` asks.
+    let check = |raw: &str, format: &[&str]| {
+        let m = write(dir.path(), "m.eml", raw);
         let out = spamnb(&db)
             .env("SPAMNB_RULES", &local)
-            .args(["check", "--format", "tsv"])
+            .arg("check")
+            .args(format)
             .arg(&m)
             .output()
             .expect("run");
         text(&out.stdout)
-            .split('\t')
-            .nth(1)
-            .unwrap_or_default()
-            .to_string()
+    };
+    let verdict_to = |from: &str, to: &str| {
+        let raw = format!("From: {from}\nTo: {to}\nSubject: cheap pills\n\nbuy now\n");
+        let out = check(&raw, &["--format", "tsv"]);
+        out.split('\t').nth(1).unwrap_or_default().to_string()
     };
     let verdict = |from: &str| verdict_to(from, "me@example.org");
     assert_eq!(verdict("Friend <friend@example.org>"), "ham");
@@ -369,18 +368,8 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
         ("https://shop.pills.example/buy", "spam"),
         ("https://pills.example.org/buy", "unsure"),
     ] {
-        let m = write(
-            dir.path(),
-            "m.eml",
-            format!("From: stranger@example.net\nSubject: offer\n\nsee {link}\n"),
-        );
-        let out = spamnb(&db)
-            .env("SPAMNB_RULES", &local)
-            .args(["check", "--explain"])
-            .arg(&m)
-            .output()
-            .expect("run");
-        let stdout = text(&out.stdout);
+        let raw = format!("From: stranger@example.net\nSubject: offer\n\nsee {link}\n");
+        let stdout = check(&raw, &["--explain"]);
         assert!(stdout.contains(&format!(": {want} (")), "{link}: {stdout}");
         assert_eq!(
             stdout.contains("decided by the rule scored as decisive: URI_HOST_IN_BLOCKLIST"),
