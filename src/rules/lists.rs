@@ -12,7 +12,7 @@ use regex::Regex;
 
 use super::freemail::{Freemail, FreemailSettings, FreemailTest};
 use super::parse::{Origin, glob_regex};
-use super::relay::Relay;
+use super::relay::{Relay, TrustedNetworks, relay_addresses};
 use super::target::Target;
 use crate::message::{Message, url_host};
 
@@ -29,6 +29,8 @@ pub struct Lists {
     /// (`welcomelist_from`, `def_welcomelist_from`): an address glob (lowercase) and the
     /// relay the mail must have come from.
     relayed: HashMap<String, (Vec<(String, Relay)>, Origin)>,
+    /// `trusted_networks`: where the relays `relayed` entries ask for are looked for.
+    trusted: TrustedNetworks,
     /// `welcomelist_subject` and `blocklist_subject`: globs, lowercase, one a line.
     subjects: HashMap<String, (Vec<String>, Origin)>,
     freemail: FreemailSettings,
@@ -227,6 +229,12 @@ impl Lists {
                         Err(e) => return Some(Err(e)),
                     }
                 }
+                "trusted_networks" => {
+                    if let Err(e) = self.trusted.add(rest) {
+                        return Some(Err(e));
+                    }
+                }
+                "clear_trusted_networks" => self.trusted.clear(),
                 "unwelcomelist_from_rcvd" | "unwhitelist_from_rcvd" => {
                     for glob in words() {
                         for (entries, _) in self.relayed.values_mut() {
@@ -344,6 +352,7 @@ impl Lists {
                 field: field.clone(),
                 list: globs.and_then(globs_regex),
                 relayed: relayed.into(),
+                trusted: Arc::new(self.trusted.clone()),
             })
         };
         let hosts = |list: Result<&str, String>| {
@@ -392,6 +401,9 @@ impl Lists {
                     globs.and_then(|(g, _)| globs_regex(g.iter())),
                 ))
             }
+            // SpamAssassin's RelayEval plugin, where it needs no DNS.
+            "check_all_trusted" => Ok(Test::AllTrusted(Arc::new(self.trusted.clone()))),
+            "check_no_relays" => Ok(Test::NoRelays),
             _ => {
                 let test = FreemailTest::compile(name, args)?;
                 let compiled = self
@@ -439,6 +451,7 @@ pub enum Test {
         field: Target,
         list: Option<Regex>,
         relayed: Arc<[(Regex, Relay)]>,
+        trusted: Arc<TrustedNetworks>,
     },
     /// A link's host, or a domain above it, is on the list: the most specific entry found
     /// decides, and a `!` entry says no.
@@ -451,6 +464,10 @@ pub enum Test {
     /// empty): the bounced message left through it.
     BounceRelays(Option<Regex>),
     Freemail(Arc<Freemail>, FreemailTest),
+    /// SpamAssassin's `check_all_trusted()`: the trace names relays, all of them trusted.
+    AllTrusted(Arc<TrustedNetworks>),
+    /// `check_no_relays()`: the trace names no relay (the message never went over SMTP).
+    NoRelays,
 }
 
 pub(super) static FROM: LazyLock<Target> =
@@ -535,21 +552,23 @@ impl Test {
                 field,
                 list,
                 relayed,
+                trusted,
             } => {
                 if list.is_none() && relayed.is_empty() {
                     return false;
                 }
                 let addresses = seen.addresses(field, msg);
                 let listed = |a: &String| list.as_ref().is_some_and(|l| l.is_match(a));
-                let relay = || msg.header("received").and_then(Relay::of_received);
                 addresses.iter().any(listed)
                     || (!relayed.is_empty()
-                        && relay().is_some_and(|(host, ip)| {
-                            relayed.iter().any(|(glob, wanted)| {
-                                wanted.matches(host.as_deref(), ip)
-                                    && addresses.iter().any(|a| glob.is_match(a))
-                            })
-                        }))
+                        && (trusted.relays_to_check(msg.header_values("received")))
+                            .iter()
+                            .any(|(host, ip)| {
+                                relayed.iter().any(|(glob, wanted)| {
+                                    wanted.matches(host.as_deref(), *ip)
+                                        && addresses.iter().any(|a| glob.is_match(a))
+                                })
+                            }))
             }
             Test::UriHost(list) => {
                 !list.is_empty()
@@ -566,6 +585,16 @@ impl Test {
                         })
             }
             Test::Listed(listed) => *listed,
+            Test::AllTrusted(trusted) => {
+                let mut any = false;
+                relay_addresses(msg.header_values("received")).all(|ip| {
+                    any = true;
+                    trusted.trusts(ip)
+                }) && any
+            }
+            Test::NoRelays => relay_addresses(msg.header_values("received"))
+                .next()
+                .is_none(),
             Test::BounceRelays(list) => list.as_ref().is_some_and(|list| {
                 let raw = String::from_utf8_lossy(msg.raw_body());
                 [msg.text.as_str(), &raw]

@@ -125,6 +125,8 @@ pub const PLUGINS: &[&str] = &[
     "WelcomeListSubject",
     "FreeMail",
     "VBounce",
+    // The trace's relays, trusted (`trusted_networks`) or not; its DNS tests are left out.
+    "RelayEval",
     // Read from trusted Authentication-Results fields, not checked over DNS.
     "AuthRes",
     "SPF",

@@ -1,5 +1,5 @@
-//! The relay a message came from, as the MTA that took it recorded it, and the relays
-//! `welcomelist_from_rcvd` entries ask for.
+//! The relay a message came from, as the MTA that took it recorded it, the relays
+//! `welcomelist_from_rcvd` entries ask for, and one's own (`trusted_networks`).
 
 use std::net::IpAddr;
 
@@ -57,11 +57,11 @@ impl Relay {
         }
     }
 
-    /// The relay that handed the mail to the server that wrote `received` (the newest
-    /// Received: field, your own MTA's): its reverse DNS name, lowercase, and its address.
+    /// The relay that handed the mail to the server that wrote `received` (one Received:
+    /// field): its reverse DNS name, lowercase, and its address.
     /// Postfix and Sendmail write `from HELO (NAME [ADDRESS])`, Exim `from NAME ([ADDRESS]
     /// helo=HELO)`; a name of `unknown` is none.
-    pub fn of_received(received: &str) -> Option<(Option<String>, Option<IpAddr>)> {
+    pub fn of_received(received: &str) -> Option<SeenRelay> {
         let from = received.trim_start().strip_prefix("from ")?;
         let from = from.split(" by ").next().unwrap_or(from);
         let ip = (from
@@ -83,6 +83,82 @@ impl Relay {
         });
         Some((named, ip))
     }
+}
+
+/// `trusted_networks`: the networks of one's own relays, whose `Received:` lines are
+/// believed, so that the relay a message came from is the newest one outside them. For an
+/// address, the most specific entry that holds it decides, and a `!` entry says no (`10.
+/// !10.1.2.3`: all of 10/8 but one host). Unlike SpamAssassin, spamnb does not trust
+/// loopback unasked: any local user can send over it, with a trace of their making; a
+/// content filter on the same host that hands mail back over it is named like any relay.
+#[derive(Debug, Clone, Default)]
+pub struct TrustedNetworks(Vec<(IpAddr, u8, bool)>);
+
+/// A relay as a `Received:` line names it: the name its server looked up, and its address.
+pub type SeenRelay = (Option<String>, Option<IpAddr>);
+
+impl TrustedNetworks {
+    /// Adds the entries of a `trusted_networks` line: `192.0.2.0/24`, `192.0.2.1`,
+    /// `10.` or `10.1` (the network of the bytes given), `[2001:db8::]/32`, `!192.0.2.9`.
+    pub(super) fn add(&mut self, entries: &str) -> Result<(), String> {
+        for entry in entries.split_whitespace() {
+            let (excluded, network) = match entry.strip_prefix('!') {
+                Some(rest) => (true, rest),
+                None => (false, entry),
+            };
+            let bracketed = if network.starts_with('[') {
+                network.to_string()
+            } else {
+                match network.split_once('/') {
+                    Some((address, length)) => format!("[{address}/{length}]"),
+                    None => format!("[{}]", network.trim_end_matches('.')),
+                }
+            };
+            match Relay::parse(&bracketed) {
+                Some(Relay::Net(net, length)) => self.0.push((net, length, !excluded)),
+                _ => return Err(format!("trusted_networks: {entry:?} is no network")),
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    pub(super) fn trusts(&self, ip: IpAddr) -> bool {
+        (self.0.iter())
+            .filter(|&&(net, length, _)| in_network(ip, net, length))
+            // The first of the longest: `10. !10.1.2.3` excludes 10.1.2.3.
+            .rev()
+            .max_by_key(|&&(_, length, _)| length)
+            .is_some_and(|&(_, _, trusted)| trusted)
+    }
+
+    /// The relays a `welcomelist_from_rcvd` entry is held against, from the `received`
+    /// lines, newest first: the newest relay outside the trusted networks, which handed
+    /// the mail to them; where every relay is trusted (mail from inside), all of them, as
+    /// SpamAssassin takes them. A line that names no relay ends the search: what is older
+    /// than a line one cannot read is anyone's word.
+    pub fn relays_to_check<'r>(&self, received: impl Iterator<Item = &'r str>) -> Vec<SeenRelay> {
+        let mut trusted = Vec::new();
+        for line in received {
+            match Relay::of_received(line) {
+                Some((name, Some(ip))) if self.trusts(ip) => trusted.push((name, Some(ip))),
+                Some(relay) => return vec![relay],
+                None => break,
+            }
+        }
+        trusted
+    }
+}
+
+/// The addresses of the relays the `received` lines name, newest first: a line that names
+/// none (local submission, LMTP) is no relay's.
+pub fn relay_addresses<'r>(
+    received: impl Iterator<Item = &'r str>,
+) -> impl Iterator<Item = IpAddr> {
+    received.filter_map(|line| Relay::of_received(line)?.1)
 }
 
 /// Letters, digits, hyphens and dots, and something of them.
@@ -143,6 +219,91 @@ mod tests {
             "[1.2.3.4]x",
         ] {
             assert_eq!(relay(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_relay_checked_is_the_newest_outside_the_trusted_networks() {
+        let by = "by mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000";
+        let lines = |hops: &[&str]| -> Vec<String> {
+            hops.iter().map(|h| format!("from h ({h}) {by}")).collect()
+        };
+        let relays = |trusted: &str, hops: &[&str]| -> Vec<String> {
+            let mut t = TrustedNetworks::default();
+            t.add(trusted).unwrap();
+            let lines = lines(hops);
+            t.relays_to_check(lines.iter().map(String::as_str))
+                .into_iter()
+                .map(|(name, ip)| format!("{} {}", name.unwrap_or_default(), ip.unwrap()))
+                .collect()
+        };
+        let partner = "out.partner.example [203.0.113.5]";
+        let inner = "mx1.corp.example [10.1.2.3]";
+        // Nothing trusted: the newest line's relay, as the MTA saw it.
+        assert_eq!(relays("", &[inner, partner]), ["mx1.corp.example 10.1.2.3"]);
+        // Loopback is trusted only when named: a content filter handing mail back over it.
+        let filter = "localhost [127.0.0.1]";
+        assert_eq!(relays("", &[filter, partner]), [" 127.0.0.1"]);
+        assert_eq!(
+            relays("127.0.0.1", &[filter, partner]),
+            ["out.partner.example 203.0.113.5"]
+        );
+        for trusted in [
+            "10.0.0.0/8",
+            "10.",
+            "10",
+            "[10.0.0.0]/8",
+            "192.0.2.1 10.1.2.3",
+        ] {
+            assert_eq!(
+                relays(trusted, &[inner, partner]),
+                ["out.partner.example 203.0.113.5"],
+                "{trusted}"
+            );
+        }
+        // The most specific entry that holds an address decides, wherever it stands.
+        for trusted in ["!10.1.2.3 10.", "10. !10.1.2.3", "10. !10.1.2.0/24"] {
+            assert_eq!(
+                relays(trusted, &[inner, partner]),
+                ["mx1.corp.example 10.1.2.3"],
+                "{trusted}"
+            );
+        }
+        for trusted in ["!10.1.0.0/16 10.1.2.0/24", "10. !10.1.2.0/24 10.1.2.3/31"] {
+            assert_eq!(
+                relays(trusted, &[inner, partner]),
+                ["out.partner.example 203.0.113.5"],
+                "{trusted}"
+            );
+        }
+        // Beyond the first untrusted relay, lines are that relay's word: never read.
+        assert_eq!(
+            relays("10.", &[inner, "evil.example [198.51.100.1]", partner]),
+            ["evil.example 198.51.100.1"]
+        );
+        // Mail from inside: every relay.
+        assert_eq!(
+            relays(
+                "10. 2001:db8::/32",
+                &[inner, "h6.corp.example [IPv6:2001:db8::1]"]
+            ),
+            ["mx1.corp.example 10.1.2.3", "h6.corp.example 2001:db8::1"]
+        );
+        // A line that names no relay ends the search.
+        let mut t = TrustedNetworks::default();
+        t.add("10.").unwrap();
+        let hops = [
+            format!("from h ({inner}) {by}"),
+            by.to_string(),
+            lines(&[partner])[0].clone(),
+        ];
+        let found = t.relays_to_check(hops.iter().map(String::as_str));
+        assert_eq!(
+            found,
+            [(Some("mx1.corp.example".into()), "10.1.2.3".parse().ok())]
+        );
+        for bad in ["10.1.2.3/33", "example.org", "[x]", "!"] {
+            assert!(TrustedNetworks::default().add(bad).is_err(), "{bad}");
         }
     }
 

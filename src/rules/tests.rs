@@ -503,6 +503,60 @@ fn welcomelist_from_rcvd_needs_the_listed_relay() {
     assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
 }
 
+/// `trusted_networks`: behind a relay of one's own (an MX in front of the mailbox server),
+/// `welcomelist_from_rcvd` reads the relay that handed the mail to it, and no older line.
+#[test]
+fn trusted_networks_let_welcomelist_from_rcvd_look_past_ones_own_relays() {
+    let listed = "welcomelist_from_rcvd *@partner.example partner.example\n";
+    let trace = |hops: &[&str]| -> String {
+        let lines: Vec<String> = (hops.iter())
+            .map(|h| {
+                format!(
+                    "Received: from h ({h})\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000"
+                )
+            })
+            .collect();
+        mail(
+            &format!("{}\nFrom: a@partner.example", lines.join("\n")),
+            "hi",
+        )
+    };
+    let (inner, partner) = (
+        "mx1.corp.example [10.1.2.3]",
+        "out.partner.example [203.0.113.5]",
+    );
+    let behind_mx = trace(&[inner, partner]);
+    assert!(hits(&set(listed), &behind_mx).is_empty());
+    let trusting = set(&format!("{listed}trusted_networks 10.0.0.0/8 !10.9.9.9\n"));
+    assert_eq!(hits(&trusting, &behind_mx), ["USER_IN_WELCOMELIST"]);
+    // A sender's forged line under an untrusted relay is never reached.
+    let forged = trace(&[inner, "evil.example [198.51.100.1]", partner]);
+    assert!(hits(&trusting, &forged).is_empty());
+    let excluded = trace(&["mx9.corp.example [10.9.9.9]", partner]);
+    assert!(hits(&trusting, &excluded).is_empty());
+    // Loopback is trusted only when named (any local user may send over it).
+    let filtered = trace(&["localhost [127.0.0.1]", partner]);
+    assert!(hits(&set(listed), &filtered).is_empty());
+    let named = set(&format!("{listed}trusted_networks 127.0.0.0/8\n"));
+    assert_eq!(hits(&named, &filtered), ["USER_IN_WELCOMELIST"]);
+    // SpamAssassin's ALL_TRUSTED: mail from inside, relayed by one's own only.
+    let all_trusted = set("trusted_networks 10.\nheader ALL_TRUSTED eval:check_all_trusted()\n");
+    assert_eq!(
+        hits(
+            &all_trusted,
+            &trace(&[inner, "mx2.corp.example [10.7.7.7]"])
+        ),
+        ["ALL_TRUSTED"]
+    );
+    assert!(hits(&all_trusted, &behind_mx).is_empty());
+    let cleared = set(&format!(
+        "{listed}trusted_networks 10.\nclear_trusted_networks\n"
+    ));
+    assert!(hits(&cleared, &behind_mx).is_empty());
+    let (_, report) = RuleSet::from_text("trusted_networks 10.0.0.0/40\n", Path::new("t.cf"));
+    assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+}
+
 /// `welcomelist_subject` and `blocklist_subject`: a glob found anywhere in the Subject,
 /// case ignored, a whole line one glob; each feeds a decisive rule.
 #[test]
@@ -980,7 +1034,20 @@ endif\n";
 fn builtin_evals() {
     // (eval, message that must hit, message that must not)
     let tall = "<img src=\"http://x.example/a.png\" width=\"600\" height=\"800\">";
+    let relayed = |from: &str| {
+        format!(
+            "Received: from h ({from})\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000\nSubject: a"
+        )
+    };
     let cases: Vec<(&str, String, String)> = vec![
+        (
+            "check_no_relays()",
+            mail(
+                "Received: by mx.example.net (Postfix, from userid 1000)\nSubject: a",
+                "x",
+            ),
+            mail(&relayed("localhost [127.0.0.1]"), "x"),
+        ),
         (
             "check_for_mime_html_only()",
             mail(HTML_HEAD, "<html><body>hi</body></html>"),

@@ -732,40 +732,66 @@ fn tagging_milter(dir: &Path, port: u16, rules: &Path) -> Daemon {
 /// what the protocol tells of the connection, so that `welcomelist_from_rcvd` reads the
 /// relay Postfix saw (here 127.0.0.1, which swaks sends from) and not one a sender wrote
 /// into the message. Before it did, the forged trace got the bank's mail welcomelisted.
+/// Then, with 127.0.0.1 named in `trusted_networks` (as a front relay of one's own would
+/// be), the relay read is the one before it: the line the message carries.
 #[test]
 fn welcomelist_from_rcvd_reads_the_relay_postfix_saw() {
     let Some(t) = postfix_dir() else { return };
     let dir = t.path();
-    let rules = write(
-        dir,
-        "local.cf",
-        "welcomelist_from_rcvd *@partner.example [127.0.0.1]\n\
-         welcomelist_from_rcvd *@bank.example bank.example\n",
-    );
+    let lists = "welcomelist_from_rcvd *@partner.example [127.0.0.1]\n\
+                 welcomelist_from_rcvd *@bank.example bank.example\n";
+    let rules = write(dir, "local.cf", lists);
     let milter_port = free_port();
     let postfix = Postfix::start(dir, milter_port, "");
     let daemon = tagging_milter(dir, milter_port, &rules);
-    let forged_trace = "Received: from x (mail.bank.example [192.0.2.1])\n\
+    let trace = "Received: from x (mail.bank.example [192.0.2.1])\n\
         \tby mx.bank.example with ESMTP; Tue, 1 Dec 2026 10:00:00 +0000\n";
-    for (from, subject) in [
-        ("a@partner.example", "partner"),
-        ("alerts@bank.example", "bank"),
-    ] {
-        let message = format!(
-            "{forged_trace}From: {from}\nTo: user@test.example\nSubject: {subject}\n\nhello\n"
+    let send = |round: &str| {
+        for (from, subject) in [
+            ("a@partner.example", "partner"),
+            ("alerts@bank.example", "bank"),
+        ] {
+            let message = format!(
+                "{trace}From: {from}\nTo: user@test.example\nSubject: {subject} {round}\n\nhello\n"
+            );
+            let out = postfix.send(message.as_bytes(), dir);
+            assert!(out.status.success(), "swaks: {}", text(&out.stdout));
+        }
+    };
+    send("untrusted");
+    postfix.wait_delivered(2);
+    // SIGHUP reloads the rules.
+    write(
+        dir,
+        "local.cf",
+        format!("{lists}trusted_networks 127.0.0.1\n"),
+    );
+    let loads = daemon.log().matches("compile_ms").count();
+    daemon.signal("HUP");
+    let started = std::time::Instant::now();
+    while daemon.log().matches("compile_ms").count() == loads {
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "no reload:\n{}",
+            daemon.log()
         );
-        let out = postfix.send(message.as_bytes(), dir);
-        assert!(out.status.success(), "swaks: {}", text(&out.stdout));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    let files = postfix.wait_delivered(2);
+    send("trusted");
+    let files = postfix.wait_delivered(4);
     for file in files {
         let delivered = std::fs::read_to_string(&file).expect("read");
         let subject = header_values(&delivered, "Subject").join(" ");
         let status = header_values(&delivered, "X-Spam-Status").join(" ");
         assert!(!status.is_empty(), "{delivered}\n{}", daemon.log());
+        let welcome = match subject.split_once(' ') {
+            Some(("partner", "untrusted")) | Some(("bank", "trusted")) => true,
+            Some(_) => false,
+            None => panic!("{delivered}"),
+        };
         assert_eq!(
             status.contains("USER_IN_WELCOMELIST"),
-            subject.contains("partner"),
+            welcome,
             "{delivered}"
         );
     }
