@@ -3,11 +3,14 @@
 //! arguments; a name or an argument spamnb does not know is a load-time skip, never a
 //! silent "no hit".
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use regex::Regex;
 
 use super::Target;
+use super::html_facts::{Anchor, HtmlFacts, html_facts};
+use super::matcher::CountPattern;
+use super::perl::{self, PerlPattern};
 use super::target::envelope_sender;
 use crate::message::{Encoded, Message, url_host};
 
@@ -36,6 +39,11 @@ const KNOWN: &[&str] = &[
     "check_equal_from_domains",
     "check_for_to_in_subject",
     "check_blank_line_ratio",
+    "html_range",
+    "html_eval",
+    "html_test",
+    "html_text_match",
+    "html_title_subject_ratio",
 ];
 
 pub fn known(name: &str) -> bool {
@@ -85,6 +93,15 @@ pub enum Eval {
     /// Percentage of blank lines in the body text in (min, max], or [0, max] for a min of
     /// 0, when it has at least this many lines.
     BlankLines(f64, f64, usize),
+    /// One of SpamAssassin's HTML statistics in (min, max].
+    HtmlRange(HtmlStat, f64, f64),
+    /// One of SpamAssassin's HTML statistics, compared.
+    HtmlEval(HtmlStat, Cmp, f64),
+    HtmlTest(HtmlFlag),
+    /// A pattern matches a comment, a title or a link's text.
+    HtmlTextMatch(HtmlText, Arc<CountPattern>),
+    /// A title longer than the Subject by more than this ratio.
+    TitleSubjectRatio(f64),
     /// What trusted Authentication-Results fields say.
     Auth(super::auth::Test),
     /// Whether an address or a link's host is on a list, or at a free mail provider.
@@ -132,6 +149,74 @@ impl Cmp {
     }
 }
 
+/// SpamAssassin's HTML statistics (`html_range('obfuscation_ratio', …)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HtmlStat {
+    /// End tags with none of their name open, per tag.
+    ClosedExtraRatio,
+    /// Tags that are not HTML elements, per tag.
+    BadTagRatio,
+    /// Tag names that are not HTML elements, per name.
+    NonElementRatio,
+    /// Words split by a tag, per tag.
+    ObfuscationRatio,
+    /// The largest font size, in pixels.
+    MaxSize,
+    /// Bytes of HTML.
+    Length,
+}
+
+/// SpamAssassin's HTML facts that are yes or no (`html_test('embeds')`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HtmlFlag {
+    Html,
+    Embeds,
+    FormActionMailto,
+    FontFaceBad,
+}
+
+/// The HTML texts `html_text_match` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HtmlText {
+    /// Each comment, `<!--` and `-->` included.
+    Comment,
+    Title,
+    /// Each link's text, and `<img>` and a line end for each image in it.
+    Anchor,
+}
+
+impl HtmlStat {
+    fn parse(name: &str) -> Result<HtmlStat, String> {
+        Ok(match name {
+            "closed_extra_ratio" => HtmlStat::ClosedExtraRatio,
+            "bad_tag_ratio" => HtmlStat::BadTagRatio,
+            "non_element_ratio" => HtmlStat::NonElementRatio,
+            "obfuscation_ratio" => HtmlStat::ObfuscationRatio,
+            "max_size" => HtmlStat::MaxSize,
+            "length" => HtmlStat::Length,
+            other => return Err(format!("HTML statistic {other:?}")),
+        })
+    }
+
+    /// Its value, where the HTML has one (a ratio needs what it divides by).
+    fn of(self, html: &str, facts: &HtmlFacts) -> Option<f64> {
+        let s = &facts.stats;
+        let ratio = |n: usize, of: usize| (of > 0).then(|| n as f64 / of as f64);
+        match self {
+            _ if html.is_empty() => None,
+            HtmlStat::ClosedExtraRatio => ratio(s.closed_extra, s.tags),
+            HtmlStat::BadTagRatio if s.elements > 0 => ratio(s.tags - s.elements, s.tags),
+            HtmlStat::NonElementRatio if s.elements_seen > 0 => {
+                ratio(s.tags_seen - s.elements_seen, s.tags_seen)
+            }
+            HtmlStat::ObfuscationRatio if s.obfuscation > 0 => ratio(s.obfuscation, s.tags),
+            HtmlStat::MaxSize => Some(s.max_size),
+            HtmlStat::Length => Some(html.len() as f64),
+            _ => None,
+        }
+    }
+}
+
 /// `name('a', 'b')` to a compiled test; `auth` and `lists` hold what the tests of
 /// Authentication-Results and of lists read besides their arguments.
 pub fn compile(
@@ -146,8 +231,7 @@ pub fn compile(
                 .trim_end()
                 .strip_suffix(')')
                 .ok_or_else(|| format!("eval:{call}: missing ')'"))?;
-            let args: Vec<String> = inner
-                .split(',')
+            let args: Vec<String> = arguments(inner)
                 .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
                 .filter(|a| !a.is_empty())
                 .collect();
@@ -187,13 +271,8 @@ pub fn compile(
         "html_image_only" => Eval::HtmlImageOnly(num(0)?, num(1)?),
         "html_tag_balance" => {
             let expr = text(1)?;
-            let expr = expr.trim();
-            let (cmp, rest) = Cmp::strip_prefix(expr)
+            let (cmp, n) = comparison(&expr)
                 .ok_or_else(|| format!("eval:{name}: comparison {expr:?} not understood"))?;
-            let n = rest
-                .trim()
-                .parse()
-                .map_err(|_| format!("eval:{name}: {expr:?} not understood"))?;
             Eval::HtmlTagBalance(text(0)?.to_ascii_lowercase(), cmp, n)
         }
         "html_tag_exists" => Eval::HtmlTagExists(text(0)?.to_ascii_lowercase()),
@@ -227,27 +306,82 @@ pub fn compile(
             let min_lines = args.get(2).map_or(Ok(1.0), |_| num(2))?;
             Eval::BlankLines(num(0)?, num(1)?, (min_lines as usize).max(1))
         }
+        "html_range" => Eval::HtmlRange(
+            HtmlStat::parse(&text(0)?)?,
+            num(1)?,
+            args.get(2).map_or(Ok(f64::INFINITY), |_| num(2))?,
+        ),
+        "html_eval" => {
+            let expr = text(1)?;
+            let (cmp, n) = comparison(&expr).ok_or_else(|| format!("eval:{name}: {expr:?}"))?;
+            Eval::HtmlEval(HtmlStat::parse(&text(0)?)?, cmp, n)
+        }
+        "html_test" => Eval::HtmlTest(match text(0)?.as_str() {
+            "html" => HtmlFlag::Html,
+            "embeds" => HtmlFlag::Embeds,
+            "form_action_mailto" => HtmlFlag::FormActionMailto,
+            "font_face_bad" => HtmlFlag::FontFaceBad,
+            other => return Err(format!("{name}('{other}')")),
+        }),
+        "html_text_match" => {
+            let area = match text(0)?.as_str() {
+                "comment" => HtmlText::Comment,
+                "title" => HtmlText::Title,
+                "anchor" => HtmlText::Anchor,
+                other => return Err(format!("{name}('{other}')")),
+            };
+            let pattern = PerlPattern {
+                source: text(1)?,
+                flags: String::new(),
+            };
+            let translated = perl::translate(&pattern).map_err(|e| format!("{name}: {}", e.0))?;
+            Eval::HtmlTextMatch(area, Arc::new(CountPattern::new(&translated)?))
+        }
+        "html_title_subject_ratio" => Eval::TitleSubjectRatio(num(0)?),
         _ => return Err(unknown()),
     })
+}
+
+/// The arguments of an eval call, split at the commas outside quotes: a pattern's
+/// `{0,6}` is one argument.
+fn arguments(inner: &str) -> impl Iterator<Item = &str> {
+    let mut quote = None;
+    let mut start = 0;
+    let mut cuts = inner.char_indices().filter_map(move |(i, c)| {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if q == c => quote = None,
+            (None, ',') => return Some(i),
+            _ => {}
+        }
+        None
+    });
+    std::iter::from_fn(move || {
+        let from = start;
+        if from > inner.len() {
+            return None;
+        }
+        let end = cuts.next().unwrap_or(inner.len());
+        start = end + 1;
+        Some(&inner[from..end])
+    })
+}
+
+/// `< 512`, `!= 0`: a comparison and its number.
+fn comparison(expr: &str) -> Option<(Cmp, f64)> {
+    let (cmp, rest) = Cmp::strip_prefix(expr.trim())?;
+    Some((cmp, rest.trim().parse().ok()?))
 }
 
 /// What evals share about one message, computed once.
 pub struct Facts<'m> {
     pub msg: &'m Message<'m>,
+    html_stats: bool,
     html: Option<HtmlFacts>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
     auth: Option<super::auth::Results>,
     lists: super::lists::Seen,
-}
-
-struct HtmlFacts {
-    image_area: f64,
-    images: usize,
-    text_chars: usize,
-    tags: TagCounts,
-    /// (href, visible text) of every link.
-    anchors: Vec<(String, String)>,
 }
 
 static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
@@ -256,9 +390,12 @@ static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 impl<'m> Facts<'m> {
-    pub fn new(msg: &'m Message<'m>) -> Facts<'m> {
+    /// `html_stats`: whether a test reads SpamAssassin's HTML statistics, which cost a
+    /// pass a set without such tests need not pay.
+    pub fn new(msg: &'m Message<'m>, html_stats: bool) -> Facts<'m> {
         Facts {
             msg,
+            html_stats,
             html: None,
             date_shift: None,
             auth: None,
@@ -282,174 +419,13 @@ impl<'m> Facts<'m> {
 
     fn html(&mut self) -> &HtmlFacts {
         let html = self.msg.html.as_str();
-        self.html.get_or_insert_with(|| html_facts(html))
+        let stats = self.html_stats;
+        self.html.get_or_insert_with(|| html_facts(html, stats))
     }
 
-    fn anchors(&mut self) -> &[(String, String)] {
+    fn anchors(&mut self) -> &[Anchor] {
         &self.html().anchors
     }
-}
-
-/// Opening and closing tags by name, without regard to case. A name (at most 16 bytes) is
-/// packed into a number: a message has a few dozen names, and comparing numbers in a list
-/// beats hashing strings into a map.
-#[derive(Default)]
-struct TagCounts(Vec<(u128, Tag)>);
-
-/// What the markup did with one tag name.
-#[derive(Default, Clone, Copy)]
-struct Tag {
-    opened: usize,
-    closed: usize,
-    /// Opened again after it had been closed.
-    reopened: bool,
-}
-
-impl TagCounts {
-    fn key(name: &[u8]) -> Option<u128> {
-        let mut key = [0u8; 16];
-        for (k, b) in key.get_mut(..name.len())?.iter_mut().zip(name) {
-            *k = b.to_ascii_lowercase();
-        }
-        Some(u128::from_le_bytes(key))
-    }
-
-    fn add(&mut self, key: u128, closing: bool) {
-        let at = match self.0.iter().position(|e| e.0 == key) {
-            Some(at) => at,
-            None => {
-                self.0.push((key, Tag::default()));
-                self.0.len() - 1
-            }
-        };
-        let tag = &mut self.0[at].1;
-        if closing {
-            tag.closed += 1;
-        } else {
-            tag.reopened |= tag.closed > 0;
-            tag.opened += 1;
-        }
-    }
-
-    fn get(&self, name: &[u8]) -> Tag {
-        TagCounts::key(name)
-            .and_then(|key| self.0.iter().find(|e| e.0 == key))
-            .map_or(Tag::default(), |e| e.1)
-    }
-}
-
-/// One pass over the markup's bytes, the way a lenient reader sees it: a tag runs from
-/// `<` to the next `>`, text is what lies between tags. Tag counts, text bytes outside
-/// tags (UTF-8 bytes, not characters: a ratio does not need more), image areas from
-/// `width`/`height`, and each link's target and visible text.
-fn html_facts(html: &str) -> HtmlFacts {
-    let mut facts = HtmlFacts {
-        image_area: 0.0,
-        images: 0,
-        text_chars: 0,
-        tags: TagCounts::default(),
-        anchors: Vec::new(),
-    };
-    // The link being read: its target and the text so far. A link opened inside another
-    // belongs to the outer one, which the first `</a>` closes.
-    let mut link: Option<(&str, String)> = None;
-    let mut rest = html;
-    loop {
-        let lt = memchr::memchr(b'<', rest.as_bytes()).unwrap_or(rest.len());
-        let text = &rest[..lt];
-        facts.text_chars += text.bytes().filter(|b| !b.is_ascii_whitespace()).count();
-        if let Some((_, shown)) = &mut link {
-            shown.push_str(text);
-        }
-        if lt == rest.len() {
-            break;
-        }
-        let after = &rest[lt + 1..];
-        let (tag, closed) = match memchr::memchr(b'>', after.as_bytes()) {
-            Some(e) => (&after[..e], true),
-            None => (after, false),
-        };
-        rest = &after[(tag.len() + usize::from(closed)).min(after.len())..];
-        let (closing, tag) = tag.strip_prefix('/').map_or((false, tag), |t| (true, t));
-        let bytes = tag.as_bytes();
-        let n = bytes
-            .iter()
-            .take(16)
-            .take_while(|b| b.is_ascii_alphanumeric())
-            .count();
-        if n == 0 {
-            continue;
-        }
-        let Some(key) = TagCounts::key(&bytes[..n]) else {
-            continue;
-        };
-        facts.tags.add(key, closing);
-        let lowercase = key.to_le_bytes();
-        let name = &lowercase[..n];
-        let attributes = &tag[n..];
-        if attributes.starts_with('_') || !closed {
-            continue;
-        }
-        match (name, closing) {
-            (b"img", false) => {
-                facts.images += 1;
-                let dimension = |attr: &str| {
-                    attribute_values(attributes, attr)
-                        .filter_map(|v| {
-                            let v = v.strip_prefix(['"', '\'']).unwrap_or(v);
-                            let digits = v.bytes().take(5).take_while(u8::is_ascii_digit).count();
-                            v[..digits].parse::<f64>().ok()
-                        })
-                        .last()
-                        .unwrap_or(0.0)
-                };
-                facts.image_area += dimension("width") * dimension("height");
-            }
-            (b"a", false) if link.is_none() => {
-                link = attribute_values(attributes, "href")
-                    .map(|v| {
-                        let v = v.strip_prefix(['"', '\'']).unwrap_or(v);
-                        let end = v.find(|c: char| matches!(c, '"' | '\'') || c.is_whitespace());
-                        &v[..end.unwrap_or(v.len())]
-                    })
-                    .find(|href| !href.is_empty())
-                    .map(|href| (href, String::new()));
-            }
-            (b"a", true) if attributes.trim().is_empty() => {
-                if let Some((href, shown)) = link.take() {
-                    facts
-                        .anchors
-                        .push((href.to_string(), shown.trim().to_string()));
-                }
-            }
-            _ => {}
-        }
-    }
-    facts
-}
-
-/// What follows each `name =` in a tag's attributes (the name matched without regard to
-/// case, at the start of a word): the raw rest of the tag, quote and all.
-fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Item = &'t str> {
-    let bytes = attributes.as_bytes();
-    let first = name.as_bytes()[0];
-    // Where the name's first letter is, in either case: few places in a tag.
-    memchr::memchr2_iter(
-        first.to_ascii_lowercase(),
-        first.to_ascii_uppercase(),
-        bytes,
-    )
-    .filter_map(move |i| {
-        let starts_word = i == 0 || !super::is_word_byte(bytes[i - 1]);
-        let candidate = bytes.get(i..i + name.len())?;
-        if !starts_word || !candidate.eq_ignore_ascii_case(name.as_bytes()) {
-            return None;
-        }
-        let value =
-            attributes[i + name.len()..].trim_start_matches(|c: char| c.is_ascii_whitespace());
-        let value = value.strip_prefix('=')?;
-        Some(value.trim_start_matches(|c: char| c.is_ascii_whitespace()))
-    })
 }
 
 /// The registrable part of a host, roughly: its last two labels (three under a two-letter
@@ -466,6 +442,18 @@ fn base_domain(host: &str) -> String {
 }
 
 impl Eval {
+    /// Whether it reads SpamAssassin's HTML statistics.
+    pub fn reads_html_stats(&self) -> bool {
+        matches!(
+            self,
+            Eval::HtmlRange(..)
+                | Eval::HtmlEval(..)
+                | Eval::HtmlTest(..)
+                | Eval::HtmlTextMatch(..)
+                | Eval::TitleSubjectRatio(..)
+        )
+    }
+
     pub fn test(&self, facts: &mut Facts) -> bool {
         let msg = facts.msg;
         match self {
@@ -516,15 +504,18 @@ impl Eval {
                     && msg.header("cc").is_none()
                     && msg.header("bcc").is_none()
             }
-            Eval::HttpsHttpMismatch => facts.anchors().iter().any(|(href, text)| {
-                href.to_ascii_lowercase().starts_with("http:")
-                    && text.trim_start().to_ascii_lowercase().starts_with("https:")
+            Eval::HttpsHttpMismatch => facts.anchors().iter().any(|a| {
+                a.href.to_ascii_lowercase().starts_with("http:")
+                    && a.text
+                        .trim_start()
+                        .to_ascii_lowercase()
+                        .starts_with("https:")
             }),
-            Eval::LinkDomainMismatch => facts.anchors().iter().any(|(href, text)| {
+            Eval::LinkDomainMismatch => facts.anchors().iter().any(|a| {
                 let shown = DOMAIN_IN_TEXT
-                    .captures(text)
+                    .captures(&a.text)
                     .map(|c| c[1].to_ascii_lowercase());
-                match (shown, url_host(href)) {
+                match (shown, url_host(&a.href)) {
                     (Some(shown), Some(target)) if target.contains('.') => {
                         base_domain(&shown) != base_domain(&target)
                     }
@@ -614,6 +605,46 @@ impl Eval {
                     let pct = 100.0 * blank as f64 / lines as f64;
                     (*min == 0.0 || pct > *min) && pct <= *max
                 }
+            }
+            Eval::HtmlRange(stat, min, max) => {
+                let html = msg.html.as_str();
+                stat.of(html, facts.html())
+                    .is_some_and(|v| v > *min && v <= *max)
+            }
+            Eval::HtmlEval(stat, cmp, n) => {
+                let html = msg.html.as_str();
+                stat.of(html, facts.html())
+                    .is_some_and(|v| cmp.holds(v, *n))
+            }
+            Eval::HtmlTest(flag) => {
+                !msg.html.is_empty() && {
+                    let s = &facts.html().stats;
+                    match flag {
+                        HtmlFlag::Html => true,
+                        HtmlFlag::Embeds => s.embeds,
+                        HtmlFlag::FormActionMailto => s.form_action_mailto,
+                        HtmlFlag::FontFaceBad => s.font_face_bad,
+                    }
+                }
+            }
+            Eval::HtmlTextMatch(area, pattern) => {
+                let h = facts.html();
+                let matches = |text: &str| pattern.count(text.as_bytes(), 1) > 0;
+                match area {
+                    HtmlText::Comment => h.stats.comments.iter().any(|c| matches(c)),
+                    HtmlText::Title => h.stats.titles.iter().any(|t| matches(t)),
+                    HtmlText::Anchor => h
+                        .anchors
+                        .iter()
+                        .any(|a| matches(&format!("{}{}", a.text, "<img>\n".repeat(a.images)))),
+                }
+            }
+            Eval::TitleSubjectRatio(ratio) => {
+                let subject = msg.header("subject").unwrap_or_default().len();
+                subject > 0
+                    && !msg.html.is_empty()
+                    && (facts.html().stats.titles.iter())
+                        .any(|t| t.len() as f64 / subject as f64 > *ratio)
             }
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
@@ -738,42 +769,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_pass_reads_links_images_and_tags_as_a_lenient_reader_would() {
-        let html = "<HTML><body>Hi <A class=x HREF=\"http://a.example/x\" title='t'>Click <b>here</b></a >\
-            <a name=top>no target</a><a href=''>empty</a><a_b href=http://no.example>x</a>\
-            <a data-href=http://c.example>outer <a href=http://d.example>inner</a> tail</a>\
-            <img src=x WIDTH=\"120\" height = '1234567'><img src=y><img_x width=5 height=5>\
-            <a href=http://open.example>never closed";
-        let f = html_facts(html);
-        let links: Vec<(&str, &str)> = f
-            .anchors
-            .iter()
-            .map(|(h, t)| (h.as_str(), t.as_str()))
-            .collect();
-        assert_eq!(
-            links,
-            [
-                ("http://a.example/x", "Click here"),
-                ("http://c.example", "outer inner"),
-            ]
-        );
-        assert_eq!(f.images, 2);
-        // Five digits at most, as a height of a million pixels is no image.
-        assert_eq!(f.image_area, 120.0 * 12345.0);
-        // `<a_b` counts as an `a` tag (its name is read up to the `_`) but is no link.
-        let tag = |name: &[u8]| {
-            let t = f.tags.get(name);
-            (t.opened, t.closed, t.reopened)
-        };
-        assert_eq!(tag(b"a"), (7, 6, true));
-        assert_eq!(tag(b"HTML"), (1, 0, false));
-        assert_eq!(tag(b"body"), (1, 0, false));
-        assert_eq!(tag(b"head"), (0, 0, false));
-        let text = "Hi Click here no target empty x outer inner tail never closed";
-        assert_eq!(f.text_chars, text.replace(' ', "").len());
-    }
-
-    #[test]
     fn dates() {
         assert_eq!(parse_date("Thu, 01 Jan 1970 00:00:00 +0000"), Some(0));
         assert_eq!(
@@ -796,6 +791,24 @@ mod tests {
         assert!(compile("check_for_spf_maybe()").is_err());
         assert!(compile("check_dkim_valid_author_sig('a.example')").is_err());
         assert!(compile("check_for_spf_helo_softfail()").is_ok());
+        // HTML facts spamnb does not gather are skips, not silent misses.
+        assert!(compile("html_test('font_low_contrast')").is_err());
+        assert!(compile("html_range('backhair_count', '0', '1')").is_err());
+        assert!(compile("html_text_match('script', 'x')").is_err());
+        assert!(compile("html_eval('length', 'about 5')").is_err());
+        assert!(compile("html_range('length', '0', '1024')").is_ok());
+    }
+
+    #[test]
+    fn arguments_split_at_commas_outside_quotes() {
+        let split = |s| arguments(s).collect::<Vec<_>>();
+        assert_eq!(
+            split("'comment', '<!(?!-).{0,6}>'"),
+            ["'comment'", " '<!(?!-).{0,6}>'"]
+        );
+        assert_eq!(split("a,\"b,c\",d"), ["a", "\"b,c\"", "d"]);
+        assert_eq!(split(""), [""]);
+        assert_eq!(split("x,"), ["x", ""]);
     }
 
     #[test]

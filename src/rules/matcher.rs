@@ -591,7 +591,7 @@ pub(super) struct Counted {
 }
 
 #[derive(Debug)]
-pub(super) enum CountPattern {
+pub enum CountPattern {
     Automaton(regex::bytes::Regex),
     Backtracking(fancy_regex::Regex),
 }

@@ -17,6 +17,7 @@ mod anchored;
 pub mod auth;
 pub mod eval;
 mod freemail;
+mod html_facts;
 mod lists;
 mod matcher;
 pub mod meta;
@@ -164,6 +165,8 @@ pub struct RuleSet {
     /// `tflags multiple` rules: counted past their first hit, up to their `maxhits`.
     counted: Vec<Counted>,
     evals: Vec<(usize, eval::Eval)>,
+    /// Whether an eval reads SpamAssassin's HTML statistics.
+    html_stats: bool,
     /// In dependency order.
     metas: meta::Program,
     /// The rules scored as decisive ([`crate::model::DECISIVE_SCORE`]), with their scores:
@@ -248,7 +251,10 @@ impl RuleSet {
                 report.auth_readers += 1;
             }
             match compiled {
-                CompiledRule::Eval(e) => set.evals.push((id, e)),
+                CompiledRule::Eval(e) => {
+                    set.html_stats |= e.reads_html_stats();
+                    set.evals.push((id, e))
+                }
                 CompiledRule::Meta(expr) => metas.push((id, expr)),
                 CompiledRule::Exists(target) => set.exists.push((id, target)),
                 CompiledRule::Header { key, pattern } => {
@@ -430,7 +436,7 @@ impl RuleSet {
             hits[c.rule] = n.max(1);
         }
         if !self.evals.is_empty() {
-            let mut facts = eval::Facts::new(msg);
+            let mut facts = eval::Facts::new(msg, self.html_stats);
             for (id, e) in &self.evals {
                 if e.test(&mut facts) {
                     hits[*id] = 1;
@@ -857,7 +863,7 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
     for (id, e) in &set.evals {
         let t = Instant::now();
         for m in msgs {
-            let mut facts = eval::Facts::new(m);
+            let mut facts = eval::Facts::new(m, set.html_stats);
             e.test(&mut facts);
         }
         out.push((format!("eval {}", set.rules[*id].name), t.elapsed()));

@@ -1039,7 +1039,72 @@ fn builtin_evals() {
             "Received: from h ({from})\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000\nSubject: a"
         )
     };
+    let html = |body: &str| mail(HTML_HEAD, &format!("<html><body>{body}</body></html>"));
+    let plain_html = html("free gift");
     let cases: Vec<(&str, String, String)> = vec![
+        (
+            "html_range('obfuscation_ratio', '0.1', '1.0')",
+            html("fr<b></b>ee gi<i></i>ft"),
+            plain_html.clone(),
+        ),
+        (
+            "html_range('bad_tag_ratio', '0.4', '1.0')",
+            html("<blink><blink><foo>x</foo>"),
+            plain_html.clone(),
+        ),
+        (
+            "html_range('non_element_ratio', '0.3', '1.0')",
+            html("<blink><foo>x</foo><bar>"),
+            plain_html.clone(),
+        ),
+        (
+            "html_range('closed_extra_ratio', '0.09', 'inf')",
+            html("x</p></p>"),
+            plain_html.clone(),
+        ),
+        (
+            "html_range('max_size', '30', 'inf')",
+            html("<font size=7>x</font>"),
+            html("<font size=3>x</font>"),
+        ),
+        (
+            "html_eval('length', '< 100')",
+            plain_html.clone(),
+            html(&"words ".repeat(30)),
+        ),
+        (
+            "html_test('html')",
+            plain_html.clone(),
+            mail("Subject: a", "free gift"),
+        ),
+        (
+            "html_test('embeds')",
+            html("<object data=x></object>"),
+            plain_html.clone(),
+        ),
+        (
+            "html_test('form_action_mailto')",
+            html("<form action='mailto:a@example.org'></form>"),
+            html("<form action='https://example.org/'></form>"),
+        ),
+        (
+            "html_text_match('comment', '<!(?!-).{0,6}>')",
+            html("fr<!x>ee"),
+            html("<!-- a comment -->"),
+        ),
+        (
+            "html_text_match('anchor', '<img>')",
+            html("<a href=http://x.example/><img src=a.gif></a>"),
+            html("<a href=http://x.example/>text</a>"),
+        ),
+        (
+            "html_title_subject_ratio('2')",
+            mail(
+                HTML_HEAD,
+                "<html><head><title>a long title</title></head></html>",
+            ),
+            mail(HTML_HEAD, "<html><head><title>hi</title></head></html>"),
+        ),
         (
             "check_no_relays()",
             mail(

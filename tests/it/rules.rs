@@ -394,7 +394,13 @@ fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
         .output()
         .expect("run");
     let report = text(&out.stdout);
-    for plugin in ["FreeMail", "WLBLEval", "WelcomeListSubject", "VBounce"] {
+    for plugin in [
+        "FreeMail",
+        "WLBLEval",
+        "WelcomeListSubject",
+        "VBounce",
+        "RelayEval",
+    ] {
         assert!(
             !report.contains(&format!("needs plugin {plugin},")),
             "{report}"
@@ -429,6 +435,23 @@ fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
     assert!(
         friend.contains("\"FREEMAIL_FROM\"") && !friend.contains("FREEMAIL_FORGED_REPLYTO"),
         "{friend}"
+    );
+    // Its HTML statistics: three words split by tags, in twelve tags.
+    let obfuscated = rules_hit(
+        "From: a@example.org\nTo: you@example.org\nSubject: hi\nContent-Type: text/html\n\n\
+         <html><body>V<b></b>ia<i></i>gra ch<u></u>eap <span>x</span></body></html>\n",
+    );
+    assert!(
+        obfuscated.contains("\"HTML_MESSAGE\"") && obfuscated.contains("\"HTML_OBFUSCATE_20_30\""),
+        "{obfuscated}"
+    );
+    let plain = rules_hit(
+        "From: a@example.org\nTo: you@example.org\nSubject: hi\nContent-Type: text/html\n\n\
+         <html><body>Viagra cheap</body></html>\n",
+    );
+    assert!(
+        plain.contains("\"HTML_MESSAGE\"") && !plain.contains("HTML_OBFUSCATE"),
+        "{plain}"
     );
 }
 
