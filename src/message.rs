@@ -14,6 +14,7 @@ use regex::Regex;
 
 mod digest;
 mod html;
+pub mod image;
 
 pub use digest::{Digest, DigestKind};
 
@@ -42,6 +43,8 @@ pub struct Attachment {
     pub name: Option<String>,
     pub content_type: String,
     pub size: usize,
+    /// A GIF, PNG or JPEG image, as its content type says.
+    pub image: Option<image::Image>,
 }
 
 /// Something odd about a message's form, which spammers' tools produce more often than
@@ -336,10 +339,18 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
                     })
                     .unwrap_or_else(|| "application/octet-stream".into())
                     .to_ascii_lowercase();
+                let image = image::ImageKind::of_content_type(&content_type).map(|kind| {
+                    let data = match body {
+                        PartType::Binary(data) | PartType::InlineBinary(data) => data.as_ref(),
+                        _ => &[],
+                    };
+                    image::Image::read(kind, data)
+                });
                 msg.attachments.push(Attachment {
                     name: part.attachment_name().map(str::to_string),
                     content_type,
                     size: body.len(),
+                    image,
                 });
             }
         }

@@ -47,7 +47,10 @@ const KNOWN: &[&str] = &[
 ];
 
 pub fn known(name: &str) -> bool {
-    KNOWN.contains(&name) || super::auth::known(name) || super::lists::known(name)
+    KNOWN.contains(&name)
+        || super::auth::known(name)
+        || super::lists::known(name)
+        || super::image_info::known(name)
 }
 
 /// A compiled eval test.
@@ -102,6 +105,8 @@ pub enum Eval {
     HtmlTextMatch(HtmlText, Arc<CountPattern>),
     /// A title longer than the Subject by more than this ratio.
     TitleSubjectRatio(f64),
+    /// Image attachments: how many, how large, named how.
+    Image(super::image_info::Test),
     /// What trusted Authentication-Results fields say.
     Auth(super::auth::Test),
     /// Whether an address or a link's host is on a list, or at a free mail provider.
@@ -221,6 +226,7 @@ impl HtmlStat {
 /// Authentication-Results and of lists read besides their arguments.
 pub fn compile(
     call: &str,
+    kind: super::Kind,
     auth: &super::auth::Config,
     lists: &super::lists::Lists,
 ) -> Result<Eval, String> {
@@ -264,6 +270,9 @@ pub fn compile(
     }
     if let Some(test) = lists.compile(name, &args) {
         return test.map(Eval::List);
+    }
+    if let Some(test) = super::image_info::compile(name, &args, kind == super::Kind::Rawbody) {
+        return test.map(Eval::Image);
     }
     Ok(match name {
         "check_for_mime_html_only" => Eval::HtmlOnly,
@@ -646,6 +655,7 @@ impl Eval {
                     && (facts.html().stats.titles.iter())
                         .any(|t| t.len() as f64 / subject as f64 > *ratio)
             }
+            Eval::Image(test) => test.holds(msg),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
         }
@@ -781,7 +791,14 @@ mod tests {
 
     #[test]
     fn unknown_evals_and_arguments_are_errors() {
-        let compile = |call| compile(call, &Default::default(), &Default::default());
+        let compile = |call| {
+            compile(
+                call,
+                crate::rules::Kind::Body,
+                &Default::default(),
+                &Default::default(),
+            )
+        };
         assert!(compile("check_rbl('a', 'b')").is_err());
         assert!(compile("check_for_mime('mime_faraway_charset')").is_err());
         assert!(compile("html_image_ratio('x', '1')").is_err());

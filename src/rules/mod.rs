@@ -18,6 +18,7 @@ pub mod auth;
 pub mod eval;
 mod freemail;
 mod html_facts;
+mod image_info;
 mod lists;
 mod matcher;
 pub mod meta;
@@ -548,7 +549,7 @@ fn compile_rule(
         std::borrow::Cow::Borrowed(def.text.as_str())
     };
     if let Some(call) = text.strip_prefix("eval:") {
-        return eval::compile(call, &parsed.auth, &parsed.lists)
+        return eval::compile(call, def.kind, &parsed.auth, &parsed.lists)
             .map(CompiledRule::Eval)
             .map_err(|e| {
                 if e.contains(' ') {

@@ -127,6 +127,8 @@ pub const PLUGINS: &[&str] = &[
     "VBounce",
     // The trace's relays, trusted (`trusted_networks`) or not; its DNS tests are left out.
     "RelayEval",
+    // Image attachments' kinds, sizes and names.
+    "ImageInfo",
     // Read from trusted Authentication-Results fields, not checked over DNS.
     "AuthRes",
     "SPF",

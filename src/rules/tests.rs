@@ -1040,8 +1040,66 @@ fn builtin_evals() {
         )
     };
     let html = |body: &str| mail(HTML_HEAD, &format!("<html><body>{body}</body></html>"));
+    // A GIF of 321 x 34 pixels, a PNG of 10 x 10.
+    let gif = b"GIF89aA\x01\x22\x00\xf7\x00\x00";
+    let mut png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    png.extend_from_slice(&[0, 0, 0, 10, 0, 0, 0, 10]);
+    let images = |text: &str, parts: &[(&str, &str, &[u8])]| {
+        let mut m = format!("{MULTIPART}\n\n--b\nContent-Type: text/plain\n\n{text}\n");
+        for (kind, name, data) in parts {
+            m.push_str(&format!(
+                "--b\nContent-Type: image/{kind}; name=\"{name}\"\n\
+                 Content-Transfer-Encoding: base64\n\n{}\n",
+                base64(data)
+            ));
+        }
+        m + "--b--\n"
+    };
+    let one_gif = images("hi", &[("gif", "scan.gif", gif)]);
+    let gif_and_png = images("hi", &[("gif", "a.gif", gif), ("png", "b.png", &png)]);
+    let png_only = images("hi", &[("png", "abcd.png", &png)]);
     let plain_html = html("free gift");
     let cases: Vec<(&str, String, String)> = vec![
+        (
+            "image_count('gif', '1', '1')",
+            one_gif.clone(),
+            png_only.clone(),
+        ),
+        (
+            "image_count('all', '2')",
+            gif_and_png.clone(),
+            one_gif.clone(),
+        ),
+        (
+            "pixel_coverage('gif', '10000', '20000')",
+            one_gif.clone(),
+            png_only.clone(),
+        ),
+        (
+            "image_size_exact('gif', '34', '321')",
+            one_gif.clone(),
+            images("hi", &[("gif", "x.gif", b"GIF87a\x22\x00A\x01")]),
+        ),
+        (
+            "image_size_range('all', '30', '300')",
+            one_gif.clone(),
+            png_only.clone(),
+        ),
+        (
+            "image_named('scan.gif')",
+            one_gif.clone(),
+            gif_and_png.clone(),
+        ),
+        (
+            "image_name_regex('/^\\w{2,9}\\.\\.gif$/i')",
+            images("hi", &[("gif", "abcd..GIF", gif)]),
+            images("hi", &[("gif", "abcd.gif", gif)]),
+        ),
+        (
+            "image_to_text_ratio('all', '0.000', '0.015')",
+            one_gif.clone(),
+            images(&"words ".repeat(50), &[("gif", "scan.gif", gif)]),
+        ),
         (
             "html_range('obfuscation_ratio', '0.1', '1.0')",
             html("fr<b></b>ee gi<i></i>ft"),
@@ -2145,4 +2203,21 @@ fn look_around_rules_answer_as_an_unbounded_backtracker_on_the_corpus() {
         rules > 50 && hits > 50,
         "{rules} rules, {hits} hits: too few to tell"
     );
+}
+
+/// Standard base64, for attachments in messages written for the tests.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in data.chunks(3) {
+        let n = chunk.iter().fold(0u32, |n, &b| n << 8 | u32::from(b)) << (8 * (3 - chunk.len()));
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
 }

@@ -1,0 +1,158 @@
+//! SpamAssassin's ImageInfo tests: how many GIF, PNG and JPEG attachments a message has,
+//! their sizes, their names, and how much text stands beside their area.
+
+use std::sync::Arc;
+
+use super::matcher::CountPattern;
+use super::perl;
+use crate::message::Message;
+use crate::message::image::{Image, ImageKind};
+
+/// A compiled ImageInfo test; `kind` None is SpamAssassin's `all`.
+#[derive(Debug, Clone)]
+pub enum Test {
+    /// Images in [min, max].
+    Count(Option<ImageKind>, f64, f64),
+    /// Pixels of all images, in [min, max].
+    Coverage(Option<ImageKind>, f64, f64),
+    /// An image of exactly (width, height).
+    SizeExact(Option<ImageKind>, u32, u32),
+    /// An image at least (width, height) and at most the maximum.
+    SizeRange(Option<ImageKind>, (u32, u32), (u32, u32)),
+    Named(String),
+    NameMatches(Arc<CountPattern>),
+    /// Characters of text per pixel of image, in [min, max); `raw`: of the text as sent
+    /// (a rawbody rule), else as shown (a body rule).
+    TextRatio {
+        kind: Option<ImageKind>,
+        min: f64,
+        max: f64,
+        raw: bool,
+    },
+}
+
+/// `name(args)` if it is an ImageInfo test; `raw` for a rawbody rule.
+pub fn compile(name: &str, args: &[String], raw: bool) -> Option<Result<Test, String>> {
+    let number = |i: usize| -> Result<f64, String> {
+        let a = args
+            .get(i)
+            .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))?;
+        a.parse()
+            .map_err(|_| format!("eval:{name}: argument {a:?} is not a number"))
+    };
+    let optional = |i: usize, default: f64| args.get(i).map_or(Ok(default), |_| number(i));
+    let kind = || -> Result<Option<ImageKind>, String> {
+        match args.first().map(String::as_str) {
+            Some("all") => Ok(None),
+            Some(kind) => ImageKind::of_content_type(&format!("image/{kind}"))
+                .map(Some)
+                .ok_or_else(|| format!("{name}('{kind}')")),
+            None => Err(format!("eval:{name} needs an image type")),
+        }
+    };
+    let pixels = |v: f64| v.clamp(0.0, f64::from(u32::MAX)) as u32;
+    let test = || -> Result<Test, String> {
+        Ok(match name {
+            "image_count" => Test::Count(kind()?, number(1)?, optional(2, f64::INFINITY)?),
+            "pixel_coverage" => Test::Coverage(kind()?, number(1)?, optional(2, f64::INFINITY)?),
+            // SpamAssassin's arguments give the height first.
+            "image_size_exact" => Test::SizeExact(kind()?, pixels(number(2)?), pixels(number(1)?)),
+            "image_size_range" => Test::SizeRange(
+                kind()?,
+                (pixels(number(2)?), pixels(number(1)?)),
+                (
+                    pixels(optional(4, f64::INFINITY)?),
+                    pixels(optional(3, f64::INFINITY)?),
+                ),
+            ),
+            "image_named" => Test::Named(
+                args.first()
+                    .cloned()
+                    .ok_or_else(|| format!("eval:{name} needs a name"))?,
+            ),
+            "image_name_regex" => {
+                let delimited = args
+                    .first()
+                    .ok_or_else(|| format!("eval:{name} needs a pattern"))?;
+                let translated = perl::split_delimited(delimited)
+                    .and_then(|p| perl::translate(&p))
+                    .map_err(|e| format!("eval:{name}: {}", e.0))?;
+                Test::NameMatches(Arc::new(CountPattern::new(&translated)?))
+            }
+            "image_to_text_ratio" => Test::TextRatio {
+                kind: kind()?,
+                min: number(1)?,
+                max: number(2)?,
+                raw,
+            },
+            _ => unreachable!("only the names matched below"),
+        })
+    };
+    known(name).then(test)
+}
+
+pub fn known(name: &str) -> bool {
+    [
+        "image_count",
+        "pixel_coverage",
+        "image_size_exact",
+        "image_size_range",
+        "image_named",
+        "image_name_regex",
+        "image_to_text_ratio",
+    ]
+    .contains(&name)
+}
+
+impl Test {
+    pub fn holds(&self, msg: &Message) -> bool {
+        let images = |kind: Option<ImageKind>| {
+            (msg.attachments.iter())
+                .filter_map(|a| a.image.map(|image| (a, image)))
+                .filter(move |(_, image)| kind.is_none_or(|k| image.kind == k))
+        };
+        let sizes = |kind| images(kind).filter_map(|(_, image): (_, Image)| image.size);
+        let coverage = |kind| {
+            sizes(kind)
+                .map(|(w, h)| f64::from(w) * f64::from(h))
+                .sum::<f64>()
+        };
+        // A name counts where the image could be read, as in SpamAssassin.
+        let mut names = images(None)
+            .filter(|(_, image)| image.size.is_some())
+            .filter_map(|(a, _)| a.name.as_deref());
+        match self {
+            Test::Count(kind, min, max) => {
+                let n = images(*kind).count() as f64;
+                n >= *min && n <= *max
+            }
+            Test::Coverage(kind, min, max) => {
+                let area = coverage(*kind);
+                area >= *min && area <= *max
+            }
+            Test::SizeExact(kind, w, h) => sizes(*kind).any(|size| size == (*w, *h)),
+            Test::SizeRange(kind, (min_w, min_h), (max_w, max_h)) => {
+                sizes(*kind).any(|(w, h)| w >= *min_w && h >= *min_h && w <= *max_w && h <= *max_h)
+            }
+            Test::Named(name) => names.any(|n| n == name),
+            Test::NameMatches(pattern) => names.any(|n| pattern.count(n.as_bytes(), 1) > 0),
+            Test::TextRatio {
+                kind,
+                min,
+                max,
+                raw,
+            } => {
+                let area = coverage(*kind);
+                area > 0.0 && {
+                    let text = if *raw {
+                        msg.html.len() + msg.plain.iter().map(|r| r.len()).sum::<usize>()
+                    } else {
+                        super::body_text(msg).len()
+                    };
+                    let ratio = text as f64 / area;
+                    text > 0 && ratio >= *min && ratio < *max
+                }
+            }
+        }
+    }
+}
