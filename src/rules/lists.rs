@@ -6,13 +6,14 @@
 //! [`super::freemail`], free mail providers.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 use regex::Regex;
 
 use super::freemail::{Freemail, FreemailSettings, FreemailTest};
 use super::parse::{Origin, glob_regex};
-use super::relay::{Relay, TrustedNetworks, relay_addresses};
+use super::relay::{Relay, TrustedNetworks, is_private, relay_addresses};
 use super::target::Target;
 use crate::message::{Message, url_host};
 
@@ -404,6 +405,10 @@ impl Lists {
             // SpamAssassin's RelayEval plugin, where it needs no DNS.
             "check_all_trusted" => Ok(Test::AllTrusted(Arc::new(self.trusted.clone()))),
             "check_no_relays" => Ok(Test::NoRelays),
+            "helo_ip_mismatch" => Ok(Test::HeloIpMismatch(Arc::new(self.trusted.clone()))),
+            "check_for_no_rdns_dotcom_helo" => {
+                Ok(Test::NoRdnsDotcomHelo(Arc::new(self.trusted.clone())))
+            }
             _ => {
                 let test = FreemailTest::compile(name, args)?;
                 let compiled = self
@@ -468,7 +473,28 @@ pub enum Test {
     AllTrusted(Arc<TrustedNetworks>),
     /// `check_no_relays()`: the trace names no relay (the message never went over SMTP).
     NoRelays,
+    /// `helo_ip_mismatch()`: an untrusted relay greeted as a public IPv4 address outside
+    /// the /24 of its own.
+    HeloIpMismatch(Arc<TrustedNetworks>),
+    /// `check_for_no_rdns_dotcom_helo()`: an untrusted relay with no reverse DNS greeted
+    /// as a big free mail provider, which always has it.
+    NoRdnsDotcomHelo(Arc<TrustedNetworks>),
 }
+
+/// The providers whose own servers always have reverse DNS, as SpamAssassin lists them.
+const DOTCOMS: &[&str] = &[
+    "lycos.com",
+    "lycos.co.uk",
+    "hotmail.com",
+    "localhost.com",
+    "excite.com",
+    "caramail.com",
+    "cs.com",
+    "aol.com",
+    "msn.com",
+    "yahoo.com",
+    "drizzle.com",
+];
 
 pub(super) static FROM: LazyLock<Target> =
     LazyLock::new(|| Target::parse("From:addrs").expect("a valid target"));
@@ -595,6 +621,31 @@ impl Test {
             Test::NoRelays => relay_addresses(msg.header_values("received"))
                 .next()
                 .is_none(),
+            Test::HeloIpMismatch(trusted) => (trusted.untrusted(msg.header_values("received")))
+                .iter()
+                .any(|u| {
+                    let helo = u.helo.as_deref().and_then(|h| h.parse::<Ipv4Addr>().ok());
+                    match (helo, u.relay.1) {
+                        (Some(helo), Some(IpAddr::V4(ip))) => {
+                            !is_private(helo.into()) && helo.octets()[..3] != ip.octets()[..3]
+                        }
+                        _ => false,
+                    }
+                }),
+            Test::NoRdnsDotcomHelo(trusted) => (trusted.untrusted(msg.header_values("received")))
+                .iter()
+                .any(|u| {
+                    let (name, ip) = &u.relay;
+                    let big = |helo: &str| {
+                        DOTCOMS.iter().any(|d| {
+                            helo.strip_suffix(d)
+                                .is_some_and(|sub| sub.is_empty() || sub.ends_with('.'))
+                        })
+                    };
+                    name.is_none()
+                        && ip.is_some_and(|ip| !is_private(ip))
+                        && u.helo.as_deref().is_some_and(big)
+                }),
             Test::BounceRelays(list) => list.as_ref().is_some_and(|list| {
                 let raw = String::from_utf8_lossy(msg.raw_body());
                 [msg.text.as_str(), &raw]

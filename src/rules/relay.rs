@@ -60,15 +60,24 @@ impl Relay {
     /// The relay that handed the mail to the server that wrote `received` (one Received:
     /// field): its reverse DNS name, lowercase, and its address.
     /// Postfix and Sendmail write `from HELO (NAME [ADDRESS])`, Exim `from NAME ([ADDRESS]
-    /// helo=HELO)`; a name of `unknown` is none.
+    /// helo=HELO)` or `from [ADDRESS] (helo=HELO)`; a name of `unknown` is none. The
+    /// address is the one in the parentheses where there is one: a client may greet with
+    /// an address of its choosing (`from [192.0.2.1] (unknown [ADDRESS])`).
     pub fn of_received(received: &str) -> Option<SeenRelay> {
         let from = received.trim_start().strip_prefix("from ")?;
         let from = from.split(" by ").next().unwrap_or(from);
-        let ip = (from
-            .split_once('[')
-            .and_then(|(_, rest)| rest.split(']').next()))
-        .map(|a| a.trim_start_matches("IPv6:"))
-        .and_then(|a| a.parse().ok());
+        // The first `[address]` that is not a HELO (`helo=[…]`).
+        let address_in = |text: &str| {
+            (text.match_indices('['))
+                .filter(|&(at, _)| !text[..at].ends_with("helo="))
+                .find_map(|(at, _)| {
+                    let inside = text[at + 1..].split(']').next()?;
+                    inside.trim_start_matches("IPv6:").parse().ok()
+                })
+        };
+        let ip = (from.split_once('('))
+            .and_then(|(_, inside)| address_in(inside))
+            .or_else(|| address_in(from));
         // Only a name the server looked up: never the HELO name the client chose.
         let name = from.split_once('(').and_then(|(before, inside)| {
             let (name, _) = inside.split_once('[')?;
@@ -150,6 +159,55 @@ impl TrustedNetworks {
             }
         }
         trusted
+    }
+}
+
+/// A relay outside the trusted networks, as its `Received:` line tells it.
+pub struct Untrusted {
+    pub relay: SeenRelay,
+    /// The name it greeted with (HELO), lowercase, brackets and a last dot taken off.
+    pub helo: Option<String>,
+}
+
+impl TrustedNetworks {
+    /// Every relay past the trusted ones, newest first, as SpamAssassin's relay tests read
+    /// them: beyond the first, each line is that relay's word, and a forged one is itself
+    /// a sign.
+    pub fn untrusted<'r>(&self, received: impl Iterator<Item = &'r str>) -> Vec<Untrusted> {
+        received
+            .filter_map(|line| Some((Relay::of_received(line)?, line)))
+            .skip_while(|((_, ip), _)| ip.is_some_and(|ip| self.trusts(ip)))
+            .map(|(relay, line)| Untrusted {
+                relay,
+                helo: helo_of(line),
+            })
+            .collect()
+    }
+}
+
+/// The HELO name of a `Received:` line: Exim's `helo=NAME`, else the name after `from`,
+/// as Postfix and Sendmail write it.
+fn helo_of(received: &str) -> Option<String> {
+    let from = received.trim_start().strip_prefix("from ")?;
+    let from = from.split(" by ").next().unwrap_or(from);
+    let helo = match from.split_once("helo=") {
+        Some((_, rest)) => rest.split([')', ' ']).next()?,
+        None => from.split([' ', '(']).next()?,
+    };
+    let helo = helo
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.');
+    (!helo.is_empty()).then(|| helo.to_ascii_lowercase())
+}
+
+/// Whether an address is one no relay on the Internet has: private, loopback, link-local.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_private() || v4.is_loopback() || v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || v6.is_unicast_link_local()
+        }
     }
 }
 
@@ -308,6 +366,43 @@ mod tests {
     }
 
     #[test]
+    fn untrusted_relays_and_the_names_they_greeted_with() {
+        let mut t = TrustedNetworks::default();
+        t.add("10.").unwrap();
+        let lines = [
+            "from mx1 (mx1.corp.example [10.1.2.3]) by mx2",
+            "from Mail.Example.org. (out.example.org [192.0.2.1]) by mx1",
+            "from out.example.org ([192.0.2.1] helo=[192.0.2.77]) by x",
+            "by local.example with LMTP",
+            "from a (unknown [198.51.100.3]) by b",
+        ];
+        let seen: Vec<(Option<IpAddr>, Option<String>)> = (t.untrusted(lines.into_iter()))
+            .into_iter()
+            .map(|u| (u.relay.1, u.helo))
+            .collect();
+        let ip = |s: &str| s.parse().ok();
+        assert_eq!(
+            seen,
+            [
+                (ip("192.0.2.1"), Some("mail.example.org".into())),
+                (ip("192.0.2.1"), Some("192.0.2.77".into())),
+                (ip("198.51.100.3"), Some("a".into())),
+            ]
+        );
+        for (address, private) in [
+            ("10.0.0.1", true),
+            ("192.168.1.1", true),
+            ("127.0.0.1", true),
+            ("169.254.0.1", true),
+            ("fd00::1", true),
+            ("192.0.2.1", false),
+            ("2001:db8::1", false),
+        ] {
+            assert_eq!(is_private(address.parse().unwrap()), private, "{address}");
+        }
+    }
+
+    #[test]
     fn the_relay_is_the_name_the_server_looked_up() {
         let ip = |s: &str| Some(s.parse().unwrap());
         for (received, want) in [
@@ -335,6 +430,15 @@ mod tests {
             (
                 "from h (192.0.2.1 [192.0.2.1]) by mx",
                 (None, ip("192.0.2.1")),
+            ),
+            // A client greeting with the address it would be taken for.
+            (
+                "from [192.0.2.1] (unknown [198.51.100.7]) by mx",
+                (None, ip("198.51.100.7")),
+            ),
+            (
+                "from [198.51.100.7] (helo=[192.0.2.1]) by mx",
+                (None, ip("198.51.100.7")),
             ),
         ] {
             assert_eq!(Relay::of_received(received), Some(want), "{received}");

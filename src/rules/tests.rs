@@ -1034,6 +1034,11 @@ endif\n";
 fn builtin_evals() {
     // (eval, message that must hit, message that must not)
     let tall = "<img src=\"http://x.example/a.png\" width=\"600\" height=\"800\">";
+    let helo = |helo: &str, from: &str| {
+        format!(
+            "Received: from {helo} ({from})\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000\nSubject: a"
+        )
+    };
     let relayed = |from: &str| {
         format!(
             "Received: from h ({from})\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000\nSubject: a"
@@ -1162,6 +1167,19 @@ fn builtin_evals() {
                 "<html><head><title>a long title</title></head></html>",
             ),
             mail(HTML_HEAD, "<html><head><title>hi</title></head></html>"),
+        ),
+        (
+            "helo_ip_mismatch()",
+            mail(&helo("[203.0.113.9]", "unknown [198.51.100.7]"), "x"),
+            mail(&helo("[198.51.100.9]", "unknown [198.51.100.7]"), "x"),
+        ),
+        (
+            "check_for_no_rdns_dotcom_helo()",
+            mail(&helo("mx3.mail.yahoo.com", "unknown [198.51.100.7]"), "x"),
+            mail(
+                &helo("mx3.mail.yahoo.com", "mx3.mail.yahoo.com [198.51.100.7]"),
+                "x",
+            ),
         ),
         (
             "check_no_relays()",

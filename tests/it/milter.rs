@@ -230,10 +230,16 @@ postlog   unix-dgram n  -       n       -       1       postlogd
 
     /// swaks sends `message` (a stored file, mbox line dropped) to user@test.example.
     fn send(&self, message: &[u8], dir: &Path) -> std::process::Output {
+        self.send_with(message, dir, &[])
+    }
+
+    /// As `send`, with more of swaks's options (`--helo NAME`).
+    fn send_with(&self, message: &[u8], dir: &Path, options: &[&str]) -> std::process::Output {
         Command::new("swaks")
             .args(["--server", &format!("127.0.0.1:{}", self.port)])
             .args(swaks_message(message, &dir.join("swaks-message.eml")))
             .args(["--timeout", "60"])
+            .args(options)
             .output()
             .expect("swaks")
     }
@@ -732,14 +738,17 @@ fn tagging_milter(dir: &Path, port: u16, rules: &Path) -> Daemon {
 /// what the protocol tells of the connection, so that `welcomelist_from_rcvd` reads the
 /// relay Postfix saw (here 127.0.0.1, which swaks sends from) and not one a sender wrote
 /// into the message. Before it did, the forged trace got the bank's mail welcomelisted.
-/// Then, with 127.0.0.1 named in `trusted_networks` (as a front relay of one's own would
-/// be), the relay read is the one before it: the line the message carries.
+/// The bank's sender greets as `[192.0.2.1]`, the bank's address: Postfix writes
+/// `from [192.0.2.1] (localhost [127.0.0.1])`, and the relay is still 127.0.0.1. Then,
+/// with 127.0.0.1 named in `trusted_networks` (as a front relay of one's own would be),
+/// the relay read is the one before it: the line the message carries.
 #[test]
 fn welcomelist_from_rcvd_reads_the_relay_postfix_saw() {
     let Some(t) = postfix_dir() else { return };
     let dir = t.path();
     let lists = "welcomelist_from_rcvd *@partner.example [127.0.0.1]\n\
-                 welcomelist_from_rcvd *@bank.example bank.example\n";
+                 welcomelist_from_rcvd *@bank.example bank.example\n\
+                 welcomelist_from_rcvd *@bank.example [192.0.2.1]\n";
     let rules = write(dir, "local.cf", lists);
     let milter_port = free_port();
     let postfix = Postfix::start(dir, milter_port, "");
@@ -754,12 +763,30 @@ fn welcomelist_from_rcvd_reads_the_relay_postfix_saw() {
             let message = format!(
                 "{trace}From: {from}\nTo: user@test.example\nSubject: {subject} {round}\n\nhello\n"
             );
-            let out = postfix.send(message.as_bytes(), dir);
+            let out = postfix.send_with(message.as_bytes(), dir, &["--helo", "[192.0.2.1]"]);
             assert!(out.status.success(), "swaks: {}", text(&out.stdout));
         }
     };
     send("untrusted");
-    postfix.wait_delivered(2);
+    // Scored again where it is delivered (`filter`, spamd), from Postfix's own line.
+    for file in postfix.wait_delivered(2) {
+        let out = spamnb(&dir.join("check-db"))
+            .env("SPAMNB_RULES", &rules)
+            .args(["check", "--explain"])
+            .arg(&file)
+            .output()
+            .expect("spamnb check");
+        let delivered = std::fs::read_to_string(&file).expect("read");
+        let partner = header_values(&delivered, "Subject")
+            .join(" ")
+            .contains("partner");
+        assert_eq!(
+            text(&out.stdout).contains("USER_IN_WELCOMELIST"),
+            partner,
+            "{delivered}\n{}",
+            text(&out.stdout)
+        );
+    }
     // SIGHUP reloads the rules.
     write(
         dir,
