@@ -191,15 +191,16 @@ pub enum HtmlText {
 }
 
 impl HtmlStat {
-    fn parse(name: &str) -> Result<HtmlStat, String> {
-        Ok(match name {
+    /// `stat` as `eval`'s first argument; one spamnb does not count is an unknown eval.
+    fn parse(eval: &str, stat: &str) -> Result<HtmlStat, String> {
+        Ok(match stat {
             "closed_extra_ratio" => HtmlStat::ClosedExtraRatio,
             "bad_tag_ratio" => HtmlStat::BadTagRatio,
             "non_element_ratio" => HtmlStat::NonElementRatio,
             "obfuscation_ratio" => HtmlStat::ObfuscationRatio,
             "max_size" => HtmlStat::MaxSize,
             "length" => HtmlStat::Length,
-            other => return Err(format!("HTML statistic {other:?}")),
+            other => return Err(format!("{eval}('{other}')")),
         })
     }
 
@@ -316,14 +317,14 @@ pub fn compile(
             Eval::BlankLines(num(0)?, num(1)?, (min_lines as usize).max(1))
         }
         "html_range" => Eval::HtmlRange(
-            HtmlStat::parse(&text(0)?)?,
+            HtmlStat::parse(name, &text(0)?)?,
             num(1)?,
             args.get(2).map_or(Ok(f64::INFINITY), |_| num(2))?,
         ),
         "html_eval" => {
             let expr = text(1)?;
             let (cmp, n) = comparison(&expr).ok_or_else(|| format!("eval:{name}: {expr:?}"))?;
-            Eval::HtmlEval(HtmlStat::parse(&text(0)?)?, cmp, n)
+            Eval::HtmlEval(HtmlStat::parse(name, &text(0)?)?, cmp, n)
         }
         "html_test" => Eval::HtmlTest(match text(0)?.as_str() {
             "html" => HtmlFlag::Html,

@@ -32,6 +32,8 @@ pub struct Lists {
     relayed: HashMap<String, (Vec<(String, Relay)>, Origin)>,
     /// `trusted_networks`: where the relays `relayed` entries ask for are looked for.
     trusted: TrustedNetworks,
+    /// The trusted networks once read, shared by every test that reads them.
+    compiled_trusted: OnceLock<Arc<TrustedNetworks>>,
     /// `welcomelist_subject` and `blocklist_subject`: globs, lowercase, one a line.
     subjects: HashMap<String, (Vec<String>, Origin)>,
     freemail: FreemailSettings,
@@ -322,6 +324,13 @@ impl Lists {
             })
     }
 
+    /// The trusted networks, for the tests: read once all the files are.
+    fn trusted(&self) -> Arc<TrustedNetworks> {
+        (self.compiled_trusted)
+            .get_or_init(|| Arc::new(self.trusted.clone()))
+            .clone()
+    }
+
     /// A subject list's globs as one pattern found anywhere in a subject, case ignored.
     fn subject_list(&self, list: &str) -> Option<Regex> {
         let (globs, _) = self.subjects.get(list)?;
@@ -353,7 +362,7 @@ impl Lists {
                 field: field.clone(),
                 list: globs.and_then(globs_regex),
                 relayed: relayed.into(),
-                trusted: Arc::new(self.trusted.clone()),
+                trusted: self.trusted(),
             })
         };
         let hosts = |list: Result<&str, String>| {
@@ -403,12 +412,10 @@ impl Lists {
                 ))
             }
             // SpamAssassin's RelayEval plugin, where it needs no DNS.
-            "check_all_trusted" => Ok(Test::AllTrusted(Arc::new(self.trusted.clone()))),
+            "check_all_trusted" => Ok(Test::AllTrusted(self.trusted())),
             "check_no_relays" => Ok(Test::NoRelays),
-            "helo_ip_mismatch" => Ok(Test::HeloIpMismatch(Arc::new(self.trusted.clone()))),
-            "check_for_no_rdns_dotcom_helo" => {
-                Ok(Test::NoRdnsDotcomHelo(Arc::new(self.trusted.clone())))
-            }
+            "helo_ip_mismatch" => Ok(Test::HeloIpMismatch(self.trusted())),
+            "check_for_no_rdns_dotcom_helo" => Ok(Test::NoRdnsDotcomHelo(self.trusted())),
             _ => {
                 let test = FreemailTest::compile(name, args)?;
                 let compiled = self
@@ -612,11 +619,8 @@ impl Test {
             }
             Test::Listed(listed) => *listed,
             Test::AllTrusted(trusted) => {
-                let mut any = false;
-                relay_addresses(msg.header_values("received")).all(|ip| {
-                    any = true;
-                    trusted.trusts(ip)
-                }) && any
+                let mut relays = relay_addresses(msg.header_values("received")).peekable();
+                relays.peek().is_some() && relays.all(|ip| trusted.trusts(ip))
             }
             Test::NoRelays => relay_addresses(msg.header_values("received"))
                 .next()
