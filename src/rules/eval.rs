@@ -10,8 +10,9 @@ use regex::Regex;
 use super::Target;
 use super::html_facts::{Anchor, HtmlFacts, html_facts};
 use super::matcher::CountPattern;
+use super::mime_eval::Test as MimeTest;
 use super::perl::{self, PerlPattern};
-use super::target::envelope_sender;
+use super::target::{MimePart, envelope_sender, mime_parts};
 use crate::message::{Encoded, Message, url_host};
 
 /// Names of every eval spamnb has.
@@ -44,6 +45,8 @@ const KNOWN: &[&str] = &[
     "html_test",
     "html_text_match",
     "html_title_subject_ratio",
+    "check_base64_length",
+    "check_mime_multipart_ratio",
 ];
 
 pub fn known(name: &str) -> bool {
@@ -107,6 +110,8 @@ pub enum Eval {
     TitleSubjectRatio(f64),
     /// Image attachments: how many, how large, named how.
     Image(super::image_info::Test),
+    /// The MIME parts as written.
+    Mime(super::mime_eval::Test),
     /// What trusted Authentication-Results fields say.
     Auth(super::auth::Test),
     /// Whether an address or a link's host is on a list, or at a free mail provider.
@@ -298,8 +303,16 @@ pub fn compile(
             "mime_base64_encoded_text" => Eval::Base64Text,
             "mime_base64_count" => Eval::Base64Count,
             "mime_qp_count" => Eval::QpCount,
+            "mime_attachment" => Eval::Mime(MimeTest::Attachment),
+            "mime_bad_iso_charset" => Eval::Mime(MimeTest::BadIsoCharset),
+            "mime_qp_long_line" => Eval::Mime(MimeTest::QpLongLine),
             other => return Err(format!("{name}('{other}')")),
         },
+        "check_base64_length" => Eval::Mime(MimeTest::Base64Length(
+            num(0)?,
+            args.get(1).map_or(Ok(f64::INFINITY), |_| num(1))?,
+        )),
+        "check_mime_multipart_ratio" => Eval::Mime(MimeTest::MultipartRatio(num(0)?, num(1)?)),
         "check_header_count_range" => Eval::HeaderCount(text(0)?, num(1)?, num(2)?),
         "check_for_uppercase" => Eval::Uppercase(num(0)?, num(1)?),
         "check_body_length" => Eval::BodyLength(num(0)?),
@@ -388,6 +401,7 @@ pub struct Facts<'m> {
     pub msg: &'m Message<'m>,
     html_stats: bool,
     html: Option<HtmlFacts>,
+    mime_parts: Option<Vec<MimePart>>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
     auth: Option<super::auth::Results>,
@@ -407,6 +421,7 @@ impl<'m> Facts<'m> {
             msg,
             html_stats,
             html: None,
+            mime_parts: None,
             date_shift: None,
             auth: None,
             lists: Default::default(),
@@ -431,6 +446,12 @@ impl<'m> Facts<'m> {
         let html = self.msg.html.as_str();
         let stats = self.html_stats;
         self.html.get_or_insert_with(|| html_facts(html, stats))
+    }
+
+    /// The MIME parts as written, for mimeheader rules and the MIME tests.
+    pub(super) fn mime_parts(&mut self) -> &[MimePart] {
+        let msg = self.msg;
+        self.mime_parts.get_or_insert_with(|| mime_parts(msg))
     }
 
     fn anchors(&mut self) -> &[Anchor] {
@@ -657,6 +678,7 @@ impl Eval {
                         .any(|t| t.len() as f64 / subject as f64 > *ratio)
             }
             Eval::Image(test) => test.holds(msg),
+            Eval::Mime(test) => test.holds(msg, facts.mime_parts()),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
         }

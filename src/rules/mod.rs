@@ -22,6 +22,7 @@ mod image_info;
 mod lists;
 mod matcher;
 pub mod meta;
+mod mime_eval;
 pub mod parse;
 pub mod perl;
 mod relay;
@@ -36,7 +37,7 @@ pub use parse::{Kind, Origin, Problem, Reason};
 pub use target::{Part, Target};
 
 use self::matcher::{CountPattern, Counted, Matcher, MatcherBuilder, count_limit};
-use self::target::{joined, mime_header_blocks};
+use self::target::joined;
 use crate::message::Message;
 
 /// URLs of a message looked at by `uri` rules.
@@ -389,18 +390,17 @@ impl RuleSet {
     /// Hit count of every rule (by index in [`RuleSet::rules`]), helpers included.
     pub fn evaluate_all(&self, msg: &Message) -> Vec<u32> {
         let mut hits = vec![0u32; self.rules.len()];
-        let mut mime_headers: Option<Vec<Vec<(String, String)>>> = None;
+        // What several rules read of the message, found once when first asked for.
+        let mut facts = eval::Facts::new(msg, self.html_stats);
         for g in &self.headers {
             let value = if g.mime {
-                let blocks = mime_headers.get_or_insert_with(|| mime_header_blocks(msg));
                 let name = match &g.target {
                     Target::Header { name, .. } => name.as_str(),
                     _ => "",
                 };
                 joined(
-                    blocks
-                        .iter()
-                        .flatten()
+                    (facts.mime_parts().iter())
+                        .flat_map(|p| &p.headers)
                         .filter(|(n, _)| n.eq_ignore_ascii_case(name))
                         .map(|(_, v)| v.as_str()),
                 )
@@ -437,7 +437,6 @@ impl RuleSet {
             hits[c.rule] = n.max(1);
         }
         if !self.evals.is_empty() {
-            let mut facts = eval::Facts::new(msg, self.html_stats);
             for (id, e) in &self.evals {
                 if e.test(&mut facts) {
                     hits[*id] = 1;

@@ -245,18 +245,34 @@ pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
     Some(Cow::Owned(out))
 }
 
-/// The header fields of each MIME part of `msg`, unfolded: the block after each boundary
-/// line. Boundaries are those declared, the message's own and each multipart part's, as a
-/// MIME parser reads them: a rule of dashes in a text, or a part quoted in one, opens no
-/// block.
-pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
+/// One MIME part as written: its header fields, unfolded, and where its body is in the
+/// message's raw body (up to the line break before the next boundary line).
+#[derive(Debug)]
+pub(super) struct MimePart {
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) body: std::ops::Range<usize>,
+}
+
+impl MimePart {
+    /// The first value of header `name`.
+    pub(super) fn header(&self, name: &str) -> Option<&str> {
+        (self.headers.iter())
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Each MIME part of `msg`: the block after each boundary line, and the body after it.
+/// Boundaries are those declared, the message's own and each multipart part's, as a MIME
+/// parser reads them: a rule of dashes in a text, or a part quoted in one, opens no part.
+pub(super) fn mime_parts(msg: &Message) -> Vec<MimePart> {
     let raw = msg.raw_body();
     let mut boundaries: Vec<String> = msg
         .header("content-type")
         .and_then(boundary_param)
         .into_iter()
         .collect();
-    let mut blocks: Vec<Vec<(String, String)>> = Vec::new();
+    let mut parts: Vec<MimePart> = Vec::new();
     let mut in_headers = false;
     let mut at = 0;
     while at < raw.len() {
@@ -268,6 +284,7 @@ pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
                 None => break,
             }
         }
+        let start = at;
         let end = line_end(raw, at);
         let text = String::from_utf8_lossy(&raw[at..end]);
         at = end;
@@ -277,34 +294,47 @@ pub(super) fn mime_header_blocks(msg: &Message) -> Vec<Vec<(String, String)>> {
             None => &text,
         };
         if in_headers {
-            let block = blocks.last_mut().expect("a block is open while in headers");
+            let part = parts.last_mut().expect("a part is open while in headers");
             if line.trim().is_empty() {
                 in_headers = false;
+                part.body = at..raw.len();
                 // A multipart part declares the boundary of its own parts.
-                let nested = block
-                    .iter()
-                    .filter(|(n, _)| n.eq_ignore_ascii_case("content-type"))
-                    .find_map(|(_, v)| boundary_param(v));
+                let nested = part.header("content-type").and_then(boundary_param);
                 if let Some(nested) = nested.filter(|b| !boundaries.contains(b)) {
                     boundaries.push(nested);
                 }
             } else if line.starts_with([' ', '\t']) {
-                if let Some(last) = block.last_mut() {
+                if let Some(last) = part.headers.last_mut() {
                     last.1.push(' ');
                     last.1.push_str(line.trim());
                 }
             } else if let Some((n, v)) = line.split_once(':') {
-                block.push((n.trim().to_string(), v.trim().to_string()));
+                part.headers
+                    .push((n.trim().to_string(), v.trim().to_string()));
             }
         } else if let Some(delimiter) = line.strip_prefix("--").map(str::trim_end) {
-            // `--B` opens a part; `--B--` closes the multipart.
-            if boundaries.iter().any(|b| b == delimiter) {
+            // `--B` opens a part; `--B--` closes the multipart. Either ends the body before
+            // it, and the line break before a boundary belongs to the boundary.
+            let opens = boundaries.iter().any(|b| b == delimiter);
+            let closes = (delimiter.strip_suffix("--"))
+                .is_some_and(|closed| boundaries.iter().any(|b| b == closed));
+            if opens || closes {
+                let before = raw[..start].strip_suffix(b"\n").unwrap_or(&raw[..start]);
+                let before = before.strip_suffix(b"\r").unwrap_or(before);
+                if let Some(last) = parts.last_mut().filter(|p| p.body.end == raw.len()) {
+                    last.body.end = before.len().max(last.body.start);
+                }
+            }
+            if opens {
                 in_headers = true;
-                blocks.push(Vec::new());
+                parts.push(MimePart {
+                    headers: Vec::new(),
+                    body: raw.len()..raw.len(),
+                });
             }
         }
     }
-    blocks
+    parts
 }
 
 /// The `boundary` parameter of a Content-Type value, as mail-parser reads it.

@@ -1064,7 +1064,53 @@ fn builtin_evals() {
     let gif_and_png = images("hi", &[("gif", "a.gif", gif), ("png", "b.png", &png)]);
     let png_only = images("hi", &[("png", "abcd.png", &png)]);
     let plain_html = html("free gift");
+    let with_part = |headers: &str, body: &str| {
+        format!(
+            "{MULTIPART}\n\n--b\nContent-Type: text/plain\n\nhi\n--b\n{headers}\n\n{body}\n--b--\n"
+        )
+    };
+    let alternative = |text: &str, html: &str| {
+        format!(
+            "Subject: a\nContent-Type: multipart/alternative; boundary=\"b\"\n\n\
+             --b\nContent-Type: text/plain\n\n{text}\n\
+             --b\nContent-Type: text/html\n\n{html}\n--b--\n"
+        )
+    };
     let cases: Vec<(&str, String, String)> = vec![
+        (
+            "check_for_mime('mime_attachment')",
+            with_part(
+                "Content-Type: application/pdf\nContent-Disposition: attachment; filename=a.pdf",
+                "x",
+            ),
+            with_part("Content-Type: text/plain\nContent-Disposition: inline", "x"),
+        ),
+        (
+            "check_for_mime('mime_bad_iso_charset')",
+            with_part("Content-Type: text/plain; charset=\"ISO-10646-UCS-2\"", "x"),
+            with_part("Content-Type: text/plain; charset=iso-8859-15", "x"),
+        ),
+        (
+            "check_for_mime('mime_qp_long_line')",
+            mail(
+                "Subject: a\nContent-Transfer-Encoding: quoted-printable",
+                &"x".repeat(100),
+            ),
+            mail(
+                "Subject: a\nContent-Transfer-Encoding: quoted-printable",
+                &format!("{}=\n{}", "x".repeat(75), "x".repeat(75)),
+            ),
+        ),
+        (
+            "check_base64_length('79')",
+            with_part("Content-Transfer-Encoding: base64", &"QUJD".repeat(25)),
+            with_part("Content-Transfer-Encoding: base64", &"QUJD".repeat(19)),
+        ),
+        (
+            "check_mime_multipart_ratio('0.00', '0.01')",
+            alternative("x", &format!("<p>{}</p>", "y".repeat(300))),
+            alternative(&"y".repeat(300), &format!("<p>{}</p>", "y".repeat(300))),
+        ),
         (
             "image_count('gif', '1', '1')",
             one_gif.clone(),
@@ -2039,7 +2085,8 @@ fn mime_header_blocks_are_found_past_the_bodies() {
          --= in\nContent-Type: text/html;\n\tcharset=utf-8\n\n<p>hi</p>\n--= in--\n--b--\n"
     );
     let msg = Message::parse(raw.as_bytes(), LIMIT);
-    let blocks = target::mime_header_blocks(&msg);
+    let parts = target::mime_parts(&msg);
+    let blocks: Vec<&Vec<(String, String)>> = parts.iter().map(|p| &p.headers).collect();
     let names: Vec<Vec<&str>> = blocks
         .iter()
         .map(|b| b.iter().map(|(n, _)| n.as_str()).collect())
@@ -2056,6 +2103,14 @@ fn mime_header_blocks_are_found_past_the_bodies() {
     );
     assert_eq!(blocks[1][1].1, "base64");
     assert_eq!(blocks[3][0].1, "text/html; charset=utf-8");
+    // Each body runs to the line break before the next boundary line, its own or a parent's.
+    let body = |i: usize| String::from_utf8_lossy(&msg.raw_body()[parts[i].body.clone()]);
+    assert_eq!(
+        body(0),
+        "hi\r\n----------\r\nX-Fake: dashes\r\n\r\n--x\r\nX-Fake: quoted\r\n"
+    );
+    assert_eq!(body(1), attachment.trim_end());
+    assert_eq!(body(3), "<p>hi</p>");
 }
 
 /// The rule reads on from the start of To and Cc alone (run from every `@` it cost a
