@@ -267,7 +267,7 @@ impl FreemailTest {
             }
             FreemailTest::ReplyTo { reply } => {
                 let (f, r) = (seen.field(&FROM, msg), seen.field(&REPLY_TO, msg));
-                let Seen { fields, body } = seen;
+                let Seen { fields, body, .. } = seen;
                 let (from, reply_to) = (&fields[f].1, &fields[r].1);
                 let from_free = from.iter().any(|a| fm.is_freemail(a));
                 let reply_to_free = reply_to.iter().any(|a| fm.is_freemail(a));

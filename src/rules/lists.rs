@@ -13,7 +13,7 @@ use regex::Regex;
 
 use super::freemail::{Freemail, FreemailSettings, FreemailTest};
 use super::parse::{Origin, glob_regex};
-use super::relay::{Relay, TrustedNetworks, is_private, relay_addresses};
+use super::relay::{self, Hop, Relay, TrustedNetworks, is_or_under, is_private};
 use super::target::Target;
 use crate::message::{Message, url_host};
 
@@ -553,11 +553,18 @@ fn lookups(host: &str) -> impl Iterator<Item = &str> {
 }
 
 /// What the list, free mail and DKIM tests read of one message, found when the first test
-/// asks: a field's addresses (a dozen tests read From:), the addresses the body names.
+/// asks: a field's addresses (a dozen tests read From:), the addresses the body names, the
+/// relays of the trace.
 #[derive(Debug, Default)]
 pub struct Seen {
     pub(super) fields: Vec<(Target, Vec<String>)>,
     pub(super) body: Option<Vec<String>>,
+    trace: Option<Vec<Option<Hop>>>,
+}
+
+/// The message's trace, read into `cache` (a [`Seen`]'s) if no test read it before.
+fn trace_of<'s>(cache: &'s mut Option<Vec<Option<Hop>>>, msg: &Message) -> &'s [Option<Hop>] {
+    cache.get_or_insert_with(|| relay::trace(msg.header_values("received")))
 }
 
 impl Seen {
@@ -590,15 +597,17 @@ impl Test {
                 if list.is_none() && relayed.is_empty() {
                     return false;
                 }
-                let addresses = seen.addresses(field, msg);
+                let at = seen.field(field, msg);
+                let Seen { fields, trace, .. } = seen;
+                let addresses = &fields[at].1;
                 let listed = |a: &String| list.as_ref().is_some_and(|l| l.is_match(a));
                 addresses.iter().any(listed)
                     || (!relayed.is_empty()
-                        && (trusted.relays_to_check(msg.header_values("received")))
+                        && (trusted.relays_to_check(trace_of(trace, msg)))
                             .iter()
-                            .any(|(host, ip)| {
+                            .any(|hop| {
                                 relayed.iter().any(|(glob, wanted)| {
-                                    wanted.matches(host.as_deref(), *ip)
+                                    wanted.matches(hop.name.as_deref(), hop.address)
                                         && addresses.iter().any(|a| glob.is_match(a))
                                 })
                             }))
@@ -619,36 +628,35 @@ impl Test {
             }
             Test::Listed(listed) => *listed,
             Test::AllTrusted(trusted) => {
-                let mut relays = relay_addresses(msg.header_values("received")).peekable();
+                let mut relays = (trace_of(&mut seen.trace, msg).iter())
+                    .flatten()
+                    .filter_map(|hop| hop.address)
+                    .peekable();
                 relays.peek().is_some() && relays.all(|ip| trusted.trusts(ip))
             }
-            Test::NoRelays => relay_addresses(msg.header_values("received"))
-                .next()
-                .is_none(),
-            Test::HeloIpMismatch(trusted) => (trusted.untrusted(msg.header_values("received")))
-                .iter()
-                .any(|u| {
-                    let helo = u.helo.as_deref().and_then(|h| h.parse::<Ipv4Addr>().ok());
-                    match (helo, u.relay.1) {
-                        (Some(helo), Some(IpAddr::V4(ip))) => {
-                            !is_private(helo.into()) && helo.octets()[..3] != ip.octets()[..3]
+            Test::NoRelays => !(trace_of(&mut seen.trace, msg).iter())
+                .flatten()
+                .any(|hop| hop.address.is_some()),
+            Test::HeloIpMismatch(trusted) => {
+                trusted
+                    .untrusted(trace_of(&mut seen.trace, msg))
+                    .any(|hop| {
+                        let helo = hop.helo.as_deref().and_then(|h| h.parse::<Ipv4Addr>().ok());
+                        match (helo, hop.address) {
+                            (Some(helo), Some(IpAddr::V4(ip))) => {
+                                !is_private(helo.into()) && helo.octets()[..3] != ip.octets()[..3]
+                            }
+                            _ => false,
                         }
-                        _ => false,
-                    }
-                }),
-            Test::NoRdnsDotcomHelo(trusted) => (trusted.untrusted(msg.header_values("received")))
-                .iter()
-                .any(|u| {
-                    let (name, ip) = &u.relay;
-                    let big = |helo: &str| {
-                        DOTCOMS.iter().any(|d| {
-                            helo.strip_suffix(d)
-                                .is_some_and(|sub| sub.is_empty() || sub.ends_with('.'))
-                        })
-                    };
-                    name.is_none()
-                        && ip.is_some_and(|ip| !is_private(ip))
-                        && u.helo.as_deref().is_some_and(big)
+                    })
+            }
+            Test::NoRdnsDotcomHelo(trusted) => trusted
+                .untrusted(trace_of(&mut seen.trace, msg))
+                .any(|hop| {
+                    let big = |helo: &str| DOTCOMS.iter().any(|d| is_or_under(helo, d));
+                    hop.name.is_none()
+                        && hop.address.is_some_and(|ip| !is_private(ip))
+                        && hop.helo.as_deref().is_some_and(big)
                 }),
             Test::BounceRelays(list) => list.as_ref().is_some_and(|list| {
                 let raw = String::from_utf8_lossy(msg.raw_body());

@@ -48,22 +48,31 @@ impl Relay {
     /// Whether the relay with this name (none: no reverse DNS) and address is this one.
     pub(super) fn matches(&self, host: Option<&str>, ip: Option<IpAddr>) -> bool {
         match self {
-            Relay::Host(want) => host.is_some_and(|h| {
-                h == want
-                    || h.strip_suffix(want.as_str())
-                        .is_some_and(|sub| sub.ends_with('.'))
-            }),
+            Relay::Host(want) => host.is_some_and(|h| is_or_under(h, want)),
             Relay::Net(net, length) => ip.is_some_and(|ip| in_network(ip, *net, *length)),
         }
     }
+}
 
+/// One `Received:` line's relay: the name its server looked up (none for no reverse DNS),
+/// its address, and the name it greeted with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hop {
+    /// Lowercase, a last dot taken off.
+    pub name: Option<String>,
+    pub address: Option<IpAddr>,
+    /// Lowercase, brackets and a last dot taken off.
+    pub helo: Option<String>,
+}
+
+impl Hop {
     /// The relay that handed the mail to the server that wrote `received` (one Received:
-    /// field): its reverse DNS name, lowercase, and its address.
+    /// field); none for a line that names none (local submission, LMTP).
     /// Postfix and Sendmail write `from HELO (NAME [ADDRESS])`, Exim `from NAME ([ADDRESS]
     /// helo=HELO)` or `from [ADDRESS] (helo=HELO)`; a name of `unknown` is none. The
     /// address is the one in the parentheses where there is one: a client may greet with
     /// an address of its choosing (`from [192.0.2.1] (unknown [ADDRESS])`).
-    pub fn of_received(received: &str) -> Option<SeenRelay> {
+    pub fn of_received(received: &str) -> Option<Hop> {
         let from = received.trim_start().strip_prefix("from ")?;
         let from = from.split(" by ").next().unwrap_or(from);
         // The first `[address]` that is not a HELO (`helo=[…]`).
@@ -75,7 +84,7 @@ impl Relay {
                     inside.trim_start_matches("IPv6:").parse().ok()
                 })
         };
-        let ip = (from.split_once('('))
+        let address = (from.split_once('('))
             .and_then(|(_, inside)| address_in(inside))
             .or_else(|| address_in(from));
         // Only a name the server looked up: never the HELO name the client chose.
@@ -87,11 +96,32 @@ impl Relay {
             })
         });
         let name = name.map(|n| n.trim_end_matches('.').to_ascii_lowercase());
-        let named = name.filter(|n| {
+        let name = name.filter(|n| {
             n != "unknown" && n.contains('.') && n.parse::<IpAddr>().is_err() && is_host_name(n)
         });
-        Some((named, ip))
+        // Exim's `helo=NAME`, else the name after `from`.
+        let helo = match from.split_once("helo=") {
+            Some((_, rest)) => rest.split([')', ' ']).next(),
+            None => from.split([' ', '(']).next(),
+        };
+        let helo = helo.map(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .trim_end_matches('.')
+        });
+        let helo = helo.filter(|h| !h.is_empty()).map(str::to_ascii_lowercase);
+        Some(Hop {
+            name,
+            address,
+            helo,
+        })
     }
+}
+
+/// A message's trace, newest first: each `Received:` line's relay, none where a line
+/// names none. Read once a message, for every test that reads it.
+pub fn trace<'r>(received: impl Iterator<Item = &'r str>) -> Vec<Option<Hop>> {
+    received.map(Hop::of_received).collect()
 }
 
 /// `trusted_networks`: the networks of one's own relays, whose `Received:` lines are
@@ -102,9 +132,6 @@ impl Relay {
 /// content filter on the same host that hands mail back over it is named like any relay.
 #[derive(Debug, Clone, Default)]
 pub struct TrustedNetworks(Vec<(IpAddr, u8, bool)>);
-
-/// A relay as a `Received:` line names it: the name its server looked up, and its address.
-pub type SeenRelay = (Option<String>, Option<IpAddr>);
 
 impl TrustedNetworks {
     /// Adds the entries of a `trusted_networks` line: `192.0.2.0/24`, `192.0.2.1`,
@@ -144,61 +171,42 @@ impl TrustedNetworks {
             .is_some_and(|&(_, _, trusted)| trusted)
     }
 
-    /// The relays a `welcomelist_from_rcvd` entry is held against, from the `received`
-    /// lines, newest first: the newest relay outside the trusted networks, which handed
-    /// the mail to them; where every relay is trusted (mail from inside), all of them, as
-    /// SpamAssassin takes them. A line that names no relay ends the search: what is older
-    /// than a line one cannot read is anyone's word.
-    pub fn relays_to_check<'r>(&self, received: impl Iterator<Item = &'r str>) -> Vec<SeenRelay> {
+    fn trusts_hop(&self, hop: &Hop) -> bool {
+        hop.address.is_some_and(|ip| self.trusts(ip))
+    }
+
+    /// The relays of `trace` a `welcomelist_from_rcvd` entry is held against: the newest
+    /// one outside the trusted networks, which handed the mail to them; where every relay
+    /// is trusted (mail from inside), all of them, as SpamAssassin takes them. A line that
+    /// names no relay ends the search: what is older than a line one cannot read is
+    /// anyone's word.
+    pub fn relays_to_check<'t>(&self, trace: &'t [Option<Hop>]) -> Vec<&'t Hop> {
         let mut trusted = Vec::new();
-        for line in received {
-            match Relay::of_received(line) {
-                Some((name, Some(ip))) if self.trusts(ip) => trusted.push((name, Some(ip))),
-                Some(relay) => return vec![relay],
+        for hop in trace {
+            match hop {
+                Some(hop) if self.trusts_hop(hop) => trusted.push(hop),
+                Some(hop) => return vec![hop],
                 None => break,
             }
         }
         trusted
     }
-}
 
-/// A relay outside the trusted networks, as its `Received:` line tells it.
-pub struct Untrusted {
-    pub relay: SeenRelay,
-    /// The name it greeted with (HELO), lowercase, brackets and a last dot taken off.
-    pub helo: Option<String>,
-}
-
-impl TrustedNetworks {
-    /// Every relay past the trusted ones, newest first, as SpamAssassin's relay tests read
-    /// them: beyond the first, each line is that relay's word, and a forged one is itself
-    /// a sign.
-    pub fn untrusted<'r>(&self, received: impl Iterator<Item = &'r str>) -> Vec<Untrusted> {
-        received
-            .filter_map(|line| Some((Relay::of_received(line)?, line)))
-            .skip_while(|((_, ip), _)| ip.is_some_and(|ip| self.trusts(ip)))
-            .map(|(relay, line)| Untrusted {
-                relay,
-                helo: helo_of(line),
-            })
-            .collect()
+    /// Every relay of `trace` past the trusted ones, newest first, as SpamAssassin's relay
+    /// tests read them: beyond the first, each line is that relay's word, and a forged one
+    /// is itself a sign.
+    pub fn untrusted<'t>(&self, trace: &'t [Option<Hop>]) -> impl Iterator<Item = &'t Hop> {
+        trace
+            .iter()
+            .flatten()
+            .skip_while(|hop| self.trusts_hop(hop))
     }
 }
 
-/// The HELO name of a `Received:` line: Exim's `helo=NAME`, else the name after `from`,
-/// as Postfix and Sendmail write it.
-fn helo_of(received: &str) -> Option<String> {
-    let from = received.trim_start().strip_prefix("from ")?;
-    let from = from.split(" by ").next().unwrap_or(from);
-    let helo = match from.split_once("helo=") {
-        Some((_, rest)) => rest.split([')', ' ']).next()?,
-        None => from.split([' ', '(']).next()?,
-    };
-    let helo = helo
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .trim_end_matches('.');
-    (!helo.is_empty()).then(|| helo.to_ascii_lowercase())
+/// Whether `host` is `domain` or a host under it.
+pub(super) fn is_or_under(host: &str, domain: &str) -> bool {
+    host.strip_suffix(domain)
+        .is_some_and(|sub| sub.is_empty() || sub.ends_with('.'))
 }
 
 /// Whether an address is one no relay on the Internet has: private, loopback, link-local.
@@ -209,14 +217,6 @@ pub fn is_private(ip: IpAddr) -> bool {
             v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00 || v6.is_unicast_link_local()
         }
     }
-}
-
-/// The addresses of the relays the `received` lines name, newest first: a line that names
-/// none (local submission, LMTP) is no relay's.
-pub fn relay_addresses<'r>(
-    received: impl Iterator<Item = &'r str>,
-) -> impl Iterator<Item = IpAddr> {
-    received.filter_map(|line| Relay::of_received(line)?.1)
 }
 
 /// Letters, digits, hyphens and dots, and something of them.
@@ -290,9 +290,12 @@ mod tests {
             let mut t = TrustedNetworks::default();
             t.add(trusted).unwrap();
             let lines = lines(hops);
-            t.relays_to_check(lines.iter().map(String::as_str))
-                .into_iter()
-                .map(|(name, ip)| format!("{} {}", name.unwrap_or_default(), ip.unwrap()))
+            let trace = trace(lines.iter().map(String::as_str));
+            (t.relays_to_check(&trace).into_iter())
+                .map(|hop| {
+                    let name = hop.name.as_deref().unwrap_or_default();
+                    format!("{name} {}", hop.address.unwrap())
+                })
                 .collect()
         };
         let partner = "out.partner.example [203.0.113.5]";
@@ -355,11 +358,10 @@ mod tests {
             by.to_string(),
             lines(&[partner])[0].clone(),
         ];
-        let found = t.relays_to_check(hops.iter().map(String::as_str));
-        assert_eq!(
-            found,
-            [(Some("mx1.corp.example".into()), "10.1.2.3".parse().ok())]
-        );
+        let trace = trace(hops.iter().map(String::as_str));
+        let found = t.relays_to_check(&trace);
+        assert_eq!(found, [trace[0].as_ref().unwrap()]);
+        assert_eq!(found[0].name.as_deref(), Some("mx1.corp.example"));
         for bad in ["10.1.2.3/33", "example.org", "[x]", "!"] {
             assert!(TrustedNetworks::default().add(bad).is_err(), "{bad}");
         }
@@ -376,9 +378,9 @@ mod tests {
             "by local.example with LMTP",
             "from a (unknown [198.51.100.3]) by b",
         ];
-        let seen: Vec<(Option<IpAddr>, Option<String>)> = (t.untrusted(lines.into_iter()))
-            .into_iter()
-            .map(|u| (u.relay.1, u.helo))
+        let trace = trace(lines.into_iter());
+        let seen: Vec<(Option<IpAddr>, Option<String>)> = (t.untrusted(&trace))
+            .map(|hop| (hop.address, hop.helo.clone()))
             .collect();
         let ip = |s: &str| s.parse().ok();
         assert_eq!(
@@ -441,11 +443,9 @@ mod tests {
                 (None, ip("198.51.100.7")),
             ),
         ] {
-            assert_eq!(Relay::of_received(received), Some(want), "{received}");
+            let hop = Hop::of_received(received).unwrap_or_else(|| panic!("{received}"));
+            assert_eq!((hop.name, hop.address), want, "{received}");
         }
-        assert_eq!(
-            Relay::of_received("by mx.example.net; Tue, 1 Dec 2026"),
-            None
-        );
+        assert_eq!(Hop::of_received("by mx.example.net; Tue, 1 Dec 2026"), None);
     }
 }
