@@ -30,10 +30,9 @@ pub struct Lists {
     /// (`welcomelist_from`, `def_welcomelist_from`): an address glob (lowercase) and the
     /// relay the mail must have come from.
     relayed: HashMap<String, (Vec<(String, Relay)>, Origin)>,
-    /// `trusted_networks`: where the relays `relayed` entries ask for are looked for.
-    trusted: TrustedNetworks,
-    /// The trusted networks once read, shared by every test that reads them.
-    compiled_trusted: OnceLock<Arc<TrustedNetworks>>,
+    /// `trusted_networks`: where the relays `relayed` entries ask for are looked for;
+    /// shared by every test that reads them.
+    trusted: Arc<TrustedNetworks>,
     /// `welcomelist_subject` and `blocklist_subject`: globs, lowercase, one a line.
     subjects: HashMap<String, (Vec<String>, Origin)>,
     freemail: FreemailSettings,
@@ -233,11 +232,11 @@ impl Lists {
                     }
                 }
                 "trusted_networks" => {
-                    if let Err(e) = self.trusted.add(rest) {
+                    if let Err(e) = Arc::make_mut(&mut self.trusted).add(rest) {
                         return Some(Err(e));
                     }
                 }
-                "clear_trusted_networks" => self.trusted.clear(),
+                "clear_trusted_networks" => Arc::make_mut(&mut self.trusted).clear(),
                 "unwelcomelist_from_rcvd" | "unwhitelist_from_rcvd" => {
                     for glob in words() {
                         for (entries, _) in self.relayed.values_mut() {
@@ -324,13 +323,6 @@ impl Lists {
             })
     }
 
-    /// The trusted networks, for the tests: read once all the files are.
-    fn trusted(&self) -> Arc<TrustedNetworks> {
-        (self.compiled_trusted)
-            .get_or_init(|| Arc::new(self.trusted.clone()))
-            .clone()
-    }
-
     /// A subject list's globs as one pattern found anywhere in a subject, case ignored.
     fn subject_list(&self, list: &str) -> Option<Regex> {
         let (globs, _) = self.subjects.get(list)?;
@@ -362,7 +354,7 @@ impl Lists {
                 field: field.clone(),
                 list: globs.and_then(globs_regex),
                 relayed: relayed.into(),
-                trusted: self.trusted(),
+                trusted: self.trusted.clone(),
             })
         };
         let hosts = |list: Result<&str, String>| {
@@ -412,10 +404,10 @@ impl Lists {
                 ))
             }
             // SpamAssassin's RelayEval plugin, where it needs no DNS.
-            "check_all_trusted" => Ok(Test::AllTrusted(self.trusted())),
+            "check_all_trusted" => Ok(Test::AllTrusted(self.trusted.clone())),
             "check_no_relays" => Ok(Test::NoRelays),
-            "helo_ip_mismatch" => Ok(Test::HeloIpMismatch(self.trusted())),
-            "check_for_no_rdns_dotcom_helo" => Ok(Test::NoRdnsDotcomHelo(self.trusted())),
+            "helo_ip_mismatch" => Ok(Test::HeloIpMismatch(self.trusted.clone())),
+            "check_for_no_rdns_dotcom_helo" => Ok(Test::NoRdnsDotcomHelo(self.trusted.clone())),
             _ => {
                 let test = FreemailTest::compile(name, args)?;
                 let compiled = self
