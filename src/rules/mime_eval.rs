@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::target::MimePart;
+use super::target::{MimePart, content_type_param};
 use crate::message::Message;
 
 #[derive(Debug, Clone)]
@@ -69,13 +69,7 @@ fn lines(body: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// The `charset` parameter of a Content-Type value, lowercase.
 fn charset(content_type: &str) -> Option<String> {
-    let lower = content_type.to_ascii_lowercase();
-    let at = lower.find("charset=")?;
-    let value = lower[at + "charset=".len()..].trim_start_matches(['"', '\'']);
-    let end = value
-        .find(['"', '\'', ';', ' ', '\t'])
-        .unwrap_or(value.len());
-    Some(value[..end].to_string())
+    content_type_param(content_type, "charset").map(|c| c.to_ascii_lowercase())
 }
 
 static ISO_CHARSET: LazyLock<Regex> =

@@ -269,7 +269,7 @@ pub(super) fn mime_parts(msg: &Message) -> Vec<MimePart> {
     let raw = msg.raw_body();
     let mut boundaries: Vec<String> = msg
         .header("content-type")
-        .and_then(boundary_param)
+        .and_then(|ct| content_type_param(ct, "boundary"))
         .into_iter()
         .collect();
     let mut parts: Vec<MimePart> = Vec::new();
@@ -299,7 +299,9 @@ pub(super) fn mime_parts(msg: &Message) -> Vec<MimePart> {
                 in_headers = false;
                 part.body = at..raw.len();
                 // A multipart part declares the boundary of its own parts.
-                let nested = part.header("content-type").and_then(boundary_param);
+                let nested = part
+                    .header("content-type")
+                    .and_then(|ct| content_type_param(ct, "boundary"));
                 if let Some(nested) = nested.filter(|b| !boundaries.contains(b)) {
                     boundaries.push(nested);
                 }
@@ -337,12 +339,12 @@ pub(super) fn mime_parts(msg: &Message) -> Vec<MimePart> {
     parts
 }
 
-/// The `boundary` parameter of a Content-Type value, as mail-parser reads it.
-fn boundary_param(content_type: &str) -> Option<String> {
+/// A parameter of a Content-Type value (`charset`, `boundary`), as mail-parser reads it.
+pub(super) fn content_type_param(content_type: &str, name: &str) -> Option<String> {
     // The parser reads a field to its line end.
     let field = format!("{content_type}\n");
     match MessageStream::new(field.as_bytes()).parse_content_type() {
-        HeaderValue::ContentType(ct) => ct.attribute("boundary").map(String::from),
+        HeaderValue::ContentType(ct) => ct.attribute(name).map(String::from),
         _ => None,
     }
 }
