@@ -12,19 +12,16 @@ pub enum ImageKind {
 impl ImageKind {
     /// The kind a part's `image/…` content type names (`jpg` and `pjpeg` are JPEG).
     pub fn of_content_type(content_type: &str) -> Option<ImageKind> {
-        match content_type.strip_prefix("image/")? {
+        ImageKind::from_name(content_type.strip_prefix("image/")?)
+    }
+
+    /// `gif`, `png`, `jpeg` (`jpg`, `pjpeg`).
+    pub fn from_name(name: &str) -> Option<ImageKind> {
+        match name {
             "gif" => Some(ImageKind::Gif),
             "png" => Some(ImageKind::Png),
             "jpeg" | "jpg" | "pjpeg" => Some(ImageKind::Jpeg),
             _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            ImageKind::Gif => "gif",
-            ImageKind::Png => "png",
-            ImageKind::Jpeg => "jpeg",
         }
     }
 }

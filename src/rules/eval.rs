@@ -402,6 +402,7 @@ pub struct Facts<'m> {
     html_stats: bool,
     html: Option<HtmlFacts>,
     mime_parts: Option<Vec<MimePart>>,
+    body: Option<String>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
     auth: Option<super::auth::Results>,
@@ -422,6 +423,7 @@ impl<'m> Facts<'m> {
             html_stats,
             html: None,
             mime_parts: None,
+            body: None,
             date_shift: None,
             auth: None,
             lists: Default::default(),
@@ -446,6 +448,12 @@ impl<'m> Facts<'m> {
         let html = self.msg.html.as_str();
         let stats = self.html_stats;
         self.html.get_or_insert_with(|| html_facts(html, stats))
+    }
+
+    /// The text body rules read ([`super::body_text`]), for them and the tests.
+    pub(super) fn body_text(&mut self) -> &str {
+        let msg = self.msg;
+        self.body.get_or_insert_with(|| super::body_text(msg))
     }
 
     /// The MIME parts as written, for mimeheader rules and the MIME tests.
@@ -677,7 +685,7 @@ impl Eval {
                     && (facts.html().stats.titles.iter())
                         .any(|t| t.len() as f64 / subject as f64 > *ratio)
             }
-            Eval::Image(test) => test.holds(msg),
+            Eval::Image(test) => test.holds(facts),
             Eval::Mime(test) => test.holds(msg, facts.mime_parts()),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),

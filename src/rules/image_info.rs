@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use super::eval::Facts;
 use super::matcher::CountPattern;
 use super::perl;
-use crate::message::Message;
 use crate::message::image::{Image, ImageKind};
 
 /// A compiled ImageInfo test; `kind` None is SpamAssassin's `all`.
@@ -44,7 +44,7 @@ pub fn compile(name: &str, args: &[String], raw: bool) -> Option<Result<Test, St
     let kind = || -> Result<Option<ImageKind>, String> {
         match args.first().map(String::as_str) {
             Some("all") => Ok(None),
-            Some(kind) => ImageKind::of_content_type(&format!("image/{kind}"))
+            Some(kind) => ImageKind::from_name(kind)
                 .map(Some)
                 .ok_or_else(|| format!("{name}('{kind}')")),
             None => Err(format!("eval:{name} needs an image type")),
@@ -105,7 +105,8 @@ pub fn known(name: &str) -> bool {
 }
 
 impl Test {
-    pub fn holds(&self, msg: &Message) -> bool {
+    pub(super) fn holds(&self, facts: &mut Facts) -> bool {
+        let msg = facts.msg;
         let images = |kind: Option<ImageKind>| {
             (msg.attachments.iter())
                 .filter_map(|a| a.image.map(|image| (a, image)))
@@ -147,7 +148,7 @@ impl Test {
                     let text = if *raw {
                         msg.html.len() + msg.plain.iter().map(|r| r.len()).sum::<usize>()
                     } else {
-                        super::body_text(msg).len()
+                        facts.body_text().len()
                     };
                     let ratio = text as f64 / area;
                     text > 0 && ratio >= *min && ratio < *max

@@ -420,8 +420,10 @@ impl RuleSet {
                 hits[*id] = 1;
             }
         }
-        let body = (!self.body.is_empty()).then(|| body_text(msg));
-        let body = body.as_deref().unwrap_or_default();
+        let body = match self.body.is_empty() {
+            true => "",
+            false => facts.body_text(),
+        };
         for (kind, matcher) in self.text_matchers() {
             matcher.run(texts(kind, msg, body), &mut hits);
         }
