@@ -55,7 +55,7 @@ impl Relay {
 }
 
 /// One `Received:` line's relay: the name its server looked up (none for no reverse DNS),
-/// its address, and the name it greeted with.
+/// its address, the name it greeted with, and the server that wrote the line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hop {
     /// Lowercase, a last dot taken off.
@@ -63,20 +63,29 @@ pub struct Hop {
     pub address: Option<IpAddr>,
     /// Lowercase, brackets and a last dot taken off.
     pub helo: Option<String>,
+    /// The receiving server's name after `by`, lowercase, a last dot taken off.
+    pub by: Option<String>,
 }
 
 impl Hop {
     /// The relay that handed the mail to the server that wrote `received` (one Received:
     /// field); none for a line that names none (local submission, LMTP).
     /// Postfix and Sendmail write `from HELO (NAME [ADDRESS])`, Exim `from NAME ([ADDRESS]
-    /// helo=HELO)` or `from [ADDRESS] (helo=HELO)`; a name of `unknown` is none. The
-    /// address is the one in the parentheses where there is one: a client may greet with
-    /// an address of its choosing (`from [192.0.2.1] (unknown [ADDRESS])`).
+    /// helo=HELO)` or `from [ADDRESS] (helo=HELO)`, qmail `from NAME (HELO HELO)
+    /// (ADDRESS)`, Exchange `from HELO (ADDRESS)`; a name of `unknown` is none. What the
+    /// client chose comes first and the server's own comment last: the address is read
+    /// from the last comment that holds one, never from a HELO (`from [192.0.2.1]
+    /// (unknown [ADDRESS])`, qmail's `(HELO [192.0.2.1])`).
     pub fn of_received(received: &str) -> Option<Hop> {
         let from = received.trim_start().strip_prefix("from ")?;
-        let from = from.split(" by ").next().unwrap_or(from);
+        let (from, after) = from.split_once(" by ").unwrap_or((from, ""));
+        // The parenthesized comments, but qmail's record of the greeting.
+        let comments: Vec<(usize, &str)> = (from.match_indices('('))
+            .map(|(at, _)| (at, from[at + 1..].split(')').next().unwrap_or_default()))
+            .filter(|(_, c)| !c.starts_with("HELO ") && !c.starts_with("helo "))
+            .collect();
         // The first `[address]` that is not a HELO (`helo=[…]`).
-        let address_in = |text: &str| {
+        let bracketed = |text: &str| {
             (text.match_indices('['))
                 .filter(|&(at, _)| !text[..at].ends_with("helo="))
                 .find_map(|(at, _)| {
@@ -84,14 +93,33 @@ impl Hop {
                     inside.trim_start_matches("IPv6:").parse().ok()
                 })
         };
-        let address = (from.split_once('('))
-            .and_then(|(_, inside)| address_in(inside))
-            .or_else(|| address_in(from));
+        let in_comment =
+            (comments.iter().rev()).find_map(|&(at, c)| bracketed(c).map(|ip: IpAddr| (at, c, ip)));
+        let bare = || (comments.iter().rev()).find_map(|&(_, c)| c.trim().parse::<IpAddr>().ok());
+        // Outside the comments, Exim without reverse DNS writes `from [ADDRESS]
+        // (helo=…)`, others `from HELO [ADDRESS]`; qmail writes `from ADDRESS (HELO …)`.
+        let outside: String = (from.split('(').enumerate())
+            .map(|(i, piece)| {
+                if i == 0 {
+                    piece
+                } else {
+                    piece.split_once(')').map_or("", |(_, rest)| rest)
+                }
+            })
+            .collect();
+        let qmail = || {
+            let (word, rest) = from.split_once(' ')?;
+            rest.starts_with("(HELO ").then(|| word.parse().ok())?
+        };
+        let address = (in_comment.map(|(_, _, ip)| ip))
+            .or_else(bare)
+            .or_else(|| bracketed(&outside))
+            .or_else(qmail);
         // Only a name the server looked up: never the HELO name the client chose.
-        let name = from.split_once('(').and_then(|(before, inside)| {
-            let (name, _) = inside.split_once('[')?;
+        let name = in_comment.and_then(|(at, comment, _)| {
+            let (name, _) = comment.split_once('[')?;
             Some(match name.trim() {
-                "" => before.trim(),
+                "" => from[..at].trim(),
                 name => name,
             })
         });
@@ -99,10 +127,10 @@ impl Hop {
         let name = name.filter(|n| {
             n != "unknown" && n.contains('.') && n.parse::<IpAddr>().is_err() && is_host_name(n)
         });
-        // Exim's `helo=NAME`, else the name after `from`.
-        let helo = match from.split_once("helo=") {
-            Some((_, rest)) => rest.split([')', ' ']).next(),
-            None => from.split([' ', '(']).next(),
+        // Exim's `helo=NAME`, qmail's `(HELO NAME)`, else the name after `from`.
+        let helo = match (from.split_once("helo="), from.split_once("(HELO ")) {
+            (Some((_, rest)), _) | (None, Some((_, rest))) => rest.split([')', ' ']).next(),
+            (None, None) => from.split([' ', '(']).next(),
         };
         let helo = helo.map(|h| {
             h.trim_start_matches('[')
@@ -110,10 +138,14 @@ impl Hop {
                 .trim_end_matches('.')
         });
         let helo = helo.filter(|h| !h.is_empty()).map(str::to_ascii_lowercase);
+        let by = (after.split([' ', ';', '(', '\t', '\n']).next())
+            .map(|b| b.trim_end_matches('.').to_ascii_lowercase())
+            .filter(|b| !b.is_empty());
         Some(Hop {
             name,
             address,
             helo,
+            by,
         })
     }
 }
@@ -440,6 +472,28 @@ mod tests {
             ),
             (
                 "from [198.51.100.7] (helo=[192.0.2.1]) by mx",
+                (None, ip("198.51.100.7")),
+            ),
+            // qmail and Exchange write the address bare; qmail's HELO is no address.
+            (
+                "from unknown (HELO [192.0.2.1]) (198.51.100.7) by mx",
+                (None, ip("198.51.100.7")),
+            ),
+            (
+                "from EXCH1.corp.example (10.1.2.3) by EXCH2.corp.example",
+                (None, ip("10.1.2.3")),
+            ),
+            (
+                "from 198.51.100.7 (HELO [192.0.2.1]) by mx (192.0.2.9)",
+                (None, ip("198.51.100.7")),
+            ),
+            (
+                "from yahoo.com [198.51.100.7] by mx",
+                (None, ip("198.51.100.7")),
+            ),
+            // A greeting shaped like a comment comes before the server's own.
+            (
+                "from (a [192.0.2.1]) (unknown [198.51.100.7]) by mx",
                 (None, ip("198.51.100.7")),
             ),
         ] {
