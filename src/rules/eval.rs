@@ -54,6 +54,8 @@ pub fn known(name: &str) -> bool {
         || super::auth::known(name)
         || super::lists::known(name)
         || super::image_info::known(name)
+        || super::header_eval::known(name)
+        || super::relay_eval::known(name)
 }
 
 /// A compiled eval test.
@@ -116,6 +118,10 @@ pub enum Eval {
     Auth(super::auth::Test),
     /// Whether an address or a link's host is on a list, or at a free mail provider.
     List(super::lists::Test),
+    /// A bulk mailer's marks in the header, recipients, forged free mail traces.
+    Header(super::header_eval::Test),
+    /// What the trace says of the relays.
+    Relay(super::relay_eval::Test),
 }
 
 /// A numeric comparison, as eval arguments, meta expressions and `if version` spell it.
@@ -279,6 +285,12 @@ pub fn compile(
     }
     if let Some(test) = super::image_info::compile(name, &args, kind == super::Kind::Rawbody) {
         return test.map(Eval::Image);
+    }
+    if let Some(test) = super::header_eval::compile(name, &args) {
+        return test.map(Eval::Header);
+    }
+    if let Some(test) = super::relay_eval::compile(name, lists.trusted()) {
+        return Ok(Eval::Relay(test));
     }
     Ok(match name {
         "check_for_mime_html_only" => Eval::HtmlOnly,
@@ -469,7 +481,7 @@ impl<'m> Facts<'m> {
 
 /// The registrable part of a host, roughly: its last two labels (three under a two-letter
 /// country code with a short second level, as in example.co.uk).
-fn base_domain(host: &str) -> String {
+pub(super) fn base_domain(host: &str) -> String {
     let labels: Vec<&str> = host.split('.').collect();
     let n = labels.len();
     let take = if n >= 3 && labels[n - 1].len() == 2 && labels[n - 2].len() <= 3 {
@@ -689,6 +701,8 @@ impl Eval {
             Eval::Mime(test) => test.holds(msg, facts.mime_parts()),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
+            Eval::Header(test) => test.holds(msg),
+            Eval::Relay(test) => test.holds(msg, &mut facts.lists),
         }
     }
 }

@@ -6,14 +6,13 @@
 //! [`super::freemail`], free mail providers.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 use regex::Regex;
 
 use super::freemail::{Freemail, FreemailSettings, FreemailTest};
 use super::parse::{Origin, glob_regex};
-use super::relay::{self, Hop, Relay, TrustedNetworks, is_or_under, is_private};
+use super::relay::{self, Hop, Relay, TrustedNetworks};
 use super::target::Target;
 use crate::message::{Message, url_host};
 
@@ -403,11 +402,6 @@ impl Lists {
                     globs.and_then(|(g, _)| globs_regex(g.iter())),
                 ))
             }
-            // SpamAssassin's RelayEval plugin, where it needs no DNS.
-            "check_all_trusted" => Ok(Test::AllTrusted(self.trusted.clone())),
-            "check_no_relays" => Ok(Test::NoRelays),
-            "helo_ip_mismatch" => Ok(Test::HeloIpMismatch(self.trusted.clone())),
-            "check_for_no_rdns_dotcom_helo" => Ok(Test::NoRdnsDotcomHelo(self.trusted.clone())),
             _ => {
                 let test = FreemailTest::compile(name, args)?;
                 let compiled = self
@@ -416,6 +410,13 @@ impl Lists {
                 test.map(|test| Test::Freemail(compiled.clone(), test))
             }
         })
+    }
+}
+
+impl Lists {
+    /// `trusted_networks`, for the tests of the trace.
+    pub(super) fn trusted(&self) -> &Arc<TrustedNetworks> {
+        &self.trusted
     }
 }
 
@@ -468,32 +469,7 @@ pub enum Test {
     /// empty): the bounced message left through it.
     BounceRelays(Option<Regex>),
     Freemail(Arc<Freemail>, FreemailTest),
-    /// SpamAssassin's `check_all_trusted()`: the trace names relays, all of them trusted.
-    AllTrusted(Arc<TrustedNetworks>),
-    /// `check_no_relays()`: the trace names no relay (the message never went over SMTP).
-    NoRelays,
-    /// `helo_ip_mismatch()`: an untrusted relay greeted as a public IPv4 address outside
-    /// the /24 of its own.
-    HeloIpMismatch(Arc<TrustedNetworks>),
-    /// `check_for_no_rdns_dotcom_helo()`: an untrusted relay with no reverse DNS greeted
-    /// as a big free mail provider, which always has it.
-    NoRdnsDotcomHelo(Arc<TrustedNetworks>),
 }
-
-/// The providers whose own servers always have reverse DNS, as SpamAssassin lists them.
-const DOTCOMS: &[&str] = &[
-    "lycos.com",
-    "lycos.co.uk",
-    "hotmail.com",
-    "localhost.com",
-    "excite.com",
-    "caramail.com",
-    "cs.com",
-    "aol.com",
-    "msn.com",
-    "yahoo.com",
-    "drizzle.com",
-];
 
 pub(super) static FROM: LazyLock<Target> =
     LazyLock::new(|| Target::parse("From:addrs").expect("a valid target"));
@@ -560,6 +536,11 @@ fn trace_of<'s>(cache: &'s mut Option<Vec<Option<Hop>>>, msg: &Message) -> &'s [
 }
 
 impl Seen {
+    /// The message's trace, read now if no test read it before.
+    pub(super) fn trace(&mut self, msg: &Message) -> &[Option<Hop>] {
+        trace_of(&mut self.trace, msg)
+    }
+
     /// Where `field`'s addresses are in `fields`, read now if no test read them before.
     pub(super) fn field(&mut self, field: &Target, msg: &Message) -> usize {
         match self.fields.iter().position(|(f, _)| f == field) {
@@ -619,37 +600,6 @@ impl Test {
                         })
             }
             Test::Listed(listed) => *listed,
-            Test::AllTrusted(trusted) => {
-                let mut relays = (trace_of(&mut seen.trace, msg).iter())
-                    .flatten()
-                    .filter_map(|hop| hop.address)
-                    .peekable();
-                relays.peek().is_some() && relays.all(|ip| trusted.trusts(ip))
-            }
-            Test::NoRelays => !(trace_of(&mut seen.trace, msg).iter())
-                .flatten()
-                .any(|hop| hop.address.is_some()),
-            Test::HeloIpMismatch(trusted) => {
-                trusted
-                    .untrusted(trace_of(&mut seen.trace, msg))
-                    .any(|hop| {
-                        let helo = hop.helo.as_deref().and_then(|h| h.parse::<Ipv4Addr>().ok());
-                        match (helo, hop.address) {
-                            (Some(helo), Some(IpAddr::V4(ip))) => {
-                                !is_private(helo.into()) && helo.octets()[..3] != ip.octets()[..3]
-                            }
-                            _ => false,
-                        }
-                    })
-            }
-            Test::NoRdnsDotcomHelo(trusted) => trusted
-                .untrusted(trace_of(&mut seen.trace, msg))
-                .any(|hop| {
-                    let big = |helo: &str| DOTCOMS.iter().any(|d| is_or_under(helo, d));
-                    hop.name.is_none()
-                        && hop.address.is_some_and(|ip| !is_private(ip))
-                        && hop.helo.as_deref().is_some_and(big)
-                }),
             Test::BounceRelays(list) => list.as_ref().is_some_and(|list| {
                 let raw = String::from_utf8_lossy(msg.raw_body());
                 [msg.text.as_str(), &raw]

@@ -1044,6 +1044,15 @@ fn builtin_evals() {
             "Received: from h ({from})\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000\nSubject: a"
         )
     };
+    // Three hops, newest first: the first two servers named after the relays above them.
+    let trail = |takers: [&str; 2]| {
+        format!(
+            "Received: from relay.isp.example (relay.isp.example [198.51.100.7])\n\tby mx.example.net; Tue, 1 Dec 2026 10:00:00 +0000\n\
+             Received: from host.sender.example (host.sender.example [203.0.113.5])\n\tby {}; Tue, 1 Dec 2026 09:59:00 +0000\n\
+             Received: from pc.sender.example (pc.sender.example [203.0.113.6])\n\tby {}; Tue, 1 Dec 2026 09:58:00 +0000\nSubject: a",
+            takers[0], takers[1]
+        )
+    };
     let html = |body: &str| mail(HTML_HEAD, &format!("<html><body>{body}</body></html>"));
     // A GIF of 321 x 34 pixels, a PNG of 10 x 10.
     let gif = b"GIF89aA\x01\x22\x00\xf7\x00\x00";
@@ -1234,6 +1243,179 @@ fn builtin_evals() {
                 "x",
             ),
             mail(&relayed("localhost [127.0.0.1]"), "x"),
+        ),
+        (
+            "check_unresolved_template()",
+            mail("X-Campaign: %CUSTOMER_ID\nSubject: a", "x"),
+            mail("X-Campaign: 100%\nSubject: save %PERCENT off", "x"),
+        ),
+        (
+            "check_ratware_name_id()",
+            mail(
+                "Message-ID: <ABCDEFGHIJKLMNOPQRSTUVWXYZAB.joe@bulk.example>\nFrom: \"Joe\" <joe@bulk.example>",
+                "x",
+            ),
+            mail(
+                "Message-ID: <ABCDEFGHIJKLMNOPQRSTUVWXYZAB.joe@bulk.example>\nFrom: \"Joe\" <ann@bulk.example>",
+                "x",
+            ),
+        ),
+        (
+            "check_ratware_envelope_from()",
+            mail(
+                "Return-Path: <example.com.joe@bulk.example>\nTo: joe@mail.example.com",
+                "x",
+            ),
+            mail("Return-Path: <news@bulk.example>\nTo: joe@example.com", "x"),
+        ),
+        (
+            // 01dd817a is the Date's time as Outlook Express writes it.
+            "check_outlook_message_id()",
+            mail(
+                &format!(
+                    "Message-ID: <000000000000$4fe5d9a0$0100a8c0@pc>\n{}",
+                    relayed("h [198.51.100.7]")
+                ),
+                "x",
+            ),
+            mail(
+                "Message-ID: <000001dd817a$4fe5d9a0$0100a8c0@pc>\nDate: Tue, 1 Dec 2026 10:01:00 +0000",
+                "x",
+            ),
+        ),
+        (
+            "sorted_recipients()",
+            mail(
+                "To: a@x.example, b@x.example, c@x.example, d@x.example\nCc: e@x.example, f@x.example, g@x.example",
+                "x",
+            ),
+            mail(
+                "To: a@x.example, c@x.example, b@x.example, d@x.example\nCc: e@x.example, f@x.example, g@x.example",
+                "x",
+            ),
+        ),
+        (
+            "similar_recipients('0.65', 'undef')",
+            mail(
+                "To: ab1@ab1.example, ab2@ab2.example, ab3@ab3.example, ab4@ab4.example, ab5@ab5.example",
+                "x",
+            ),
+            mail(
+                "To: a@one.example, b@two.example, c@three.example, d@four.example, e@five.example",
+                "x",
+            ),
+        ),
+        (
+            "gated_through_received_hdr_remover()",
+            mail("Subject: a", "x"),
+            mail(&relayed("h [198.51.100.7]"), "x"),
+        ),
+        (
+            "check_for_forged_yahoo_received_headers()",
+            mail(
+                &format!("From: joe@yahoo.com\n{}", relayed("h [198.51.100.7]")),
+                "x",
+            ),
+            mail(
+                "From: joe@yahoo.com\nReceived: from [203.0.113.5] by sonic301.consmr.mail.ne1.yahoo.com with HTTP; Tue, 1 Dec 2026 10:00:00 +0000",
+                "x",
+            ),
+        ),
+        (
+            "check_for_forged_gmail_received_headers()",
+            mail(
+                &format!("From: joe@gmail.com\n{}", relayed("h [198.51.100.7]")),
+                "x",
+            ),
+            mail(
+                &format!(
+                    "From: joe@gmail.com\nX-Received: by 2002:a05:6a00:1a8e:b0:70d with SMTP id x14mr\n{}",
+                    relayed("mail-pf1-f170.google.com [209.85.210.170]")
+                ),
+                "x",
+            ),
+        ),
+        (
+            "check_for_no_hotmail_received_headers()",
+            mail(
+                &format!("From: joe@hotmail.com\n{}", relayed("h [198.51.100.7]")),
+                "x",
+            ),
+            mail(
+                "From: joe@hotmail.com\nX-OriginatorOrg: sct-15-20-4755-11-msonline-outlook-12345.templateTenant\n\
+                 Received: from EUR05-AM6-obe.outbound.protection.outlook.com (mail-am6eur05olkn2010.outbound.protection.outlook.com [40.92.1.1]) by mx.example.net",
+                "x",
+            ),
+        ),
+        (
+            "check_for_forged_hotmail_received_headers()",
+            mail(
+                "Received: from hotmail.com (unknown [198.51.100.7]) by mx.example.net\nSubject: a",
+                "x",
+            ),
+            mail(&relayed("h [198.51.100.7]"), "x"),
+        ),
+        (
+            "check_for_forged_juno_received_headers()",
+            mail(
+                &format!("From: ann@juno.com\n{}", relayed("h [198.51.100.7]")),
+                "x",
+            ),
+            mail(
+                "From: ann@juno.com\nX-Originating-IP: [203.0.113.5]\nX-Mailer: Juno 5.0.33\n\
+                 Received: from m1.untd.com (m1.untd.com [64.136.1.1]) by mx.example.net",
+                "x",
+            ),
+        ),
+        (
+            "check_for_forged_eudoramail_received_headers()",
+            mail(
+                &format!("From: ann@eudoramail.com\n{}", relayed("h [198.51.100.7]")),
+                "x",
+            ),
+            mail(
+                "From: ann@eudoramail.com\nX-Sender-IP: 203.0.113.5\n\
+                 Received: from [203.0.113.5] by mail.whowhere.com; Tue, 1 Dec 2026 10:00:00 +0000",
+                "x",
+            ),
+        ),
+        (
+            "check_for_fake_aol_relay_in_rcvd()",
+            mail(
+                "Received: from rly-xa01.mx.aol.com (rly-xa01.mx.aol.com [198.51.100.7]) by mx.example.net\nSubject: a",
+                "x",
+            ),
+            mail(
+                "Received: from rly-xa01.mx.aol.com (rly-xa01.mx.aol.com [198.51.100.7]) by mx.example.net with ESMTP id MAILRELAYXA012\nSubject: a",
+                "x",
+            ),
+        ),
+        (
+            "check_for_forged_received_trail()",
+            mail(&trail(["smtp.other.example", "out.third.example"]), "x"),
+            mail(&trail(["relay.isp.example", "out.sender.example"]), "x"),
+        ),
+        (
+            "check_relays_unparseable()",
+            mail(&relayed("mail.example.org"), "x"),
+            mail(&relayed("mail.example.org [198.51.100.7]"), "x"),
+        ),
+        (
+            "check_mailfrom_matches_rcvd()",
+            mail(
+                &format!(
+                    "Return-Path: <bounce@news.example.com>\n{}",
+                    relayed("mta1.example.com [198.51.100.7]")
+                ),
+                "x",
+            ),
+            mail(
+                &format!(
+                    "Return-Path: <bounce@news.example.com>\n{}",
+                    relayed("mta1.other.example [198.51.100.7]")
+                ),
+                "x",
+            ),
         ),
         (
             "check_for_mime_html_only()",
