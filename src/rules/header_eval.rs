@@ -318,7 +318,7 @@ impl Test {
             }
             Test::GatedThroughReceivedRemover => gated(msg),
             Test::NoHotmailTrace => {
-                hotmail(msg) == Some(false) && at_domain(&from_address(msg), "hotmail.com")
+                at_domain(&from_address(msg), "hotmail.com") && hotmail(msg) == Some(false)
             }
             Test::ForgedHotmailTrace => hotmail(msg) == Some(true),
             Test::ForgedFreemail(Provider::Yahoo) => forged_yahoo(msg),
