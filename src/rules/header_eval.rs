@@ -371,8 +371,12 @@ fn ratware_envelope_from(msg: &Message) -> bool {
         return false;
     }
     // `DOMAIN?USER@`, the domain starting a word.
-    let wanted = format!(r"\b{}.{}@", regex::escape(&domain), regex::escape(&user));
-    Regex::new(&wanted).is_ok_and(|r| r.is_match(&sender))
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    sender.match_indices(&domain).any(|(at, _)| {
+        let starts_word = !sender[..at].chars().next_back().is_some_and(word);
+        let mut rest = sender[at + domain.len()..].chars();
+        starts_word && rest.next().is_some() && rest.as_str().starts_with(&format!("{user}@"))
+    })
 }
 
 /// Whether the trace cannot be judged: there is none, or ezmlm or MSN Groups rewrote it.
