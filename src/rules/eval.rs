@@ -45,6 +45,7 @@ const KNOWN: &[&str] = &[
     "html_test",
     "html_text_match",
     "html_title_subject_ratio",
+    "check_iframe_src",
     "check_base64_length",
     "check_mime_multipart_ratio",
 ];
@@ -108,6 +109,8 @@ pub enum Eval {
     HtmlTextMatch(HtmlText, Arc<CountPattern>),
     /// A title longer than the Subject by more than this ratio.
     TitleSubjectRatio(f64),
+    /// An `<iframe>` that loads something.
+    IframeSrc,
     /// Image attachments: how many, how large, named how.
     Image(super::image_info::Test),
     /// The MIME parts as written.
@@ -361,6 +364,7 @@ pub fn compile(
             Eval::HtmlTextMatch(area, Arc::new(CountPattern::new(&translated)?))
         }
         "html_title_subject_ratio" => Eval::TitleSubjectRatio(num(0)?),
+        "check_iframe_src" => Eval::IframeSrc,
         _ => return Err(unknown()),
     })
 }
@@ -685,6 +689,7 @@ impl Eval {
                     && (facts.html().stats.titles.iter())
                         .any(|t| t.len() as f64 / subject as f64 > *ratio)
             }
+            Eval::IframeSrc => facts.html().iframe_src,
             Eval::Image(test) => test.holds(facts),
             Eval::Mime(test) => test.holds(msg, facts.mime_parts()),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),

@@ -10,6 +10,8 @@ pub(super) struct HtmlFacts {
     pub(super) text_chars: usize,
     pub(super) tags: TagCounts,
     pub(super) anchors: Vec<Anchor>,
+    /// An `<iframe>` with a `src` that is not blank: a page the mail pulls in when shown.
+    pub(super) iframe_src: bool,
     pub(super) stats: Stats,
 }
 
@@ -386,6 +388,12 @@ pub(super) fn html_facts(html: &str, stats_wanted: bool) -> HtmlFacts {
                     })
                     .find(|href| !href.is_empty())
                     .map(|href| (href, String::new(), 0));
+            }
+            (b"iframe", false) => {
+                // A `src` of spaces loads nothing; NBSP counts as a space, as SpamAssassin
+                // trims it too.
+                facts.iframe_src |= attribute(attributes, "src")
+                    .is_some_and(|src| !src.trim_matches(char::is_whitespace).is_empty());
             }
             (b"a", true) if attributes.trim().is_empty() => {
                 if let Some((href, shown, images)) = link.take() {

@@ -1078,6 +1078,11 @@ fn builtin_evals() {
     };
     let cases: Vec<(&str, String, String)> = vec![
         (
+            "check_iframe_src()",
+            html("<iframe width=1 SRC = 'http://x.example/t'></iframe>"),
+            html("<iframe src=' \u{a0}'></iframe><iframe></iframe><p>src=http://x.example/</p>"),
+        ),
+        (
             "check_for_mime('mime_attachment')",
             with_part(
                 "Content-Type: application/pdf\nContent-Disposition: attachment; filename=a.pdf",
