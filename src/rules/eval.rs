@@ -8,6 +8,7 @@ use std::sync::{Arc, LazyLock};
 use regex::Regex;
 
 use super::Target;
+use super::body_eval;
 use super::html_facts::{Anchor, HtmlFacts, html_facts};
 use super::matcher::CountPattern;
 use super::mime_eval::Test as MimeTest;
@@ -46,6 +47,8 @@ const KNOWN: &[&str] = &[
     "html_text_match",
     "html_title_subject_ratio",
     "check_iframe_src",
+    "tvd_vertical_words",
+    "check_stock_info",
     "check_base64_length",
     "check_mime_multipart_ratio",
 ];
@@ -111,6 +114,11 @@ pub enum Eval {
     TitleSubjectRatio(f64),
     /// An `<iframe>` that loads something.
     IframeSrc,
+    /// The largest share of spaces among the body text's lines, in percent, in [min, max).
+    VerticalWords(f64, f64),
+    /// At least this many kinds of stock-tip label in the first text part (any message for
+    /// 0).
+    StockInfo(f64),
     /// Image attachments: how many, how large, named how.
     Image(super::image_info::Test),
     /// The MIME parts as written.
@@ -365,6 +373,9 @@ pub fn compile(
         }
         "html_title_subject_ratio" => Eval::TitleSubjectRatio(num(0)?),
         "check_iframe_src" => Eval::IframeSrc,
+        // SpamAssassin takes a maximum from 100 up as "no maximum".
+        "tvd_vertical_words" => Eval::VerticalWords(num(0)?, num(1)?.min(101.0)),
+        "check_stock_info" => Eval::StockInfo(num(0)?),
         _ => return Err(unknown()),
     })
 }
@@ -690,6 +701,15 @@ impl Eval {
                         .any(|t| t.len() as f64 / subject as f64 > *ratio)
             }
             Eval::IframeSrc => facts.html().iframe_src,
+            Eval::VerticalWords(min, max) => {
+                let percent = body_eval::space_percent(facts.body_text()) as f64;
+                percent >= *min && percent < *max
+            }
+            Eval::StockInfo(min) => {
+                // The first text part as sent; an HTML part is no stock tip's form.
+                let first = msg.plain.first().and_then(|r| msg.text.get(r.clone()));
+                *min == 0.0 || body_eval::stock_labels(first.unwrap_or_default()) as f64 >= *min
+            }
             Eval::Image(test) => test.holds(facts),
             Eval::Mime(test) => test.holds(msg, facts.mime_parts()),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),

@@ -15,6 +15,7 @@
 
 mod anchored;
 pub mod auth;
+mod body_eval;
 pub mod eval;
 mod freemail;
 mod html_facts;

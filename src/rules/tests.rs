@@ -1076,7 +1076,33 @@ fn builtin_evals() {
              --b\nContent-Type: text/html\n\n{html}\n--b--\n"
         )
     };
+    let stock =
+        "Company: Acme Mining Corp\nS.y.m.b.o.l : ACMM\n  Current Price:\t$0.12\nTarget: $1.50";
     let cases: Vec<(&str, String, String)> = vec![
+        (
+            "tvd_vertical_words('0', '10')",
+            mail(
+                "Subject: a",
+                "BuyCheapPillsOnline\n\nV\n\ni\n\na\n\ng\n\nr\n\na",
+            ),
+            mail(
+                "Subject: a",
+                "BuyCheapPillsOnline\n\nbuy   cheap pills online",
+            ),
+        ),
+        (
+            "check_stock_info('3')",
+            mail("Subject: a", stock),
+            with_part("Content-Type: text/plain", stock),
+        ),
+        (
+            "check_stock_info('2')",
+            mail("Subject: a", "Ticker: ACMM\nOur stock symbol: ACMM"),
+            mail(
+                "Subject: a",
+                "Symbol:\nMeeting: noon\nx: target: y\nThe stock price: up",
+            ),
+        ),
         (
             "check_iframe_src()",
             html("<iframe width=1 SRC = 'http://x.example/t'></iframe>"),
