@@ -1,6 +1,10 @@
 //! What a message's HTML shows the eval tests, read in one pass: tags, images, links, and
 //! the statistics SpamAssassin's HTML tests read (`html_range`, `html_eval`, `html_test`,
-//! `html_text_match`), as its HTML reader defines them.
+//! `html_text_match`), as its HTML reader defines them, and the colours of the text
+//! ([`super::html_color`]).
+
+use super::eval::HtmlExtras;
+use super::html_color::{ColorFlags, ColorStack};
 
 /// The facts of one message's HTML parts.
 #[derive(Default)]
@@ -10,7 +14,11 @@ pub(super) struct HtmlFacts {
     pub(super) text_chars: usize,
     pub(super) tags: TagCounts,
     pub(super) anchors: Vec<Anchor>,
+    /// An `<iframe>` with a `src` that is not blank: a page the mail pulls in when shown.
+    pub(super) iframe_src: bool,
     pub(super) stats: Stats,
+    /// Read only when a test asks for them ([`HtmlExtras::colors`]).
+    pub(super) colors: ColorFlags,
 }
 
 /// A link with a target.
@@ -247,9 +255,11 @@ fn in_word(c: char) -> bool {
 /// One pass over the markup's bytes, the way a lenient reader sees it: a tag runs from
 /// `<` to the next `>`, a comment to `-->`, text is what lies between. Tag counts, text
 /// bytes outside tags (UTF-8 bytes, not characters: a ratio does not need more), image
-/// areas from `width`/`height`, each link's target and visible text, and, with `stats`,
-/// [`Stats`].
-pub(super) fn html_facts(html: &str, stats_wanted: bool) -> HtmlFacts {
+/// areas from `width`/`height`, each link's target and visible text, and what `extras`
+/// asks for: [`Stats`], the text's colours.
+pub(super) fn html_facts(html: &str, extras: HtmlExtras) -> HtmlFacts {
+    let stats_wanted = extras.stats;
+    let mut colors = extras.colors.then(ColorStack::new);
     let mut facts = HtmlFacts::default();
     let stats = &mut facts.stats;
     stats.max_size = DEFAULT_FONT_PX;
@@ -271,6 +281,11 @@ pub(super) fn html_facts(html: &str, stats_wanted: bool) -> HtmlFacts {
         }
         if in_title && let Some(title) = stats.titles.last_mut() {
             title.push_str(text);
+        }
+        if hidden == 0
+            && let Some(colors) = &mut colors
+        {
+            colors.text(text);
         }
         if stats_wanted && hidden == 0 && !text.is_empty() {
             if word_open && text.starts_with(in_word) {
@@ -326,6 +341,13 @@ pub(super) fn html_facts(html: &str, stats_wanted: bool) -> HtmlFacts {
         let name = &lowercase[..n];
         let attributes = &tag[n..];
         let closed = closed && !attributes.starts_with('_');
+        if let Some(colors) = &mut colors {
+            if closing {
+                colors.close(name);
+            } else if closed {
+                colors.open(name, attributes);
+            }
+        }
         if stats_wanted {
             // Office's `<o:p>`, `<st1:place>`: elements of their own.
             let namespaced = bytes.get(n) == Some(&b':')
@@ -387,6 +409,12 @@ pub(super) fn html_facts(html: &str, stats_wanted: bool) -> HtmlFacts {
                     .find(|href| !href.is_empty())
                     .map(|href| (href, String::new(), 0));
             }
+            (b"iframe", false) => {
+                // A `src` of spaces loads nothing; NBSP counts as a space, as SpamAssassin
+                // trims it too.
+                facts.iframe_src |= attribute(attributes, "src")
+                    .is_some_and(|src| !src.trim_matches(char::is_whitespace).is_empty());
+            }
             (b"a", true) if attributes.trim().is_empty() => {
                 if let Some((href, shown, images)) = link.take() {
                     facts.anchors.push(Anchor {
@@ -399,6 +427,7 @@ pub(super) fn html_facts(html: &str, stats_wanted: bool) -> HtmlFacts {
             _ => {}
         }
     }
+    facts.colors = colors.map_or_else(ColorFlags::default, |c| c.flags);
     facts
 }
 
@@ -428,7 +457,10 @@ fn read_stats_attributes(name: &[u8], attributes: &str, stats: &mut Stats) {
 
 /// What follows each `name =` in a tag's attributes (the name matched without regard to
 /// case, at the start of a word): the raw rest of the tag, quote and all.
-fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Item = &'t str> {
+pub(super) fn attribute_values<'t>(
+    attributes: &'t str,
+    name: &'t str,
+) -> impl Iterator<Item = &'t str> {
     let bytes = attributes.as_bytes();
     let first = name.as_bytes()[0];
     // Where the name's first letter is, in either case: few places in a tag.
@@ -451,7 +483,7 @@ fn attribute_values<'t>(attributes: &'t str, name: &'t str) -> impl Iterator<Ite
 }
 
 /// The first value of attribute `name`: inside its quotes, or up to a space.
-fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t str> {
+pub(super) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t str> {
     let raw = attribute_values(attributes, name).next()?;
     Some(match raw.chars().next() {
         Some(quote @ ('"' | '\'')) => {
@@ -545,6 +577,11 @@ fn is_font_list(face: &str) -> bool {
 mod tests {
     use super::*;
 
+    const STATS: HtmlExtras = HtmlExtras {
+        stats: true,
+        colors: false,
+    };
+
     #[test]
     fn one_pass_reads_links_images_and_tags_as_a_lenient_reader_would() {
         let html = "<HTML><body>Hi <A class=x HREF=\"http://a.example/x\" title='t'>Click <b>here</b></a >\
@@ -552,7 +589,7 @@ mod tests {
             <a data-href=http://c.example>outer <a href=http://d.example>inner</a> tail</a>\
             <img src=x WIDTH=\"120\" height = '1234567'><img src=y><img_x width=5 height=5>\
             <a href=http://open.example>never closed";
-        let f = html_facts(html, false);
+        let f = html_facts(html, HtmlExtras::default());
         let links: Vec<(&str, &str)> = f
             .anchors
             .iter()
@@ -595,7 +632,7 @@ mod tests {
             <span style='color: red; font-size: 30pt'>x</span> \
             <a href=http://a.example><img src=a.gif>pic</a><object></object>\
             <form action=\"MAILTO:x@example.org\"></form></body></html>";
-        let s = html_facts(html, true).stats;
+        let s = html_facts(html, STATS).stats;
         assert_eq!(s.comments, ["<!-- a > b -->", "<!x>"]);
         assert_eq!(s.titles, ["Big deal"]);
         // `fr|ee` and `g|ift`: not `ok|now` (a break) nor text in a style sheet.
@@ -612,7 +649,10 @@ mod tests {
         assert_eq!(s.closed_extra, 2);
         assert_eq!(s.max_size, 30.0 * 1.33);
         assert!(s.embeds && s.form_action_mailto && !s.font_face_bad);
-        let f = html_facts("<a href=x><img src=a><img src=b></a>", false);
+        let f = html_facts(
+            "<a href=x><img src=a><img src=b></a>",
+            HtmlExtras::default(),
+        );
         assert_eq!(f.anchors[0].images, 2);
         for (face, bad) in [
             ("Arial", false),
@@ -624,7 +664,7 @@ mod tests {
             ("Arial<>", true),
             ("", true),
         ] {
-            let s = html_facts(&format!("<font face='{face}'>x</font>"), true).stats;
+            let s = html_facts(&format!("<font face='{face}'>x</font>"), STATS).stats;
             assert_eq!(s.font_face_bad, bad, "{face}");
         }
         for (size, px) in [

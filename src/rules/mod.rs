@@ -15,9 +15,11 @@
 
 mod anchored;
 pub mod auth;
+mod body_eval;
 pub mod eval;
 mod freemail;
 mod header_eval;
+mod html_color;
 mod html_facts;
 mod image_info;
 mod lists;
@@ -169,8 +171,8 @@ pub struct RuleSet {
     /// `tflags multiple` rules: counted past their first hit, up to their `maxhits`.
     counted: Vec<Counted>,
     evals: Vec<(usize, eval::Eval)>,
-    /// Whether an eval reads SpamAssassin's HTML statistics.
-    html_stats: bool,
+    /// What the evals read of the HTML beyond tags, links and images.
+    html_extras: eval::HtmlExtras,
     /// In dependency order.
     metas: meta::Program,
     /// The rules scored as decisive ([`crate::model::DECISIVE_SCORE`]), with their scores:
@@ -256,7 +258,7 @@ impl RuleSet {
             }
             match compiled {
                 CompiledRule::Eval(e) => {
-                    set.html_stats |= e.reads_html_stats();
+                    set.html_extras = set.html_extras | e.html_extras();
                     set.evals.push((id, e))
                 }
                 CompiledRule::Meta(expr) => metas.push((id, expr)),
@@ -393,7 +395,7 @@ impl RuleSet {
     pub fn evaluate_all(&self, msg: &Message) -> Vec<u32> {
         let mut hits = vec![0u32; self.rules.len()];
         // What several rules read of the message, found once when first asked for.
-        let mut facts = eval::Facts::new(msg, self.html_stats);
+        let mut facts = eval::Facts::new(msg, self.html_extras);
         for g in &self.headers {
             let value = if g.mime {
                 let name = match &g.target {
@@ -867,7 +869,7 @@ pub fn profile(set: &RuleSet, msgs: &[Message]) -> Vec<(String, std::time::Durat
     for (id, e) in &set.evals {
         let t = Instant::now();
         for m in msgs {
-            let mut facts = eval::Facts::new(m, set.html_stats);
+            let mut facts = eval::Facts::new(m, set.html_extras);
             e.test(&mut facts);
         }
         out.push((format!("eval {}", set.rules[*id].name), t.elapsed()));

@@ -1085,7 +1085,59 @@ fn builtin_evals() {
              --b\nContent-Type: text/html\n\n{html}\n--b--\n"
         )
     };
+    let stock =
+        "Company: Acme Mining Corp\nS.y.m.b.o.l : ACMM\n  Current Price:\t$0.12\nTarget: $1.50";
     let cases: Vec<(&str, String, String)> = vec![
+        (
+            "html_test('font_low_contrast')",
+            html("<p>Hello</p><font color=\"#FFFFFE\">hidden words</font>"),
+            html(
+                "<font color=navy>navy</font><font color=white>&nbsp; </font>\
+                 <table bgcolor=#000000><tr><td><font color=white>white on black</font></td></tr></table>",
+            ),
+        ),
+        // spamnb reads `bgcolor`, where SpamAssassin does not.
+        (
+            "html_test('font_low_contrast')",
+            html("<table bgcolor=\"#000000\"><tr><td>black on black</td></tr></table>"),
+            html("<div style=\"background-color: #000; color: #fff\">white on black</div>"),
+        ),
+        (
+            "html_test('font_invalid_color')",
+            html("<font color=\"zzz\">x</font>"),
+            html(
+                "<font color=\"#F00\">x</font><span style=\"color: rgb(10%, 20, 30) !important\">y</span>",
+            ),
+        ),
+        (
+            "tvd_vertical_words('0', '10')",
+            mail(
+                "Subject: a",
+                "BuyCheapPillsOnline\n\nV\n\ni\n\na\n\ng\n\nr\n\na",
+            ),
+            mail(
+                "Subject: a",
+                "BuyCheapPillsOnline\n\nbuy   cheap pills online",
+            ),
+        ),
+        (
+            "check_stock_info('3')",
+            mail("Subject: a", stock),
+            with_part("Content-Type: text/plain", stock),
+        ),
+        (
+            "check_stock_info('2')",
+            mail("Subject: a", "Ticker: ACMM\nOur stock symbol: ACMM"),
+            mail(
+                "Subject: a",
+                "Symbol:\nMeeting: noon\nx: target: y\nThe stock price: up",
+            ),
+        ),
+        (
+            "check_iframe_src()",
+            html("<iframe width=1 SRC = 'http://x.example/t'></iframe>"),
+            html("<iframe src=' \u{a0}'></iframe><iframe></iframe><p>src=http://x.example/</p>"),
+        ),
         (
             "check_for_mime('mime_attachment')",
             with_part(

@@ -381,7 +381,8 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
 
 /// SpamAssassin's own FreeMail, WLBLEval, WelcomeListSubject and VBounce blocks load from its
 /// shipped files, none of their rules skipped, and its list of free mail domains feeds
-/// FREEMAIL_FROM and the Reply-To tests.
+/// FREEMAIL_FROM and the Reply-To tests; its HTML rules read the statistics and the text's
+/// colours.
 #[test]
 fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
     if !have("spamassassin") {
@@ -453,6 +454,24 @@ fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
     assert!(
         plain.contains("\"HTML_MESSAGE\"") && !plain.contains("HTML_OBFUSCATE"),
         "{plain}"
+    );
+    // Words in (nearly) their background's colour, and white on a black cell, which shows.
+    let html = |body: &str| {
+        rules_hit(&format!(
+            "From: a@example.org\nTo: you@example.org\nSubject: hi\nContent-Type: text/html\n\n\
+             <html><body><p>Hello</p>{body}</body></html>\n"
+        ))
+    };
+    let hidden = html(
+        "<div style=\"background-color: #ffffff\"><font color=\"#fefefe\">bayes food</font></div>",
+    );
+    assert!(hidden.contains("\"HTML_FONT_LOW_CONTRAST\""), "{hidden}");
+    let shown = html(
+        "<table bgcolor=\"#000000\"><tr><td><font color=\"#ffffff\">Readable</font></td></tr></table>",
+    );
+    assert!(
+        shown.contains("\"HTML_MESSAGE\"") && !shown.contains("LOW_CONTRAST"),
+        "{shown}"
     );
 }
 
