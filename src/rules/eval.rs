@@ -187,7 +187,7 @@ pub enum HtmlStat {
     NonElementRatio,
     /// Words split by a tag, per tag.
     ObfuscationRatio,
-    /// The largest font size, in pixels.
+    /// The largest font, as the `<font size>` (1 to 7) it is at least.
     MaxSize,
     /// Bytes of HTML.
     Length,
@@ -263,7 +263,7 @@ impl HtmlStat {
                 ratio(s.tags_seen - s.elements_seen, s.tags_seen)
             }
             HtmlStat::ObfuscationRatio if s.obfuscation > 0 => ratio(s.obfuscation, s.tags),
-            HtmlStat::MaxSize => Some(s.max_size),
+            HtmlStat::MaxSize => Some(super::html_facts::font_size_number(s.max_size)),
             HtmlStat::Length => Some(html.len() as f64),
             _ => None,
         }

@@ -1233,9 +1233,15 @@ fn builtin_evals() {
             plain_html.clone(),
         ),
         (
-            "html_range('max_size', '30', 'inf')",
+            "html_range('max_size', '6', 'inf')",
             html("<font size=7>x</font>"),
-            html("<font size=3>x</font>"),
+            html("<font size=6>x</font>"),
+        ),
+        // A style sheet's size counts as the `<font size>` it is at least.
+        (
+            "html_range('max_size', '6', 'inf')",
+            html("<p style=\"font-size: 50px\">x</p>"),
+            html("<p style=\"font-size: 40px\">x</p>"),
         ),
         (
             "html_eval('length', '< 100')",
