@@ -50,6 +50,8 @@ const KNOWN: &[&str] = &[
     "check_mime_multipart_ratio",
     "check_msg_parse_flags",
     "check_ma_non_text",
+    "multipart_alternative_difference",
+    "multipart_alternative_difference_count",
 ];
 
 pub fn known(name: &str) -> bool {
@@ -326,6 +328,13 @@ pub fn compile(
             Eval::Mime(MimeTest::ParseFlag(flag))
         }
         "check_ma_non_text" => Eval::Mime(MimeTest::AlternativeNotText),
+        "multipart_alternative_difference" => {
+            Eval::Mime(MimeTest::AlternativeDifference(num(0)?, num(1)?))
+        }
+        "multipart_alternative_difference_count" => Eval::Mime(MimeTest::AlternativeWordRatio {
+            ratio: num(0)?,
+            min_html: num(1)?,
+        }),
         "check_header_count_range" => Eval::HeaderCount(text(0)?, num(1)?, num(2)?),
         "check_for_uppercase" => Eval::Uppercase(num(0)?, num(1)?),
         "check_body_length" => Eval::BodyLength(num(0)?),
@@ -415,6 +424,7 @@ pub struct Facts<'m> {
     html_stats: bool,
     html: Option<HtmlFacts>,
     mime_tree: Option<MimeTree>,
+    alternative: Option<super::alternative::Difference>,
     body: Option<String>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
@@ -436,6 +446,7 @@ impl<'m> Facts<'m> {
             html_stats,
             html: None,
             mime_tree: None,
+            alternative: None,
             body: None,
             date_shift: None,
             auth: None,
@@ -478,6 +489,17 @@ impl<'m> Facts<'m> {
     pub(super) fn mime_tree(&mut self) -> &MimeTree {
         let msg = self.msg;
         self.mime_tree.get_or_insert_with(|| mime_tree(msg))
+    }
+
+    /// How the text of the message's multipart/alternatives differs from their HTML: two
+    /// tests read it.
+    pub(super) fn alternative_difference(&mut self) -> super::alternative::Difference {
+        if let Some(difference) = self.alternative {
+            return difference;
+        }
+        let msg = self.msg;
+        let difference = super::alternative::difference(msg, self.mime_tree());
+        *self.alternative.insert(difference)
     }
 
     fn anchors(&mut self) -> &[Anchor] {

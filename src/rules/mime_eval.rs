@@ -1,7 +1,7 @@
 //! SpamAssassin's MIME tests that read the parts as written: attachments, oddly named
 //! charsets, over-long quoted-printable and base64 lines, how much text stands beside
-//! the HTML of a multipart/alternative, what else an alternative holds, and what the
-//! parser found malformed.
+//! the HTML of a multipart/alternative and how different it is, and what the parser found
+//! malformed.
 
 use std::sync::LazyLock;
 
@@ -32,6 +32,12 @@ pub enum Test {
     /// A multipart/alternative with a part of its own that is not text (an image, an
     /// attachment): nothing its reader can choose instead of the other parts.
     AlternativeNotText,
+    /// Of the distinct words of a multipart/alternative's HTML, the percentage its text
+    /// lacks, in (min, max] (from 0 for a min of 0).
+    AlternativeDifference(f64, f64),
+    /// An HTML part of more than `min_html` distinct words beside a text part of more than
+    /// `ratio` times as many, in a multipart/alternative.
+    AlternativeWordRatio { ratio: f64, min_html: f64 },
 }
 
 /// What SpamAssassin's parser records as malformed, by its name for it
@@ -128,6 +134,15 @@ impl Test {
         match self {
             Test::ParseFlag(flag) => flag.is_set(&facts.mime_tree().flags),
             Test::AlternativeNotText => alternative_not_text(facts.mime_tree()),
+            Test::AlternativeDifference(min, max) => {
+                let percent = facts.alternative_difference().percent;
+                (*min == 0.0 || percent > *min) && percent <= *max
+            }
+            Test::AlternativeWordRatio { ratio, min_html } => {
+                let d = facts.alternative_difference();
+                let (html, text) = (d.html_words as f64, d.text_words as f64);
+                html > *min_html && text / html > *ratio
+            }
             _ => {
                 let msg = facts.msg;
                 self.holds_in_parts(msg, facts.mime_parts())
@@ -178,7 +193,10 @@ impl Test {
                 ratio >= *min && ratio < *max
             }
             // Read by `holds`, from the whole tree.
-            Test::ParseFlag(_) | Test::AlternativeNotText => false,
+            Test::ParseFlag(_)
+            | Test::AlternativeNotText
+            | Test::AlternativeDifference(..)
+            | Test::AlternativeWordRatio { .. } => false,
         }
     }
 }

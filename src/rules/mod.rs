@@ -14,6 +14,7 @@
 //! Loading never fails: a rule that cannot be used is skipped with its file, line and
 //! reason.
 
+mod alternative;
 mod anchored;
 pub mod auth;
 pub mod eval;

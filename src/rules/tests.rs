@@ -1134,6 +1134,19 @@ fn builtin_evals() {
             ),
         ),
         (
+            "multipart_alternative_difference('99', '100')",
+            alternative(
+                "Dear friend, see you soon.",
+                "<p>Cheap <b>pills</b> now</p>",
+            ),
+            alternative("Cheap pills now", "<p>Cheap <b>pills</b> now</p>"),
+        ),
+        (
+            "multipart_alternative_difference_count('3', '1')",
+            alternative("one two three four five six seven", "<p>one two</p>"),
+            alternative("one two three", "<p>one two</p>"),
+        ),
+        (
             "check_for_mime('mime_attachment')",
             with_part(
                 "Content-Type: application/pdf\nContent-Disposition: attachment; filename=a.pdf",
