@@ -152,11 +152,15 @@ fn decoded(part: &MimePart, raw: &[u8]) -> String {
 }
 
 /// Counts the words of `text` into `counts`: what stands between white space, if it has a
-/// letter, a digit or `_` (a bullet or a rule of dashes is no word). Case and punctuation
-/// are kept: they are the same in both parts of a message written once.
+/// letter, a digit or `_` of any script (a bullet or a rule of dashes is no word). Case and
+/// punctuation are kept: they are the same in both parts of a message written once.
+///
+/// SpamAssassin looks for an ASCII letter in the undecoded bytes, which finds one in most
+/// Big5 or Shift JIS characters (their second byte) and none in UTF-8 Chinese: text decoded
+/// here, a letter of any script is what it means.
 fn count_words(counts: &mut HashMap<String, usize>, text: &str) {
     let words = text.split(|c: char| c.is_ascii_whitespace());
-    for word in words.filter(|w| w.bytes().any(|b| b.is_ascii_alphanumeric() || b == b'_')) {
+    for word in words.filter(|w| w.chars().any(|c| c.is_alphanumeric() || c == '_')) {
         *counts.entry(word.to_string()).or_default() += 1;
     }
 }
@@ -168,7 +172,10 @@ mod tests {
     #[test]
     fn words_are_what_has_a_word_character() {
         let mut counts = HashMap::new();
-        count_words(&mut counts, "Buy  now\t- buy NOW, *** now\n_ 42");
+        count_words(
+            &mut counts,
+            "Buy  now\t- buy NOW, *** now\n_ 42 \u{7acb}\u{5373} \u{2022}",
+        );
         let mut words: Vec<(&str, usize)> = counts.iter().map(|(w, n)| (w.as_str(), *n)).collect();
         words.sort();
         assert_eq!(
@@ -179,7 +186,8 @@ mod tests {
                 ("NOW,", 1),
                 ("_", 1),
                 ("buy", 1),
-                ("now", 2)
+                ("now", 2),
+                ("\u{7acb}\u{5373}", 1)
             ]
         );
     }
