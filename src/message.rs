@@ -17,6 +17,8 @@ mod html;
 pub mod image;
 
 pub use digest::{Digest, DigestKind};
+/// HTML as the text its reader sees: what [`Message::text`] holds of an HTML part.
+pub use html::to_text as html_to_text;
 
 /// Where spamnb keeps the Subject of spam it tagged (`[model] subject_tag`), as it was sent;
 /// empty when there was none. Learning and the ledger read the subject from it.

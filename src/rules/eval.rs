@@ -11,9 +11,10 @@ use super::Target;
 use super::body_eval;
 use super::html_facts::{Anchor, HtmlFacts, html_facts};
 use super::matcher::CountPattern;
-use super::mime_eval::Test as MimeTest;
+use super::mime_eval::{ParseFlag, Test as MimeTest};
+use super::mime_tree::{MimePart, MimeTree, mime_tree};
 use super::perl::{self, PerlPattern};
-use super::target::{MimePart, envelope_sender, mime_parts};
+use super::target::envelope_sender;
 use crate::message::{Encoded, Message, url_host};
 
 /// Names of every eval spamnb has.
@@ -51,6 +52,10 @@ const KNOWN: &[&str] = &[
     "check_stock_info",
     "check_base64_length",
     "check_mime_multipart_ratio",
+    "check_msg_parse_flags",
+    "check_ma_non_text",
+    "multipart_alternative_difference",
+    "multipart_alternative_difference_count",
 ];
 
 pub fn known(name: &str) -> bool {
@@ -354,6 +359,10 @@ pub fn compile(
             "mime_attachment" => Eval::Mime(MimeTest::Attachment),
             "mime_bad_iso_charset" => Eval::Mime(MimeTest::BadIsoCharset),
             "mime_qp_long_line" => Eval::Mime(MimeTest::QpLongLine),
+            // SpamAssassin 4.0.1 never hits here, a bug: its parser sets the flag on the
+            // message, and this test reads its per-message results. spamnb does what the
+            // rule says: a multipart of 1000 parts or more.
+            "mimepart_limit_exceeded" => Eval::Mime(MimeTest::ParseFlag(ParseFlag::PartLimit)),
             other => return Err(format!("{name}('{other}')")),
         },
         "check_base64_length" => Eval::Mime(MimeTest::Base64Length(
@@ -361,6 +370,19 @@ pub fn compile(
             args.get(1).map_or(Ok(f64::INFINITY), |_| num(1))?,
         )),
         "check_mime_multipart_ratio" => Eval::Mime(MimeTest::MultipartRatio(num(0)?, num(1)?)),
+        "check_msg_parse_flags" => {
+            let flag = text(0)?;
+            let flag = ParseFlag::parse(&flag).ok_or_else(|| format!("{name}('{flag}')"))?;
+            Eval::Mime(MimeTest::ParseFlag(flag))
+        }
+        "check_ma_non_text" => Eval::Mime(MimeTest::AlternativeNotText),
+        "multipart_alternative_difference" => {
+            Eval::Mime(MimeTest::AlternativeDifference(num(0)?, num(1)?))
+        }
+        "multipart_alternative_difference_count" => Eval::Mime(MimeTest::AlternativeWordRatio {
+            ratio: num(0)?,
+            min_html: num(1)?,
+        }),
         "check_header_count_range" => Eval::HeaderCount(text(0)?, num(1)?, num(2)?),
         "check_for_uppercase" => Eval::Uppercase(num(0)?, num(1)?),
         "check_body_length" => Eval::BodyLength(num(0)?),
@@ -455,7 +477,8 @@ pub struct Facts<'m> {
     pub msg: &'m Message<'m>,
     html_extras: HtmlExtras,
     html: Option<HtmlFacts>,
-    mime_parts: Option<Vec<MimePart>>,
+    mime_tree: Option<MimeTree>,
+    alternative: Option<super::alternative::Difference>,
     body: Option<String>,
     /// Hours from the Date header to the newest Received line's date, when both parse.
     date_shift: Option<Option<f64>>,
@@ -475,7 +498,8 @@ impl<'m> Facts<'m> {
             msg,
             html_extras,
             html: None,
-            mime_parts: None,
+            mime_tree: None,
+            alternative: None,
             body: None,
             date_shift: None,
             auth: None,
@@ -511,8 +535,24 @@ impl<'m> Facts<'m> {
 
     /// The MIME parts as written, for mimeheader rules and the MIME tests.
     pub(super) fn mime_parts(&mut self) -> &[MimePart] {
+        &self.mime_tree().parts
+    }
+
+    /// The MIME parts as written, with the part holding each, and what was malformed.
+    pub(super) fn mime_tree(&mut self) -> &MimeTree {
         let msg = self.msg;
-        self.mime_parts.get_or_insert_with(|| mime_parts(msg))
+        self.mime_tree.get_or_insert_with(|| mime_tree(msg))
+    }
+
+    /// How the text of the message's multipart/alternatives differs from their HTML: two
+    /// tests read it.
+    pub(super) fn alternative_difference(&mut self) -> super::alternative::Difference {
+        if let Some(difference) = self.alternative {
+            return difference;
+        }
+        let msg = self.msg;
+        let difference = super::alternative::difference(msg, self.mime_tree());
+        *self.alternative.insert(difference)
     }
 
     fn anchors(&mut self) -> &[Anchor] {
@@ -758,7 +798,7 @@ impl Eval {
                 *min == 0.0 || body_eval::stock_labels(first.unwrap_or_default()) as f64 >= *min
             }
             Eval::Image(test) => test.holds(facts),
-            Eval::Mime(test) => test.holds(msg, facts.mime_parts()),
+            Eval::Mime(test) => test.holds(facts),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
             Eval::Header(test) => test.holds(msg),
@@ -919,6 +959,9 @@ mod tests {
         assert!(compile("html_text_match('script', 'x')").is_err());
         assert!(compile("html_eval('length', 'about 5')").is_err());
         assert!(compile("html_range('length', '0', '1024')").is_ok());
+        // SpamAssassin answers for any key of its message object; spamnb for its flags.
+        assert!(compile("check_msg_parse_flags('type')").is_err());
+        assert!(compile("check_msg_parse_flags('mime_epilogue_exists')").is_ok());
     }
 
     #[test]

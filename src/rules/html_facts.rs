@@ -500,7 +500,11 @@ const FONT_SIZE_PIXELS: [f64; 7] = [10.0, 13.0, 16.0, 18.0, 24.0, 32.0, 48.0];
 /// A size in pixels as the `<font size>`, 1 to 7, it is at least: SpamAssassin's rules
 /// give sizes so (`html_range('max_size', '6', 'inf')`: 32 pixels or more).
 pub(super) fn font_size_number(pixels: f64) -> f64 {
-    FONT_SIZE_PIXELS.iter().filter(|&&p| p <= pixels).count().max(1) as f64
+    FONT_SIZE_PIXELS
+        .iter()
+        .filter(|&&p| p <= pixels)
+        .count()
+        .max(1) as f64
 }
 
 /// A `<font size>` in pixels: 1 to 7 (or a step from 3, `+2`).

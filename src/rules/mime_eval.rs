@@ -1,12 +1,15 @@
 //! SpamAssassin's MIME tests that read the parts as written: attachments, oddly named
-//! charsets, over-long quoted-printable and base64 lines, and how much text stands beside
-//! the HTML of a multipart/alternative.
+//! charsets, over-long quoted-printable and base64 lines, how much text stands beside
+//! the HTML of a multipart/alternative and how different it is, and what the parser found
+//! malformed.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::target::{MimePart, content_type_param};
+use super::eval::Facts;
+use super::mime_tree::{MimePart, MimeTree, ParseFlags};
+use super::target::content_type_param;
 use crate::message::Message;
 
 #[derive(Debug, Clone)]
@@ -24,6 +27,54 @@ pub enum Test {
     /// The text part's bytes per byte of the HTML part in a multipart/alternative (1
     /// where there is no such pair), in [min, max).
     MultipartRatio(f64, f64),
+    /// Something SpamAssassin's parser records as malformed.
+    ParseFlag(ParseFlag),
+    /// A multipart/alternative with a part of its own that is not text (an image, an
+    /// attachment): nothing its reader can choose instead of the other parts.
+    AlternativeNotText,
+    /// Of the distinct words of a multipart/alternative's HTML, the percentage its text
+    /// lacks, in (min, max] (from 0 for a min of 0).
+    AlternativeDifference(f64, f64),
+    /// An HTML part of more than `min_html` distinct words beside a text part of more than
+    /// `ratio` times as many, in a multipart/alternative.
+    AlternativeWordRatio { ratio: f64, min_html: f64 },
+}
+
+/// What SpamAssassin's parser records as malformed, by its name for it
+/// (`check_msg_parse_flags('missing_mime_headers')`); see [`ParseFlags`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseFlag {
+    MissingHeadBodySeparator,
+    TruncatedHeader,
+    MissingMimeHeaders,
+    MissingMimeHeadBodySeparator,
+    MimeEpilogue,
+    PartLimit,
+}
+
+impl ParseFlag {
+    pub(super) fn parse(name: &str) -> Option<ParseFlag> {
+        Some(match name {
+            "missing_head_body_separator" => ParseFlag::MissingHeadBodySeparator,
+            "truncated_header" => ParseFlag::TruncatedHeader,
+            "missing_mime_headers" => ParseFlag::MissingMimeHeaders,
+            "missing_mime_head_body_separator" => ParseFlag::MissingMimeHeadBodySeparator,
+            "mime_epilogue_exists" => ParseFlag::MimeEpilogue,
+            "mimepart_limit_exceeded" => ParseFlag::PartLimit,
+            _ => return None,
+        })
+    }
+
+    fn is_set(self, flags: &ParseFlags) -> bool {
+        match self {
+            ParseFlag::MissingHeadBodySeparator => flags.missing_head_body_separator,
+            ParseFlag::TruncatedHeader => flags.truncated_header,
+            ParseFlag::MissingMimeHeaders => flags.missing_mime_headers,
+            ParseFlag::MissingMimeHeadBodySeparator => flags.missing_mime_head_body_separator,
+            ParseFlag::MimeEpilogue => flags.mime_epilogue,
+            ParseFlag::PartLimit => flags.part_limit,
+        }
+    }
 }
 
 /// A leaf of the message as written: its content type and transfer encoding, lowercase,
@@ -41,15 +92,15 @@ fn lowercase(value: Option<&str>) -> String {
 
 /// The parts with a body of their own: the message itself when it has no parts.
 fn leaves<'m>(msg: &'m Message, parts: &[MimePart]) -> Vec<Leaf<'m>> {
-    let raw = msg.raw_body();
     if parts.is_empty() {
         return vec![Leaf {
             content_type: lowercase(msg.header("content-type")),
             encoding: lowercase(msg.header("content-transfer-encoding")),
             attachment: lowercase(msg.header("content-disposition")).contains("attachment"),
-            body: raw,
+            body: msg.raw_body(),
         }];
     }
+    let raw = msg.raw;
     (parts.iter())
         .map(|p| Leaf {
             content_type: lowercase(p.header("content-type")),
@@ -79,7 +130,28 @@ static USUAL_ISO_CHARSET: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 impl Test {
-    pub(super) fn holds(&self, msg: &Message, parts: &[MimePart]) -> bool {
+    pub(super) fn holds(&self, facts: &mut Facts) -> bool {
+        match self {
+            Test::ParseFlag(flag) => flag.is_set(&facts.mime_tree().flags),
+            Test::AlternativeNotText => alternative_not_text(facts.mime_tree()),
+            Test::AlternativeDifference(min, max) => {
+                let percent = facts.alternative_difference().percent;
+                (*min == 0.0 || percent > *min) && percent <= *max
+            }
+            Test::AlternativeWordRatio { ratio, min_html } => {
+                let d = facts.alternative_difference();
+                let (html, text) = (d.html_words as f64, d.text_words as f64);
+                html > *min_html && text / html > *ratio
+            }
+            _ => {
+                let msg = facts.msg;
+                self.holds_in_parts(msg, facts.mime_parts())
+            }
+        }
+    }
+
+    /// The tests that read each part on its own.
+    fn holds_in_parts(&self, msg: &Message, parts: &[MimePart]) -> bool {
         match self {
             Test::Attachment => {
                 lowercase(msg.header("content-disposition")).contains("attachment")
@@ -120,8 +192,29 @@ impl Test {
                 };
                 ratio >= *min && ratio < *max
             }
+            // Read by `holds`, from the whole tree.
+            Test::ParseFlag(_)
+            | Test::AlternativeNotText
+            | Test::AlternativeDifference(..)
+            | Test::AlternativeWordRatio { .. } => false,
         }
     }
+}
+
+/// Whether a multipart/alternative directly holds a part (not a multipart) that is
+/// neither text, RTF nor a multipart/related.
+fn alternative_not_text(tree: &MimeTree) -> bool {
+    (tree.nodes())
+        .filter(|&n| tree.media_type(n) == "multipart/alternative")
+        .flat_map(|n| tree.children(n))
+        // A part holding parts is no choice of its own (SpamAssassin does not look inside).
+        .filter(|&c| tree.is_leaf(Some(c)))
+        .map(|c| tree.media_type(Some(c)))
+        .any(|kind| {
+            !kind.starts_with("text/")
+                && !kind.starts_with("multipart/")
+                && kind != "application/rtf"
+        })
 }
 
 #[cfg(test)]

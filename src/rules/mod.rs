@@ -9,10 +9,12 @@
 //! - [`eval`]: built-in tests (`eval:html_image_ratio(...)` and friends).
 //! - `matcher`: every regex rule that reads one text, compiled to run together.
 //! - `target`: the header text a header rule reads.
+//! - `mime_tree`: the MIME parts as written, for mimeheader rules and MIME tests.
 //!
 //! Loading never fails: a rule that cannot be used is skipped with its file, line and
 //! reason.
 
+mod alternative;
 mod anchored;
 pub mod auth;
 mod body_eval;
@@ -26,6 +28,7 @@ mod lists;
 mod matcher;
 pub mod meta;
 mod mime_eval;
+mod mime_tree;
 pub mod parse;
 pub mod perl;
 mod relay;

@@ -1,12 +1,12 @@
-//! The header text that header and mimeheader rules read: `Subject`, `From:addr`, `ALL`,
-//! `ToCc`, the fields of each MIME part…
+//! The header text that header rules read: `Subject`, `From:addr`, `ALL`, `ToCc`… (each
+//! MIME part's fields, which mimeheader rules read, are `mime_tree`'s).
 
 use std::borrow::Cow;
 
 use mail_parser::HeaderValue;
 use mail_parser::parsers::MessageStream;
 
-use crate::message::{Message, line_end, unfold_into};
+use crate::message::{Message, unfold_into};
 
 /// Which header text a header rule reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -243,100 +243,6 @@ pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
         out.push_str(&v);
     }
     Some(Cow::Owned(out))
-}
-
-/// One MIME part as written: its header fields, unfolded, and where its body is in the
-/// message's raw body (up to the line break before the next boundary line).
-#[derive(Debug)]
-pub(super) struct MimePart {
-    pub(super) headers: Vec<(String, String)>,
-    pub(super) body: std::ops::Range<usize>,
-}
-
-impl MimePart {
-    /// The first value of header `name`.
-    pub(super) fn header(&self, name: &str) -> Option<&str> {
-        (self.headers.iter())
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Each MIME part of `msg`: the block after each boundary line, and the body after it.
-/// Boundaries are those declared, the message's own and each multipart part's, as a MIME
-/// parser reads them: a rule of dashes in a text, or a part quoted in one, opens no part.
-pub(super) fn mime_parts(msg: &Message) -> Vec<MimePart> {
-    let raw = msg.raw_body();
-    let mut boundaries: Vec<String> = msg
-        .header("content-type")
-        .and_then(|ct| content_type_param(ct, "boundary"))
-        .into_iter()
-        .collect();
-    let mut parts: Vec<MimePart> = Vec::new();
-    let mut in_headers = false;
-    let mut at = 0;
-    while at < raw.len() {
-        // In a body only a boundary line matters: the next line that starts with `--` is
-        // found with memmem, past the base64 of attachments a line at a time.
-        if !in_headers && !raw[at..].starts_with(b"--") {
-            match memchr::memmem::find(&raw[at..], b"\n--") {
-                Some(n) => at += n + 1,
-                None => break,
-            }
-        }
-        let start = at;
-        let end = line_end(raw, at);
-        let text = String::from_utf8_lossy(&raw[at..end]);
-        at = end;
-        // As `str::lines` ends a line: at LF, or CRLF.
-        let line = match text.strip_suffix('\n') {
-            Some(line) => line.strip_suffix('\r').unwrap_or(line),
-            None => &text,
-        };
-        if in_headers {
-            let part = parts.last_mut().expect("a part is open while in headers");
-            if line.trim().is_empty() {
-                in_headers = false;
-                part.body = at..raw.len();
-                // A multipart part declares the boundary of its own parts.
-                let nested = part
-                    .header("content-type")
-                    .and_then(|ct| content_type_param(ct, "boundary"));
-                if let Some(nested) = nested.filter(|b| !boundaries.contains(b)) {
-                    boundaries.push(nested);
-                }
-            } else if line.starts_with([' ', '\t']) {
-                if let Some(last) = part.headers.last_mut() {
-                    last.1.push(' ');
-                    last.1.push_str(line.trim());
-                }
-            } else if let Some((n, v)) = line.split_once(':') {
-                part.headers
-                    .push((n.trim().to_string(), v.trim().to_string()));
-            }
-        } else if let Some(delimiter) = line.strip_prefix("--").map(str::trim_end) {
-            // `--B` opens a part; `--B--` closes the multipart. Either ends the body before
-            // it, and the line break before a boundary belongs to the boundary.
-            let opens = boundaries.iter().any(|b| b == delimiter);
-            let closes = (delimiter.strip_suffix("--"))
-                .is_some_and(|closed| boundaries.iter().any(|b| b == closed));
-            if opens || closes {
-                let before = raw[..start].strip_suffix(b"\n").unwrap_or(&raw[..start]);
-                let before = before.strip_suffix(b"\r").unwrap_or(before);
-                if let Some(last) = parts.last_mut().filter(|p| p.body.end == raw.len()) {
-                    last.body.end = before.len().max(last.body.start);
-                }
-            }
-            if opens {
-                in_headers = true;
-                parts.push(MimePart {
-                    headers: Vec::new(),
-                    body: raw.len()..raw.len(),
-                });
-            }
-        }
-    }
-    parts
 }
 
 /// A parameter of a Content-Type value (`charset`, `boundary`), as mail-parser reads it.

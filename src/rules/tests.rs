@@ -1087,6 +1087,15 @@ fn builtin_evals() {
     };
     let stock =
         "Company: Acme Mining Corp\nS.y.m.b.o.l : ACMM\n  Current Price:\t$0.12\nTarget: $1.50";
+    // A multipart/mixed of `n` text parts.
+    let parts = |n: usize| {
+        let mut m = format!("{MULTIPART}\n\n");
+        for i in 0..n {
+            m.push_str(&format!("--b\nContent-Type: text/plain\n\npart {i}\n"));
+        }
+        m + "--b--\n"
+    };
+    let mixed = |body: &str| mail(MULTIPART, body);
     let cases: Vec<(&str, String, String)> = vec![
         (
             "html_test('font_low_contrast')",
@@ -1137,6 +1146,66 @@ fn builtin_evals() {
             "check_iframe_src()",
             html("<iframe width=1 SRC = 'http://x.example/t'></iframe>"),
             html("<iframe src=' \u{a0}'></iframe><iframe></iframe><p>src=http://x.example/</p>"),
+        ),
+        (
+            "check_msg_parse_flags('missing_head_body_separator')",
+            "Subject: a\nContent-Type: multipart/mixed; boundary=b\n--b\n\nx\n--b--\n".into(),
+            mixed("--b\n\nx\n--b--"),
+        ),
+        (
+            "check_msg_parse_flags('truncated_header')",
+            mail(&format!("Subject: {}", "word ".repeat(2000)), "x"),
+            mail(&format!("Subject: {}", "word ".repeat(1600)), "x"),
+        ),
+        (
+            "check_msg_parse_flags('missing_mime_headers')",
+            mixed("--b\nHello, no header here.\n--b--"),
+            mixed("--b\nContent-Type: text/plain\n\nHello.\n--b--"),
+        ),
+        (
+            "check_msg_parse_flags('missing_mime_head_body_separator')",
+            mixed("--b\nContent-Type: text/plain\nHello, no empty line.\n--b--"),
+            mixed("--b\nContent-Type: text/plain\n\nHello.\n--b--"),
+        ),
+        (
+            "check_msg_parse_flags('mime_epilogue_exists')",
+            mixed("--b\nContent-Type: text/plain\n\nHello.\n--b--\nBuy now\n"),
+            mixed("--b\nContent-Type: text/plain\n\nHello.\n--b--\n.\n\n"),
+        ),
+        (
+            "check_msg_parse_flags('mimepart_limit_exceeded')",
+            parts(1000),
+            parts(999),
+        ),
+        (
+            "check_for_mime('mimepart_limit_exceeded')",
+            parts(1000),
+            parts(999),
+        ),
+        (
+            "check_ma_non_text()",
+            format!(
+                "{}--b\nContent-Type: image/gif\n\nGIF89a\n--b--\n",
+                alternative("hi", "<p>hi</p>").trim_end_matches("--b--\n")
+            ),
+            format!(
+                "{}--b\nContent-Type: multipart/related; boundary=r\n\n\
+                 --r\nContent-Type: image/gif\n\nGIF89a\n--r--\n--b--\n",
+                alternative("hi", "<p>hi</p>").trim_end_matches("--b--\n")
+            ),
+        ),
+        (
+            "multipart_alternative_difference('99', '100')",
+            alternative(
+                "Dear friend, see you soon.",
+                "<p>Cheap <b>pills</b> now</p>",
+            ),
+            alternative("Cheap pills now", "<p>Cheap <b>pills</b> now</p>"),
+        ),
+        (
+            "multipart_alternative_difference_count('3', '1')",
+            alternative("one two three four five six seven", "<p>one two</p>"),
+            alternative("one two three", "<p>one two</p>"),
         ),
         (
             "check_for_mime('mime_attachment')",
@@ -1721,6 +1790,18 @@ fn builtin_evals() {
     for (call, yes, no) in cases {
         let rules = format!("body T eval:{call}\ndescribe T t\n");
         check(&rules, "T", &yes, &no);
+    }
+}
+
+/// SpamAssassin calls check_msg_parse_flags from header rules and from body rules: both
+/// read the same flags.
+#[test]
+fn parse_flags_are_read_by_header_and_body_rules() {
+    let headers_only = "Subject: a\nFrom: b@example.org".to_string();
+    let whole = mail("Subject: a\nFrom: b@example.org", "x");
+    for kind in ["header", "body"] {
+        let rules = format!("{kind} T eval:check_msg_parse_flags('missing_head_body_separator')\n");
+        check(&rules, "T", &headers_only, &whole);
     }
 }
 
@@ -2325,7 +2406,7 @@ fn mime_header_blocks_are_found_past_the_bodies() {
          --= in\nContent-Type: text/html;\n\tcharset=utf-8\n\n<p>hi</p>\n--= in--\n--b--\n"
     );
     let msg = Message::parse(raw.as_bytes(), LIMIT);
-    let parts = target::mime_parts(&msg);
+    let parts = mime_tree::mime_tree(&msg).parts;
     let blocks: Vec<&Vec<(String, String)>> = parts.iter().map(|p| &p.headers).collect();
     let names: Vec<Vec<&str>> = blocks
         .iter()
@@ -2344,7 +2425,7 @@ fn mime_header_blocks_are_found_past_the_bodies() {
     assert_eq!(blocks[1][1].1, "base64");
     assert_eq!(blocks[3][0].1, "text/html; charset=utf-8");
     // Each body runs to the line break before the next boundary line, its own or a parent's.
-    let body = |i: usize| String::from_utf8_lossy(&msg.raw_body()[parts[i].body.clone()]);
+    let body = |i: usize| String::from_utf8_lossy(&msg.raw[parts[i].body.clone()]);
     assert_eq!(
         body(0),
         "hi\r\n----------\r\nX-Fake: dashes\r\n\r\n--x\r\nX-Fake: quoted\r\n"

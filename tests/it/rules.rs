@@ -379,6 +379,70 @@ fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     }
 }
 
+/// The rules of SpamAssassin's shipped files that `raw` hits, as the JSON list `check` prints.
+fn spamassassin_rules_hit(dir: &Path, db: &Path, raw: &str) -> String {
+    let m = write(dir, "m.eml", raw);
+    let out = spamnb(db)
+        .env("SPAMNB_RULES", "/usr/share/spamassassin")
+        .args(["check", "--format", "json"])
+        .arg(&m)
+        .output()
+        .expect("run");
+    let json: serde_json::Value =
+        serde_json::from_str(&text(&out.stdout)).expect("one JSON verdict");
+    json["rules"].to_string()
+}
+
+/// SpamAssassin's own tests of a message's MIME structure hit from its shipped files: an
+/// alternative whose HTML says what its text does not (MPART_ALT_DIFF), a part whose body
+/// follows its header without an empty line (MISSING_MIME_HB_SEP), text after the closing
+/// boundary (T_TVD_MIME_EPI). A clean alternative hits none of them.
+#[test]
+fn spamassassins_mime_structure_rules_run_from_its_own_files() {
+    if !have("spamassassin") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let alternative = |text_part: &str, html_part: &str, epilogue: &str| {
+        format!(
+            "From: a@example.org\nTo: you@example.org\nSubject: hi\nMIME-Version: 1.0\n\
+             Content-Type: multipart/alternative; boundary=\"b\"\n\n\
+             --b\nContent-Type: text/plain\n{text_part}\n\
+             --b\nContent-Type: text/html\n\n{html_part}\n--b--\n{epilogue}"
+        )
+    };
+    let mpart = [
+        "\"MPART_ALT_DIFF\"",
+        "\"MISSING_MIME_HB_SEP\"",
+        "\"T_TVD_MIME_EPI\"",
+    ];
+    let odd = spamassassin_rules_hit(
+        dir.path(),
+        &db,
+        &alternative(
+            "Dear friend, see you at the meeting.",
+            "<html><body><p>Cheap watches, best prices</p></body></html>",
+            "epilogue\n",
+        ),
+    );
+    for rule in mpart {
+        assert!(odd.contains(rule), "{rule}: {odd}");
+    }
+    let clean = spamassassin_rules_hit(
+        dir.path(),
+        &db,
+        &alternative(
+            "\nSee you at the meeting.",
+            "<html><body><p>See you at the meeting.</p></body></html>",
+            "",
+        ),
+    );
+    for rule in mpart {
+        assert!(!clean.contains(rule), "{rule}: {clean}");
+    }
+}
+
 /// SpamAssassin's own FreeMail, WLBLEval, WelcomeListSubject and VBounce blocks load from its
 /// shipped files, none of their rules skipped, and its list of free mail domains feeds
 /// FREEMAIL_FROM and the Reply-To tests; its HTML rules read the statistics and the text's
@@ -409,18 +473,7 @@ fn spamassassins_freemail_and_list_rules_run_from_its_own_files() {
         );
     }
     assert!(report.contains("needs plugin PDFInfo,"), "{report}");
-    let rules_hit = |raw: &str| {
-        let m = write(dir.path(), "m.eml", raw);
-        let out = spamnb(&db)
-            .env("SPAMNB_RULES", "/usr/share/spamassassin")
-            .args(["check", "--format", "json"])
-            .arg(&m)
-            .output()
-            .expect("run");
-        let json: serde_json::Value =
-            serde_json::from_str(&text(&out.stdout)).expect("one JSON verdict");
-        json["rules"].to_string()
-    };
+    let rules_hit = |raw: &str| spamassassin_rules_hit(dir.path(), &db, raw);
     let scam = rules_hit(
         "From: Director <director@corp.example>\nReply-To: director.private77@gmail.com\n\
          To: you@example.org\nSubject: urgent\n\nPlease reply to my private address.\n",
