@@ -801,7 +801,7 @@ impl Eval {
             Eval::Mime(test) => test.holds(facts),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
-            Eval::Header(test) => test.holds(msg),
+            Eval::Header(test) => test.holds(msg, &mut facts.lists),
             Eval::Relay(test) => test.holds(msg, &mut facts.lists),
         }
     }
@@ -872,8 +872,9 @@ pub fn parse_date(s: &str) -> Option<i64> {
         if word.is_empty() {
             continue;
         }
-        let lower = word.to_ascii_lowercase();
-        if let Some(m) = MONTHS.iter().position(|m| lower.starts_with(m)) {
+        let is = |name: &str| word.eq_ignore_ascii_case(name);
+        let prefix = word.get(..3).unwrap_or_default();
+        if let Some(m) = MONTHS.iter().position(|m| prefix.eq_ignore_ascii_case(m)) {
             month.get_or_insert(m as i64 + 1);
         } else if word.contains(':') && time.is_none() {
             let mut it = word.split(':').map(|p| p.parse::<i64>().ok());
@@ -898,14 +899,19 @@ pub fn parse_date(s: &str) -> Option<i64> {
                 day = Some(n);
             }
         } else {
-            zone = match lower.as_str() {
-                "edt" => -4 * 3600,
-                "est" | "cdt" => -5 * 3600,
-                "cst" | "mdt" => -6 * 3600,
-                "mst" | "pdt" => -7 * 3600,
-                "pst" => -8 * 3600,
-                _ => zone,
-            };
+            const ZONES: [(&str, i64); 8] = [
+                ("edt", -4),
+                ("est", -5),
+                ("cdt", -5),
+                ("cst", -6),
+                ("mdt", -6),
+                ("mst", -7),
+                ("pdt", -7),
+                ("pst", -8),
+            ];
+            if let Some((_, hours)) = ZONES.iter().find(|(name, _)| is(name)) {
+                zone = hours * 3600;
+            }
         }
     }
     let (y, m, d) = (year?, month?, day?);

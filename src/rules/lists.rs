@@ -473,7 +473,7 @@ pub enum Test {
 
 pub(super) static FROM: LazyLock<Target> =
     LazyLock::new(|| Target::parse("From:addrs").expect("a valid target"));
-static TO: LazyLock<Target> =
+pub(super) static TO: LazyLock<Target> =
     LazyLock::new(|| Target::parse("ToCc:addrs").expect("a valid target"));
 pub(super) static REPLY_TO: LazyLock<Target> =
     LazyLock::new(|| Target::parse("Reply-To:addrs").expect("a valid target"));
