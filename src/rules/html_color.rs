@@ -366,7 +366,13 @@ impl ColorStack {
         }
         let behind = self.top().bg;
         let (mut fg, mut bg) = (self.top().fg, behind);
-        let attr = |name| attribute(attributes, name);
+        // Most tags are written bare: nothing to look for.
+        let has_attributes = attributes.contains('=');
+        let attr = |name| {
+            has_attributes
+                .then(|| attribute(attributes, name))
+                .flatten()
+        };
         match tag {
             Tag::Body => {
                 if let Some(text) = attr("text") {

@@ -3,6 +3,10 @@
 //! `html_text_match`), as its HTML reader defines them, and the colours of the text
 //! ([`super::html_color`]).
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+
 use super::eval::HtmlExtras;
 use super::html_color::{ColorFlags, ColorStack};
 
@@ -259,7 +263,8 @@ fn in_word(c: char) -> bool {
 /// asks for: [`Stats`], the text's colours.
 pub(super) fn html_facts(html: &str, extras: HtmlExtras) -> HtmlFacts {
     let stats_wanted = extras.stats;
-    let mut colors = extras.colors.then(ColorStack::new);
+    // Text can hide in its background only where the HTML sets a colour: most set none.
+    let mut colors = (extras.colors && sets_colors(html)).then(ColorStack::new);
     let mut facts = HtmlFacts::default();
     let stats = &mut facts.stats;
     stats.max_size = DEFAULT_FONT_PX;
@@ -492,6 +497,18 @@ pub(super) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t st
         }
         _ => &raw[..raw.find(char::is_whitespace).unwrap_or(raw.len())],
     })
+}
+
+/// Whether HTML names a colour anywhere (`color`, `bgcolor`, CSS, `<body text=…>`), in
+/// any case: where none is named, all text is the reader's default, black on white.
+fn sets_colors(html: &str) -> bool {
+    static COLOR_WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["color", "text=", "text ="])
+            .expect("plain words make a valid automaton")
+    });
+    COLOR_WORDS.is_match(html)
 }
 
 /// The pixels of `<font size>` 1 to 7, as readers map them.
