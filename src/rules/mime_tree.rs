@@ -18,6 +18,8 @@ const PART_LIMIT: usize = 1000;
 /// How deep multiparts and embedded messages are opened, as SpamAssassin's `subparse`: a
 /// bound on the work a message nested for the purpose can make.
 const MAX_DEPTH: usize = 20;
+/// The fields of a part's header kept at most.
+const MAX_PART_FIELDS: usize = 1000;
 /// SpamAssassin's limits for one header field's name and value, and for the whole header.
 const MAX_FIELD_NAME: usize = 256;
 const MAX_FIELD_VALUE: usize = 8192;
@@ -436,6 +438,11 @@ impl<'m> Scan<'m> {
         if multipart.parts >= PART_LIMIT {
             self.flags.part_limit = true;
         }
+        // Past that many parts in the whole message, the rest are read as no part's: a
+        // boundary line every few bytes must not cost a part each.
+        if self.parts.len() >= PART_LIMIT {
+            return;
+        }
         let (node, depth) = (multipart.node, multipart.depth + 1);
         let part = self.push_part(node, depth);
         self.open[level].current = Some(part);
@@ -462,9 +469,12 @@ impl<'m> Scan<'m> {
     fn header_line(&mut self, part: usize, embedded: bool, line: &[u8]) -> bool {
         let part = &mut self.parts[part];
         if starts_field(line, true) {
-            let line = String::from_utf8_lossy(line);
-            let (name, value) = line.split_once(':').unwrap_or_default();
-            (part.headers).push((name.trim().to_string(), value.trim().to_string()));
+            // Fields past the first thousand are read over, not kept.
+            if part.headers.len() < MAX_PART_FIELDS {
+                let line = String::from_utf8_lossy(line);
+                let (name, value) = line.split_once(':').unwrap_or_default();
+                (part.headers).push((name.trim().to_string(), value.trim().to_string()));
+            }
             return true;
         }
         // A message's header may start with a continuation line; a part's may not.
@@ -841,5 +851,25 @@ mod tests {
         }
         let tree = tree(&raw);
         assert_eq!(tree.parts.len(), MAX_DEPTH);
+    }
+
+    #[test]
+    fn a_boundary_every_few_bytes_costs_no_part_past_the_limit() {
+        let mut raw = "Subject: a\nContent-Type: multipart/mixed; boundary=b\n\n".to_string();
+        raw.push_str(&"--b\nA: b\n\nx\n".repeat(5000));
+        let mut fields = "--b\n".to_string();
+        fields.push_str(&"A: b\n".repeat(5000));
+        raw.push_str(&fields);
+        let tree = tree(&raw);
+        assert_eq!(tree.parts.len(), PART_LIMIT);
+        assert!(tree.flags.part_limit);
+        let crowded = mime_tree(&Message::parse(
+            format!(
+                "Subject: a\nContent-Type: multipart/mixed; boundary=b\n\n{fields}\nx\n--b--\n"
+            )
+            .as_bytes(),
+            1 << 20,
+        ));
+        assert_eq!(crowded.parts[0].headers.len(), MAX_PART_FIELDS);
     }
 }
