@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 
 use super::eval::{base_domain, parse_date};
 use super::lists::{FROM, Seen, TO};
-use super::relay::{self, is_or_under, is_private};
+use super::relay::{Hop, is_or_under, is_private};
 use super::target::{Target, envelope_sender};
 use crate::message::Message;
 
@@ -367,7 +367,10 @@ impl Test {
                 at_domain(from_address(msg, seen), "hotmail.com") && hotmail(msg) == Some(false)
             }
             Test::ForgedHotmailTrace => hotmail(msg) == Some(true),
-            Test::ForgedFreemail(Provider::Yahoo) => forged_yahoo(msg, from_address(msg, seen)),
+            Test::ForgedFreemail(Provider::Yahoo) => {
+                let from = from_address(msg, seen).to_string();
+                forged_yahoo(msg, &from, seen.trace(msg))
+            }
             Test::ForgedFreemail(Provider::Gmail) => forged_gmail(msg, from_address(msg, seen)),
             Test::ForgedFreemail(Provider::Juno) => forged_juno(msg, from_address(msg, seen)),
             Test::ForgedFreemail(Provider::Eudoramail) => {
@@ -467,7 +470,8 @@ fn hotmail(msg: &Message) -> Option<bool> {
     Some(HOTMAIL_SENDER.is_match(&trace))
 }
 
-fn forged_yahoo(msg: &Message, from: &str) -> bool {
+/// `hops`: the message's trace, as the list tests share it.
+fn forged_yahoo(msg: &Message, from: &str, hops: &[Option<Hop>]) -> bool {
     if !at_domain(from, "yahoo.com") || gated(msg) {
         return false;
     }
@@ -486,21 +490,20 @@ fn forged_yahoo(msg: &Message, from: &str) -> bool {
     };
     // The relays one's own network handed on (private addresses, with no trusted_networks
     // named) and the first one outside it: a Yahoo server among them is Yahoo's path.
-    let hops = relay::trace(msg.header_values("received"));
-    let mut checked = Vec::new();
+    let mut by_yahoo = false;
     for hop in hops.iter().flatten().filter(|h| h.address.is_some()) {
-        checked.push(hop);
+        by_yahoo |= hop
+            .name
+            .as_deref()
+            .is_some_and(|n| n.ends_with(".yahoo.com"));
         if hop.address.is_some_and(|ip| !is_private(ip)) {
             break;
         }
     }
-    let by_yahoo = checked
-        .iter()
-        .any(|h| h.name.as_deref().is_some_and(|n| n.ends_with(".yahoo.com")));
     if by_yahoo || YAHOO_PATHS.iter().any(|p| p.is_match(&trace)) {
         return false;
     }
-    !(YAHOO_BULK.is_match(&trace) && from.to_ascii_lowercase().ends_with("@reply.yahoo.com"))
+    !(YAHOO_BULK.is_match(&trace) && from.ends_with("@reply.yahoo.com"))
 }
 
 fn forged_juno(msg: &Message, from: &str) -> bool {

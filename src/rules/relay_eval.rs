@@ -144,8 +144,9 @@ fn broken_links(hops: &[&Hop]) -> usize {
 /// Whether a `Received:` line records a client in a comment (`from HELO (NAME …)`) but not
 /// its address, or not the server that wrote it. Internal hand-overs record none: no
 /// comment (`from userid 1000 by …`), Sendmail's local sender (`from localhost
-/// (user@localhost)`), an unverified name, `with local`.
-fn unparseable(received: &str) -> bool {
+/// (user@localhost)`), an unverified name, `with local`. `hop` is what the trace read of
+/// the line.
+fn unparseable(received: &str, hop: &Option<Hop>) -> bool {
     let line = received.trim_start();
     let Some(from) = line.strip_prefix("from ") else {
         return false;
@@ -163,7 +164,8 @@ fn unparseable(received: &str) -> bool {
     if !records_client || line.contains("with local for") {
         return false;
     }
-    Hop::of_received(line).is_none_or(|hop| hop.address.is_none() || hop.by.is_none())
+    hop.as_ref()
+        .is_none_or(|hop| hop.address.is_none() || hop.by.is_none())
 }
 
 impl Test {
@@ -198,7 +200,10 @@ impl Test {
                 let hops: Vec<&Hop> = trusted.untrusted(seen.trace(msg)).collect();
                 broken_links(&hops) > 1
             }
-            Test::RelaysUnparseable => msg.header_values("received").any(unparseable),
+            Test::RelaysUnparseable => {
+                let trace = seen.trace(msg);
+                (msg.header_values("received").zip(trace)).any(|(line, hop)| unparseable(line, hop))
+            }
             Test::MailfromMatchesRcvd(trusted) => {
                 let Some(domain) = envelope_sender(msg)
                     .and_then(|s| s.rsplit_once('@').map(|(_, d)| d.to_string()))
@@ -280,7 +285,7 @@ mod tests {
             ("(qmail 123 invoked by uid 0); 1 Dec 2026", false),
             ("from h (h) by mx with local for <a@example.org>", false),
         ] {
-            assert_eq!(unparseable(line), want, "{line}");
+            assert_eq!(unparseable(line, &Hop::of_received(line)), want, "{line}");
         }
     }
 }
