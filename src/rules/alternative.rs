@@ -36,8 +36,7 @@ pub(super) fn difference(msg: &Message, tree: &MimeTree) -> Difference {
     if is_invitation(tree) {
         return out;
     }
-    let alternatives =
-        (tree.nodes()).filter(|&n| tree.media_type(n).starts_with("multipart/alternative"));
+    let alternatives = (tree.nodes()).filter(|&n| tree.media_type(n) == "multipart/alternative");
     for node in alternatives {
         // Every text part under the alternative counts, in nested multiparts too.
         let (mut html, mut text) = (HashMap::new(), HashMap::new());

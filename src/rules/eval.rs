@@ -581,6 +581,7 @@ impl Eval {
                 colors: true,
                 ..HtmlExtras::default()
             },
+            Eval::HtmlTest(HtmlFlag::Html) => HtmlExtras::default(),
             Eval::HtmlRange(..)
             | Eval::HtmlEval(..)
             | Eval::HtmlTest(..)
@@ -755,6 +756,8 @@ impl Eval {
                 stat.of(html, facts.html())
                     .is_some_and(|v| cmp.holds(v, *n))
             }
+            // That there is HTML needs no pass over it.
+            Eval::HtmlTest(HtmlFlag::Html) => !msg.html.is_empty(),
             Eval::HtmlTest(flag) => {
                 !msg.html.is_empty() && {
                     let h = facts.html();

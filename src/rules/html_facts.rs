@@ -499,13 +499,14 @@ pub(super) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t st
     })
 }
 
-/// Whether HTML names a colour anywhere (`color`, `bgcolor`, CSS, `<body text=…>`), in
-/// any case: where none is named, all text is the reader's default, black on white.
+/// Whether HTML names a colour anywhere (`color`, `bgcolor`, CSS `color` and `background`,
+/// `<body text=… link=…>`), in any case: where none is named, all text is the reader's
+/// default, black on white, and links blue.
 fn sets_colors(html: &str) -> bool {
     static COLOR_WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["color", "text=", "text ="])
+            .build(["color", "background", "text=", "text =", "link=", "link ="])
             .expect("plain words make a valid automaton")
     });
     COLOR_WORDS.is_match(html)
@@ -526,17 +527,20 @@ pub(super) fn font_size_number(pixels: f64) -> f64 {
 
 /// A `<font size>` in pixels: 1 to 7 (or a step from 3, `+2`).
 fn font_size(value: &str) -> Option<f64> {
-    const PIXELS: [f64; 7] = FONT_SIZE_PIXELS;
     let value = value.trim();
     let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
     let size: i64 = match value.as_bytes().first()? {
         sign @ (b'+' | b'-') => {
             let step: i64 = value[1..1 + digits(&value[1..])].parse().ok()?;
-            3 + if *sign == b'+' { step } else { -step }
+            if *sign == b'+' {
+                3i64.saturating_add(step)
+            } else {
+                3i64.saturating_sub(step)
+            }
         }
         _ => value[..digits(value)].parse().ok()?,
     };
-    Some(PIXELS[(size.clamp(1, 7) - 1) as usize])
+    Some(FONT_SIZE_PIXELS[(size.clamp(1, 7) - 1) as usize])
 }
 
 /// The `font-size` of a `style` attribute, in pixels; relative sizes against the default.

@@ -1105,6 +1105,12 @@ fn builtin_evals() {
                  <table bgcolor=#000000><tr><td><font color=white>white on black</font></td></tr></table>",
             ),
         ),
+        // A CSS background shorthand, and nothing called a colour.
+        (
+            "html_test('font_low_contrast')",
+            html("<div style=\"background: #000\">dark on dark</div>"),
+            html("<div style=\"background: url(a.png) #000\">painted over</div>"),
+        ),
         // spamnb reads `bgcolor`, where SpamAssassin does not.
         (
             "html_test('font_low_contrast')",
