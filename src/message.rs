@@ -223,7 +223,8 @@ fn trim_line_end(v: &[u8]) -> &[u8] {
 /// `raw` without an mbox `From ` envelope line: it belongs to the mailbox, not to the
 /// message.
 pub fn without_envelope_line(raw: &[u8]) -> &[u8] {
-    if !raw.starts_with(b"From ") {
+    // `From :` is a field, as once written, not an mbox line.
+    if !raw.starts_with(b"From ") || raw.starts_with(b"From :") {
         return raw;
     }
     raw.iter()
@@ -551,6 +552,22 @@ pub fn escape_control(text: &str) -> Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mbox_line_is_left_out_and_an_obsolete_from_field_is_not() {
+        for (raw, want) in [
+            (
+                &b"From a@b.example Mon Jan  1 00:00:00 2024\nA: 1\n"[..],
+                &b"A: 1\n"[..],
+            ),
+            (b"From : a@b.example\nA: 1\n", b"From : a@b.example\nA: 1\n"),
+            (b"From: a@b.example\n", b"From: a@b.example\n"),
+            (b"From a@b.example", b""),
+        ] {
+            let text = String::from_utf8_lossy(raw);
+            assert_eq!(without_envelope_line(raw), want, "{text:?}");
+        }
+    }
 
     const LIMIT: usize = 1 << 20;
 

@@ -1,7 +1,8 @@
 //! The MIME structure of a message as written, read as SpamAssassin's parser reads it:
 //! where the header ends, each part's header fields and body, the part that holds it, and
 //! what looked malformed on the way ([`ParseFlags`], which `check_msg_parse_flags` tests).
-//! Decoding the parts' text is [`crate::message`]'s business; this is only the shape.
+//! This is only the shape: decoding the parts' text is [`crate::message`]'s business, and
+//! [`super::alternative`]'s for the parts of an alternative.
 //!
 //! One pass over the bytes, built only when a loaded rule asks for it: a body is skipped a
 //! boundary-looking line at a time, and only header blocks are read line by line.
@@ -11,7 +12,7 @@ use std::ops::Range;
 use memchr::memmem;
 
 use super::target::content_type_param;
-use crate::message::{Message, line_end};
+use crate::message::{Message, line_end, without_envelope_line};
 
 /// Parts one multipart may hold before SpamAssassin's parser stops reading it.
 const PART_LIMIT: usize = 1000;
@@ -232,11 +233,7 @@ fn read_head(raw: &[u8]) -> Head {
     if raw.is_empty() {
         return head;
     }
-    // An mbox `From ` line belongs to the mailbox (`From :` is a field, as once written).
-    let mut at = match raw.starts_with(b"From ") && !raw.starts_with(b"From :") {
-        true => line_end(raw, 0),
-        false => 0,
-    };
+    let mut at = raw.len() - without_envelope_line(raw).len();
     let mut field: Option<usize> = None;
     let mut malformed = 0;
     loop {
@@ -406,8 +403,7 @@ impl<'m> Scan<'m> {
         self.end_part_headers();
         self.end_epilogue(start);
         // The line break before a boundary line belongs to the boundary.
-        let before = raw[..start].strip_suffix(b"\n").unwrap_or(&raw[..start]);
-        let before = before.strip_suffix(b"\r").unwrap_or(before).len();
+        let before = content(&raw[..start]).len();
         if let Some(current) = self.open[level].current {
             for part in &mut self.parts[current..] {
                 if part.body.end == raw.len() {
