@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::eval::Facts;
-use super::mime_tree::{MimePart, MimeTree, ParseFlags};
+use super::mime_tree::{MimePart, MimeTree, ParseFlag};
 use super::target::content_type_param;
 use crate::message::Message;
 
@@ -38,43 +38,6 @@ pub enum Test {
     /// An HTML part of more than `min_html` distinct words beside a text part of more than
     /// `ratio` times as many, in a multipart/alternative.
     AlternativeWordRatio { ratio: f64, min_html: f64 },
-}
-
-/// What SpamAssassin's parser records as malformed, by its name for it
-/// (`check_msg_parse_flags('missing_mime_headers')`); see [`ParseFlags`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParseFlag {
-    MissingHeadBodySeparator,
-    TruncatedHeader,
-    MissingMimeHeaders,
-    MissingMimeHeadBodySeparator,
-    MimeEpilogue,
-    PartLimit,
-}
-
-impl ParseFlag {
-    pub(super) fn parse(name: &str) -> Option<ParseFlag> {
-        Some(match name {
-            "missing_head_body_separator" => ParseFlag::MissingHeadBodySeparator,
-            "truncated_header" => ParseFlag::TruncatedHeader,
-            "missing_mime_headers" => ParseFlag::MissingMimeHeaders,
-            "missing_mime_head_body_separator" => ParseFlag::MissingMimeHeadBodySeparator,
-            "mime_epilogue_exists" => ParseFlag::MimeEpilogue,
-            "mimepart_limit_exceeded" => ParseFlag::PartLimit,
-            _ => return None,
-        })
-    }
-
-    fn is_set(self, flags: &ParseFlags) -> bool {
-        match self {
-            ParseFlag::MissingHeadBodySeparator => flags.missing_head_body_separator,
-            ParseFlag::TruncatedHeader => flags.truncated_header,
-            ParseFlag::MissingMimeHeaders => flags.missing_mime_headers,
-            ParseFlag::MissingMimeHeadBodySeparator => flags.missing_mime_head_body_separator,
-            ParseFlag::MimeEpilogue => flags.mime_epilogue,
-            ParseFlag::PartLimit => flags.part_limit,
-        }
-    }
 }
 
 /// A leaf of the message as written: its content type and transfer encoding, lowercase,
@@ -132,7 +95,7 @@ static USUAL_ISO_CHARSET: LazyLock<Regex> = LazyLock::new(|| {
 impl Test {
     pub(super) fn holds(&self, facts: &mut Facts) -> bool {
         match self {
-            Test::ParseFlag(flag) => flag.is_set(&facts.mime_tree().flags),
+            Test::ParseFlag(flag) => facts.mime_tree().flags.contains(*flag),
             Test::AlternativeNotText => alternative_not_text(facts.mime_tree()),
             Test::AlternativeDifference(min, max) => {
                 let percent = facts.alternative_difference().percent;

@@ -52,24 +52,59 @@ impl MimePart {
     }
 }
 
-/// What SpamAssassin's parser records about a message's form (its names in comments).
+/// What SpamAssassin's parser records as malformed, by its name for it
+/// (`check_msg_parse_flags('missing_mime_headers')`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseFlag {
+    /// The header ended without an empty line (at the end of the message, at a `--` line,
+    /// or at the fourth line that is no header field).
+    MissingHeadBodySeparator,
+    /// A field name over 256 bytes, a value over 8 KiB, or a header over 64 KiB in all.
+    TruncatedHeader,
+    /// A boundary line not followed by a header field.
+    MissingMimeHeaders,
+    /// A part's header fields end at a line of text, not an empty line.
+    MissingMimeHeadBodySeparator,
+    /// More than white space and dots after a closing boundary.
+    MimeEpilogue,
+    /// A multipart of 1000 parts or more.
+    PartLimit,
+}
+
+impl ParseFlag {
+    const NAMES: [(ParseFlag, &'static str); 6] = [
+        (
+            ParseFlag::MissingHeadBodySeparator,
+            "missing_head_body_separator",
+        ),
+        (ParseFlag::TruncatedHeader, "truncated_header"),
+        (ParseFlag::MissingMimeHeaders, "missing_mime_headers"),
+        (
+            ParseFlag::MissingMimeHeadBodySeparator,
+            "missing_mime_head_body_separator",
+        ),
+        (ParseFlag::MimeEpilogue, "mime_epilogue_exists"),
+        (ParseFlag::PartLimit, "mimepart_limit_exceeded"),
+    ];
+
+    /// The flag SpamAssassin calls `name`.
+    pub(super) fn parse(name: &str) -> Option<ParseFlag> {
+        (ParseFlag::NAMES.iter()).find_map(|&(flag, n)| (n == name).then_some(flag))
+    }
+}
+
+/// The [`ParseFlag`]s set for a message.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ParseFlags {
-    /// `missing_head_body_separator`: the header ended without an empty line (at the end
-    /// of the message, at a `--` line, or at the fourth line that is no header field).
-    pub(super) missing_head_body_separator: bool,
-    /// `truncated_header`: a field name over 256 bytes, a value over 8 KiB, or a header
-    /// over 64 KiB in all.
-    pub(super) truncated_header: bool,
-    /// `missing_mime_headers`: a boundary line not followed by a header field.
-    pub(super) missing_mime_headers: bool,
-    /// `missing_mime_head_body_separator`: a part's header fields end at a line of text,
-    /// not an empty line.
-    pub(super) missing_mime_head_body_separator: bool,
-    /// `mime_epilogue_exists`: more than white space and dots after a closing boundary.
-    pub(super) mime_epilogue: bool,
-    /// `mimepart_limit_exceeded`: a multipart of 1000 parts or more.
-    pub(super) part_limit: bool,
+pub(super) struct ParseFlags(u8);
+
+impl ParseFlags {
+    pub(super) fn set(&mut self, flag: ParseFlag) {
+        self.0 |= 1 << flag as u8;
+    }
+
+    pub(super) fn contains(self, flag: ParseFlag) -> bool {
+        self.0 & (1 << flag as u8) != 0
+    }
 }
 
 /// The parts of a message in the order they are written (each after the part holding it),
@@ -142,12 +177,14 @@ pub(super) fn mime_tree(msg: &Message) -> MimeTree {
         open: Vec::new(),
         reading: Reading::Body,
         epilogue_from: None,
-        flags: ParseFlags {
-            missing_head_body_separator: head.missing_separator,
-            truncated_header: head.long_field || header_size(msg) > MAX_HEADER,
-            ..ParseFlags::default()
-        },
+        flags: ParseFlags::default(),
     };
+    if head.missing_separator {
+        scan.flags.set(ParseFlag::MissingHeadBodySeparator);
+    }
+    if head.long_field || header_size(msg) > MAX_HEADER {
+        scan.flags.set(ParseFlag::TruncatedHeader);
+    }
     scan.enter(None, &media_type, msg.header("content-type"), 0);
     scan.run(head.body_at);
     let (parts, flags) = (scan.parts, scan.flags);
@@ -351,7 +388,7 @@ impl<'m> Scan<'m> {
                         // body's first (which may be a boundary of the part's own).
                         let blank = line.is_empty();
                         if !blank && !embedded {
-                            self.flags.missing_mime_head_body_separator = true;
+                            self.flags.set(ParseFlag::MissingMimeHeadBodySeparator);
                         }
                         let body_at = if blank { end } else { at };
                         self.end_headers(part, body_at);
@@ -423,7 +460,7 @@ impl<'m> Scan<'m> {
         let next_is_outside =
             end == raw.len() || self.boundary(next).is_some_and(|(outer, _)| outer < level);
         if !next_is_outside && !starts_field(next, false) {
-            self.flags.missing_mime_headers = true;
+            self.flags.set(ParseFlag::MissingMimeHeaders);
         }
         let multipart = &mut self.open[level];
         multipart.opened = true;
@@ -432,7 +469,7 @@ impl<'m> Scan<'m> {
         // ends, so that 1000 parts closed by a closing boundary line stay under its limit);
         // spamnb reads on and flags any multipart of 1000 parts or more.
         if multipart.parts >= PART_LIMIT {
-            self.flags.part_limit = true;
+            self.flags.set(ParseFlag::PartLimit);
         }
         // Past that many parts in the whole message, the rest are read as no part's: a
         // boundary line every few bytes must not cost a part each.
@@ -546,7 +583,7 @@ impl<'m> Scan<'m> {
         if let Some(from) = self.epilogue_from.take() {
             let text = &self.raw[from..end.max(from)];
             if text.iter().any(|&b| !b.is_ascii_whitespace() && b != b'.') {
-                self.flags.mime_epilogue = true;
+                self.flags.set(ParseFlag::MimeEpilogue);
             }
         }
     }
@@ -562,23 +599,10 @@ mod tests {
 
     /// The flags set, by SpamAssassin's names.
     fn flag_names(flags: &ParseFlags) -> Vec<&'static str> {
-        [
-            (
-                flags.missing_head_body_separator,
-                "missing_head_body_separator",
-            ),
-            (flags.truncated_header, "truncated_header"),
-            (flags.missing_mime_headers, "missing_mime_headers"),
-            (
-                flags.missing_mime_head_body_separator,
-                "missing_mime_head_body_separator",
-            ),
-            (flags.mime_epilogue, "mime_epilogue_exists"),
-            (flags.part_limit, "mimepart_limit_exceeded"),
-        ]
-        .into_iter()
-        .filter_map(|(set, name)| set.then_some(name))
-        .collect()
+        (ParseFlag::NAMES.iter())
+            .filter(|(flag, _)| flags.contains(*flag))
+            .map(|(_, name)| *name)
+            .collect()
     }
 
     #[test]
@@ -858,7 +882,7 @@ mod tests {
         raw.push_str(&fields);
         let tree = tree(&raw);
         assert_eq!(tree.parts.len(), PART_LIMIT);
-        assert!(tree.flags.part_limit);
+        assert!(tree.flags.contains(ParseFlag::PartLimit));
         let crowded = mime_tree(&Message::parse(
             format!(
                 "Subject: a\nContent-Type: multipart/mixed; boundary=b\n\n{fields}\nx\n--b--\n"
