@@ -481,10 +481,10 @@ pub struct Facts<'m> {
     mime_tree: Option<MimeTree>,
     alternative: Option<super::alternative::Difference>,
     body: Option<String>,
-    /// Hours from the Date header to the newest Received line's date, when both parse.
-    date_shift: Option<Option<f64>>,
+    /// The Date header's time and the newest Received line's, where they parse.
+    dates: Option<(Option<i64>, Option<i64>)>,
     auth: Option<super::auth::Results>,
-    lists: super::lists::Seen,
+    pub(super) lists: super::lists::Seen,
 }
 
 static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
@@ -502,24 +502,34 @@ impl<'m> Facts<'m> {
             mime_tree: None,
             alternative: None,
             body: None,
-            date_shift: None,
+            dates: None,
             auth: None,
             lists: Default::default(),
         }
     }
 
     /// Both date tests read it: parsed once.
-    fn date_shift(&mut self) -> Option<f64> {
+    /// The Date header's time and the newest Received line's (Unix seconds), where they
+    /// parse: the date tests and the Outlook Message-ID test read them.
+    pub(super) fn dates(&mut self) -> (Option<i64>, Option<i64>) {
         let msg = self.msg;
-        *self.date_shift.get_or_insert_with(|| {
-            let sent = msg.header("date").and_then(parse_date)?;
+        *self.dates.get_or_insert_with(|| {
+            let sent = msg.header("date").and_then(parse_date);
             let received = msg
                 .header_values("received")
                 .next()
                 .and_then(|r| r.rsplit(';').next())
-                .and_then(parse_date)?;
-            Some((sent - received) as f64 / 3600.0)
+                .and_then(parse_date);
+            (sent, received)
         })
+    }
+
+    /// Hours from the Date header to the newest Received line's date, when both parse.
+    fn date_shift(&mut self) -> Option<f64> {
+        match self.dates() {
+            (Some(sent), Some(received)) => Some((sent - received) as f64 / 3600.0),
+            _ => None,
+        }
     }
 
     fn html(&mut self) -> &HtmlFacts {
@@ -805,7 +815,7 @@ impl Eval {
             Eval::Mime(test) => test.holds(facts),
             Eval::Auth(test) => test.holds(msg, &mut facts.auth, &mut facts.lists),
             Eval::List(test) => test.holds(msg, &mut facts.lists),
-            Eval::Header(test) => test.holds(msg, &mut facts.lists),
+            Eval::Header(test) => test.holds(facts),
             Eval::Relay(test) => test.holds(msg, &mut facts.lists),
         }
     }

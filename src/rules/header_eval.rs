@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use super::eval::{base_domain, parse_date};
+use super::eval::{Facts, base_domain};
 use super::lists::{FROM, Seen, TO};
 use super::relay::{Hop, is_or_under, is_private};
 use super::target::{Target, envelope_sender};
@@ -315,7 +315,8 @@ fn filetime_high(unix: i64) -> f64 {
 }
 
 impl Test {
-    pub(super) fn holds(&self, msg: &Message, seen: &mut Seen) -> bool {
+    pub(super) fn holds(&self, facts: &mut Facts) -> bool {
+        let msg = facts.msg;
         match self {
             Test::UnresolvedTemplate => msg.headers.iter().any(|h| {
                 has_placeholder(&h.value)
@@ -336,45 +337,31 @@ impl Test {
                 })
             }
             Test::RatwareEnvelopeFrom => ratware_envelope_from(msg),
-            Test::OutlookMessageId => {
-                let ids = Target::MessageId.text(msg).unwrap_or_default();
-                let Some(stamp) = OUTLOOK_ID
-                    .group(&ids)
-                    .and_then(|hex| u32::from_str_radix(hex, 16).ok())
-                else {
-                    return false;
-                };
-                // A time that does not parse is 1970, as in SpamAssassin: far from any stamp.
-                let near = |date: Option<i64>| {
-                    (f64::from(stamp) - filetime_high(date.unwrap_or(0))).abs() < 250.0
-                };
-                let received = msg
-                    .header_values("received")
-                    .next()
-                    .and_then(|r| r.rsplit(';').next())
-                    .and_then(parse_date);
-                !near(msg.header("date").and_then(parse_date)) && !near(received)
-            }
+            Test::OutlookMessageId => outlook_message_id(msg, facts.dates()),
             Test::SortedRecipients => {
-                let all = recipients(msg, seen);
+                let all = recipients(msg, &mut facts.lists);
                 all.len() >= 7 && all.is_sorted()
             }
-            Test::SimilarRecipients(min, max) => {
-                similarity(&recipients(msg, seen)).is_some_and(|s| s >= *min && s < *max)
-            }
+            Test::SimilarRecipients(min, max) => similarity(&recipients(msg, &mut facts.lists))
+                .is_some_and(|s| s >= *min && s < *max),
             Test::GatedThroughReceivedRemover => gated(msg),
             Test::NoHotmailTrace => {
-                at_domain(from_address(msg, seen), "hotmail.com") && hotmail(msg) == Some(false)
+                at_domain(from_address(msg, &mut facts.lists), "hotmail.com")
+                    && hotmail(msg) == Some(false)
             }
             Test::ForgedHotmailTrace => hotmail(msg) == Some(true),
             Test::ForgedFreemail(Provider::Yahoo) => {
-                let from = from_address(msg, seen).to_string();
-                forged_yahoo(msg, &from, seen.trace(msg))
+                let from = from_address(msg, &mut facts.lists).to_string();
+                forged_yahoo(msg, &from, facts.lists.trace(msg))
             }
-            Test::ForgedFreemail(Provider::Gmail) => forged_gmail(msg, from_address(msg, seen)),
-            Test::ForgedFreemail(Provider::Juno) => forged_juno(msg, from_address(msg, seen)),
+            Test::ForgedFreemail(Provider::Gmail) => {
+                forged_gmail(msg, from_address(msg, &mut facts.lists))
+            }
+            Test::ForgedFreemail(Provider::Juno) => {
+                forged_juno(msg, from_address(msg, &mut facts.lists))
+            }
             Test::ForgedFreemail(Provider::Eudoramail) => {
-                at_domain(from_address(msg, seen), "eudoramail.com")
+                at_domain(from_address(msg, &mut facts.lists), "eudoramail.com")
                     && !gated(msg)
                     && !(EUDORAMAIL_RELAY.is_match(&collapsed(&field(msg, "received")))
                         && IP_IN.is_match(&field(msg, "x-sender-ip")))
@@ -385,6 +372,22 @@ impl Test {
             }
         }
     }
+}
+
+/// An Outlook Express Message-ID whose time (a FILETIME's high half) is neither `dates`'
+/// (the Date header's, the newest Received line's). A time that does not parse is 1970, as
+/// in SpamAssassin: far from any stamp.
+fn outlook_message_id(msg: &Message, (sent, received): (Option<i64>, Option<i64>)) -> bool {
+    let ids = Target::MessageId.text(msg).unwrap_or_default();
+    let Some(stamp) = OUTLOOK_ID
+        .group(&ids)
+        .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+    else {
+        return false;
+    };
+    let near =
+        |date: Option<i64>| (f64::from(stamp) - filetime_high(date.unwrap_or(0))).abs() < 250.0;
+    !near(sent) && !near(received)
 }
 
 fn forged_gmail(msg: &Message, from: &str) -> bool {
