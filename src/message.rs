@@ -18,6 +18,7 @@ pub mod image;
 
 pub use digest::{Digest, DigestKind};
 /// HTML as the text its reader sees: what [`Message::text`] holds of an HTML part.
+pub use html::separates_words;
 pub use html::to_text as html_to_text;
 
 /// Where spamnb keeps the Subject of spam it tagged (`[model] subject_tag`), as it was sent;

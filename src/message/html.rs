@@ -18,6 +18,12 @@ enum Break {
     Paragraph,
 }
 
+/// Whether a reader shows `tag` (a name, any case) as a break or a space: text on either
+/// side of it is not one word.
+pub fn separates_words(tag: &[u8]) -> bool {
+    !matches!(break_of(tag), Break::None)
+}
+
 fn break_of(tag: &[u8]) -> Break {
     let is = |name: &str| tag.eq_ignore_ascii_case(name.as_bytes());
     if is("br") || is("div") {
