@@ -767,20 +767,17 @@ impl Eval {
                 stat.of(html, facts.html())
                     .is_some_and(|v| cmp.holds(v, *n))
             }
-            // That there is HTML needs no pass over it.
-            Eval::HtmlTest(HtmlFlag::Html) => !msg.html.is_empty(),
             Eval::HtmlTest(flag) => {
-                !msg.html.is_empty() && {
-                    let h = facts.html();
-                    match flag {
+                !msg.html.is_empty()
+                    && match flag {
+                        // That there is HTML needs no pass over it.
                         HtmlFlag::Html => true,
-                        HtmlFlag::Embeds => h.stats.embeds,
-                        HtmlFlag::FormActionMailto => h.stats.form_action_mailto,
-                        HtmlFlag::FontFaceBad => h.stats.font_face_bad,
-                        HtmlFlag::FontLowContrast => h.colors.low_contrast,
-                        HtmlFlag::FontInvalidColor => h.colors.invalid_color,
+                        HtmlFlag::Embeds => facts.html().stats.embeds,
+                        HtmlFlag::FormActionMailto => facts.html().stats.form_action_mailto,
+                        HtmlFlag::FontFaceBad => facts.html().stats.font_face_bad,
+                        HtmlFlag::FontLowContrast => facts.html().colors.low_contrast,
+                        HtmlFlag::FontInvalidColor => facts.html().colors.invalid_color,
                     }
-                }
             }
             Eval::HtmlTextMatch(area, pattern) => {
                 let h = facts.html();
