@@ -98,22 +98,21 @@ impl Hop {
         let bare = || (comments.iter().rev()).find_map(|&(_, c)| c.trim().parse::<IpAddr>().ok());
         // Outside the comments, Exim without reverse DNS writes `from [ADDRESS]
         // (helo=…)`, others `from HELO [ADDRESS]`; qmail writes `from ADDRESS (HELO …)`.
-        let outside: String = (from.split('(').enumerate())
-            .map(|(i, piece)| {
-                if i == 0 {
-                    piece
-                } else {
-                    piece.split_once(')').map_or("", |(_, rest)| rest)
-                }
-            })
-            .collect();
+        let outside = || -> String {
+            (from.split('(').enumerate())
+                .map(|(i, piece)| match i {
+                    0 => piece,
+                    _ => piece.split_once(')').map_or("", |(_, rest)| rest),
+                })
+                .collect()
+        };
         let qmail = || {
             let (word, rest) = from.split_once(' ')?;
             rest.starts_with("(HELO ").then(|| word.parse().ok())?
         };
         let address = (in_comment.map(|(_, _, ip)| ip))
             .or_else(bare)
-            .or_else(|| bracketed(&outside))
+            .or_else(|| bracketed(&outside()))
             .or_else(qmail);
         // Only a name the server looked up: never the HELO name the client chose.
         let name = in_comment.and_then(|(at, comment, _)| {
