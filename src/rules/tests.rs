@@ -1072,6 +1072,10 @@ fn builtin_evals() {
     let one_gif = images("hi", &[("gif", "scan.gif", gif)]);
     let gif_and_png = images("hi", &[("gif", "a.gif", gif), ("png", "b.png", &png)]);
     let png_only = images("hi", &[("png", "abcd.png", &png)]);
+    // A PNG of 100 x 150: as many pixels as the GIF, give or take.
+    let mut wide_png = png[..16].to_vec();
+    wide_png.extend_from_slice(&[0, 0, 0, 100, 0, 0, 0, 150]);
+    let big_png_only = images("hi", &[("png", "wide.png", &wide_png)]);
     let plain_html = html("free gift");
     let with_part = |headers: &str, body: &str| {
         format!(
@@ -1260,7 +1264,12 @@ fn builtin_evals() {
         (
             "pixel_coverage('gif', '10000', '20000')",
             one_gif.clone(),
-            png_only.clone(),
+            big_png_only.clone(),
+        ),
+        (
+            "pixel_coverage('png', '10000', '20000')",
+            big_png_only.clone(),
+            one_gif.clone(),
         ),
         (
             "image_size_exact('gif', '34', '321')",
