@@ -85,23 +85,24 @@ pub fn compile(name: &str, args: &[String], raw: bool) -> Option<Result<Test, St
                 max: number(2)?,
                 raw,
             },
-            _ => unreachable!("only the names matched below"),
+            other => return Err(other.to_string()),
         })
     };
     known(name).then(test)
 }
 
+const NAMES: &[&str] = &[
+    "image_count",
+    "pixel_coverage",
+    "image_size_exact",
+    "image_size_range",
+    "image_named",
+    "image_name_regex",
+    "image_to_text_ratio",
+];
+
 pub fn known(name: &str) -> bool {
-    [
-        "image_count",
-        "pixel_coverage",
-        "image_size_exact",
-        "image_size_range",
-        "image_named",
-        "image_name_regex",
-        "image_to_text_ratio",
-    ]
-    .contains(&name)
+    NAMES.contains(&name)
 }
 
 impl Test {
