@@ -84,7 +84,17 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
 /// comparisons, `&&`, `||`.
 pub fn parse(s: &str) -> Result<Expr, String> {
     let toks = lex(s)?;
-    let mut p = Parser { toks, at: 0 };
+    if toks.len() > MAX_TOKENS {
+        return Err(format!(
+            "meta expression of {} tokens: spamnb reads at most {MAX_TOKENS}",
+            toks.len()
+        ));
+    }
+    let mut p = Parser {
+        toks,
+        at: 0,
+        depth: 0,
+    };
     let e = p.or()?;
     if p.at != p.toks.len() {
         return Err(format!("unexpected {:?} in meta expression", p.toks[p.at]));
@@ -92,9 +102,17 @@ pub fn parse(s: &str) -> Result<Expr, String> {
     Ok(e)
 }
 
+/// The longest and the most deeply nested expression read. The parser, and the tree's
+/// walks and its drop, take a stack frame a level: a rule file must not be able to
+/// overflow the stack. SpamAssassin's longest meta has 125 names, nested 3 deep.
+const MAX_TOKENS: usize = 1000;
+const MAX_DEPTH: usize = 100;
+
 struct Parser {
     toks: Vec<Tok>,
     at: usize,
+    /// Parentheses and unary operators open around the token at `at`.
+    depth: usize,
 }
 
 impl Parser {
@@ -137,6 +155,17 @@ impl Parser {
         self.binary(&[("*", Op::Mul), ("/", Op::Div)], Parser::unary)
     }
     fn unary(&mut self) -> Result<Expr, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!(
+                "meta expression nested deeper than {MAX_DEPTH} levels"
+            ));
+        }
+        self.depth += 1;
+        let e = self.operand();
+        self.depth -= 1;
+        e
+    }
+    fn operand(&mut self) -> Result<Expr, String> {
         match self.toks.get(self.at).cloned() {
             Some(Tok::Op("!")) => {
                 self.at += 1;

@@ -313,6 +313,12 @@ impl Parsed {
                     });
                     continue;
                 }
+                "if" if rest.len() > MAX_CONDITION => {
+                    let why = format!("if: a condition of {} bytes", rest.len());
+                    self.problem(origin, None, Reason::Syntax(why.clone()));
+                    blocks.push(Err(Reason::Syntax(why)));
+                    continue;
+                }
                 "if" => {
                     blocks.push(eval_if(rest));
                     continue;
@@ -534,6 +540,10 @@ fn strip_comment(line: &str) -> &str {
     line
 }
 
+/// The longest `if` condition read: each `(` and `!` costs its reading a stack frame, and
+/// a rule file must not be able to overflow the stack. SpamAssassin's longest has 80 bytes.
+const MAX_CONDITION: usize = 1000;
+
 /// `if` conditions: `(version >= 3.004000)`, `can(...)`, `plugin(...)`, `!…`, `&&`, `||`.
 fn eval_if(cond: &str) -> Result<(), Reason> {
     let ok = eval_cond(cond);
@@ -639,7 +649,9 @@ fn split_top<'a>(s: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
         match bytes[i] {
             b'(' => depth += 1,
             b')' => depth -= 1,
-            _ if depth == 0 && s[i..].starts_with(op) => {
+            // Bytes, not `s[i..]`: `i` may fall inside a character of a non-ASCII
+            // condition; `op` is ASCII, so where it starts is a character boundary.
+            _ if depth == 0 && bytes[i..].starts_with(op.as_bytes()) => {
                 return Some((&s[..i], &s[i + op.len()..]));
             }
             _ => {}
@@ -706,5 +718,59 @@ body\n\
         );
         assert_eq!(p.tags.apply("<A><B>c"), "(?:a|4)[\\s_]bc");
         assert_eq!(p.tags.apply("<Q>x"), "<Q>x");
+    }
+
+    /// Found by `fuzz/` (the `rules` target): a condition with a character of more than
+    /// one byte before its `&&` panicked at load, so one odd line stopped every rule.
+    #[test]
+    fn a_condition_that_is_not_ascii_is_false_not_a_panic() {
+        for cond in [
+            "(version >\u{fffd}\u{fffd}= 3.004000)",
+            "plugin(\u{e9}) && can(x)",
+            "\u{2603} || version >= 3.000000",
+        ] {
+            let mut p = Parsed::default();
+            p.read(
+                &format!("if {cond}\nbody A /a/\nendif\nbody B /b/\n"),
+                Path::new("t.cf"),
+            );
+            assert!(
+                p.rules.iter().any(|r| r.name == "B"),
+                "{cond:?}: the rule after the block was lost"
+            );
+        }
+    }
+
+    /// Nested deeper than a thread's stack would hold if each level cost a frame.
+    #[test]
+    fn deeply_nested_conditions_and_metas_load_or_fail_without_overflow() {
+        let deep = 100_000;
+        let cond = format!("{}version >= 3.0{}", "(".repeat(deep), ")".repeat(deep));
+        let nots = format!("{}plugin(X)", "!".repeat(deep));
+        let meta = format!("meta M {}A{}", "(".repeat(deep), ")".repeat(deep));
+        for text in [
+            format!("if {cond}\nbody A /a/\nendif\n"),
+            format!("if {nots}\nbody A /a/\nendif\n"),
+            format!("body A /a/\n{meta}\n"),
+            format!(
+                "body A /a/\nmeta M {}A{}\n",
+                "(".repeat(150),
+                ")".repeat(150)
+            ),
+        ] {
+            let loading = std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || crate::rules::RuleSet::from_text(&text, Path::new("t.cf")).1)
+                .expect("a thread starts");
+            let report = loading.join().expect("loading does not overflow the stack");
+            // The deep rule is skipped with its reason; the one beside it loads.
+            let why = format!("{:?} {:?}", report.skipped, report.problems);
+            assert!(
+                ["bytes", "tokens", "levels"]
+                    .iter()
+                    .any(|w| why.contains(w)),
+                "{why}"
+            );
+        }
     }
 }
