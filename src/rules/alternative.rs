@@ -14,8 +14,8 @@ use mail_parser::decoders::charsets::map::charset_decoder;
 use mail_parser::decoders::quoted_printable::quoted_printable_decode;
 
 use super::mime_tree::{MimePart, MimeTree};
-use super::target::content_type_param;
-use crate::message::{Message, html_to_text};
+use crate::message::content::parameter;
+use crate::message::{Message, TransferEncoding, html_to_text};
 
 /// What the words of a message's multipart/alternatives show.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -108,9 +108,8 @@ fn rendered(part: &MimePart, raw: &[u8]) -> Option<Rendered> {
 
 /// Whether the part's file name ends `.htm`, `.html`, `.shtm` or `.shtml`.
 fn named_as_web_page(part: &MimePart) -> bool {
-    let name = (part.header("content-disposition"))
-        .and_then(|d| content_type_param(d, "filename"))
-        .or_else(|| (part.header("content-type")).and_then(|ct| content_type_param(ct, "name")));
+    let filename = (part.header("content-disposition")).and_then(|d| parameter(d, "filename"));
+    let name = filename.as_deref().or(part.content_type.name.as_deref());
     name.is_some_and(|name| {
         let name = name.to_ascii_lowercase();
         [".htm", ".html", ".shtm", ".shtml"]
@@ -134,16 +133,14 @@ fn has_image(html: &str) -> bool {
 /// are) and its charset decoded (an unknown one read as UTF-8).
 fn decoded(part: &MimePart, raw: &[u8]) -> String {
     let body = raw.get(part.body.clone()).unwrap_or_default();
-    let encoding = part.header("content-transfer-encoding").map(str::trim);
-    let is = |name: &str| encoding.is_some_and(|e| e.eq_ignore_ascii_case(name));
-    let bytes = match () {
-        _ if is("base64") => base64_decode(body).map_or(Cow::Borrowed(body), Cow::Owned),
-        _ if is("quoted-printable") => {
+    let bytes = match part.encoding {
+        TransferEncoding::Base64 => base64_decode(body).map_or(Cow::Borrowed(body), Cow::Owned),
+        TransferEncoding::QuotedPrintable => {
             quoted_printable_decode(body).map_or(Cow::Borrowed(body), Cow::Owned)
         }
-        _ => Cow::Borrowed(body),
+        TransferEncoding::Unencoded => Cow::Borrowed(body),
     };
-    let charset = (part.header("content-type")).and_then(|ct| content_type_param(ct, "charset"));
+    let charset = part.content_type.charset.as_deref();
     match charset.and_then(|c| charset_decoder(c.as_bytes())) {
         Some(decode) => decode(&bytes),
         None => String::from_utf8_lossy(&bytes).into_owned(),
