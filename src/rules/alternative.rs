@@ -3,8 +3,9 @@
 //! HTML advert with a text part of innocent words.
 //!
 //! [`Message`] keeps the text of all parts together, not which alternative each belongs
-//! to, so the text and HTML parts under each alternative are decoded and rendered again
-//! here, from the parts as written, and only for a rule set with such a test.
+//! to, so the text and HTML parts under the alternatives are decoded and rendered again
+//! here, from the parts as written, and only for a rule set with such a test: each part
+//! once, however many alternatives hold it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -36,20 +37,31 @@ pub(super) fn difference(msg: &Message, tree: &MimeTree) -> Difference {
     if is_invitation(tree) {
         return out;
     }
-    let alternatives = (tree.nodes()).filter(|&n| tree.media_type(n) == "multipart/alternative");
+    let alternatives: Vec<Option<usize>> = (tree.nodes())
+        .filter(|&n| tree.media_type(n) == "multipart/alternative")
+        .collect();
+    // A part inside nested alternatives counts in each of them: it is rendered once, before
+    // any is counted.
+    let mut inside = vec![false; tree.parts.len()];
+    for &node in &alternatives {
+        inside[tree.descendants(node)].fill(true);
+    }
+    let rendered: Vec<Option<Rendered>> = (tree.parts.iter().zip(inside))
+        .map(|(part, inside)| inside.then(|| rendered(part, msg.raw)).flatten())
+        .collect();
     for node in alternatives {
         // Every text part under the alternative counts, in nested multiparts too.
         let (mut html, mut text) = (HashMap::new(), HashMap::new());
-        for part in tree.descendants(node).map(|i| &tree.parts[i]) {
-            match rendered(part, msg.raw) {
+        for part in &rendered[tree.descendants(node)] {
+            match part {
                 Some(Rendered::Html { text, image }) => {
-                    count_words(&mut html, &text);
+                    count_words(&mut html, text);
                     // An HTML part of images alone counts as one word, which no text has.
-                    if html.is_empty() && image {
-                        html.insert("\n".to_string(), 1);
+                    if html.is_empty() && *image {
+                        html.insert("\n", 1);
                     }
                 }
-                Some(Rendered::Text(words)) => count_words(&mut text, &words),
+                Some(Rendered::Text(words)) => count_words(&mut text, words),
                 None => {}
             }
         }
@@ -154,10 +166,10 @@ fn decoded(part: &MimePart, raw: &[u8]) -> String {
 /// SpamAssassin looks for an ASCII letter in the undecoded bytes, which finds one in most
 /// Big5 or Shift JIS characters (their second byte) and none in UTF-8 Chinese: text decoded
 /// here, a letter of any script is what it means.
-fn count_words(counts: &mut HashMap<String, usize>, text: &str) {
+fn count_words<'t>(counts: &mut HashMap<&'t str, usize>, text: &'t str) {
     let words = text.split(|c: char| c.is_ascii_whitespace());
     for word in words.filter(|w| w.chars().any(|c| c.is_alphanumeric() || c == '_')) {
-        *counts.entry(word.to_string()).or_default() += 1;
+        *counts.entry(word).or_default() += 1;
     }
 }
 
@@ -172,7 +184,7 @@ mod tests {
             &mut counts,
             "Buy  now\t- buy NOW, *** now\n_ 42 \u{7acb}\u{5373} \u{2022}",
         );
-        let mut words: Vec<(&str, usize)> = counts.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        let mut words: Vec<(&str, usize)> = counts.iter().map(|(w, n)| (*w, *n)).collect();
         words.sort();
         assert_eq!(
             words,
@@ -232,6 +244,19 @@ mod tests {
             (
                 alternative(&[(plain, "Hello"), ("Content-Type: text/plain; name=\"a.HTML\"", "<p>Bye</p>")]),
                 (100.0, 1, 1),
+            ),
+            // A part inside two alternatives counts in both: the inner one lacks "there"
+            // (50%), the outer "there" and "Bye"; the sizes are the inner one's, read last.
+            (
+                alternative(&[
+                    (
+                        "Content-Type: multipart/alternative; boundary=c",
+                        "--c\nContent-Type: text/plain\n\nHello\n\
+                         --c\nContent-Type: text/html\n\n<p>Hello there</p>\n--c--",
+                    ),
+                    (html, "<p>Bye</p>"),
+                ]),
+                (2.0 / 3.0 * 100.0, 2, 1),
             ),
             // Not in an alternative: not compared.
             (
