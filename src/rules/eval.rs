@@ -17,6 +17,7 @@ use super::mime_tree::ParseFlag;
 use super::mime_tree::{MimePart, MimeTree, mime_tree};
 use super::perl::{self, PerlPattern};
 use super::target::envelope_sender;
+use crate::domain::{base_domain, registered_domain};
 use crate::message::{Encoded, Message, url_host};
 
 /// Names of every eval spamnb has.
@@ -527,19 +528,6 @@ impl<'m> Facts<'m> {
     }
 }
 
-/// The registrable part of a host, roughly: its last two labels (three under a two-letter
-/// country code with a short second level, as in example.co.uk).
-pub(super) fn base_domain(host: &str) -> String {
-    let labels: Vec<&str> = host.split('.').collect();
-    let n = labels.len();
-    let take = if n >= 3 && labels[n - 1].len() == 2 && labels[n - 2].len() <= 3 {
-        3
-    } else {
-        2
-    };
-    labels[n.saturating_sub(take)..].join(".")
-}
-
 impl Eval {
     /// What it reads of the HTML beyond tags, links and images.
     pub fn html_extras(&self) -> HtmlExtras {
@@ -680,7 +668,7 @@ impl Eval {
                 // The last two labels, as SpamAssassin compares them.
                 let last_two = |address: String| {
                     let domain = address.rsplit_once('@')?.1.to_ascii_lowercase();
-                    let last_two = crate::tokenize::registered_domain(&domain).unwrap_or(&domain);
+                    let last_two = registered_domain(&domain).unwrap_or(&domain);
                     (!domain.is_empty()).then(|| last_two.to_string())
                 };
                 match (
@@ -935,11 +923,5 @@ mod tests {
         // SpamAssassin answers for any key of its message object; spamnb for its flags.
         assert!(compile("check_msg_parse_flags('type')").is_err());
         assert!(compile("check_msg_parse_flags('mime_epilogue_exists')").is_ok());
-    }
-
-    #[test]
-    fn base_domains() {
-        assert_eq!(base_domain("www.paypal.com"), "paypal.com");
-        assert_eq!(base_domain("login.example.co.uk"), "example.co.uk");
     }
 }

@@ -6,10 +6,11 @@
 use std::sync::LazyLock;
 
 use super::argument::Arguments;
-use super::eval::{Facts, base_domain};
+use super::eval::Facts;
 use super::lists::{FROM, Seen, TO};
 use super::relay::{Hop, is_or_under, is_private};
 use super::target::{Target, envelope_sender};
+use crate::domain::base_domain;
 use crate::message::Message;
 
 #[derive(Debug, Clone)]
@@ -406,10 +407,9 @@ fn ratware_envelope_from(msg: &Message) -> bool {
     if SRS.is_match(&sender) {
         return false;
     }
-    let Some((user, domain)) = to
-        .to_ascii_lowercase()
-        .split_once('@')
-        .map(|(u, d)| (u.to_string(), base_domain(d.trim_end_matches('.'))))
+    let to = to.to_ascii_lowercase();
+    let Some((user, domain)) =
+        (to.split_once('@')).map(|(u, d)| (u, base_domain(d.trim_end_matches('.'))))
     else {
         return false;
     };

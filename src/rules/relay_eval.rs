@@ -4,10 +4,10 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use super::eval::base_domain;
 use super::lists::Seen;
 use super::relay::{Hop, TrustedNetworks, is_or_under, is_private};
 use super::target::envelope_sender;
+use crate::domain::base_domain;
 use crate::message::Message;
 
 #[derive(Debug, Clone)]
