@@ -11,7 +11,8 @@
 //! ```
 //!
 //! - [`message`]: raw bytes to a decoded [`message::Message`] view (mail-parser).
-//! - [`tokenize`]: words, header-tagged and URL tokens; `segment` finds the words.
+//! - [`tokenize`]: words, header-tagged and URL tokens; `segment` finds the words, `domain`
+//!   cuts host names to the domain above them (for rules too).
 //! - [`features`]: the bag of features, and the [`features::Extractor`] that makes one.
 //! - [`rules`]: SpamAssassin-style rule files, compiled once, evaluated per message.
 //! - [`model`]: multinomial naive Bayes: scoring, decision, explanation.
@@ -28,6 +29,7 @@
 pub mod cli;
 pub mod config;
 pub mod daemon;
+mod domain;
 pub mod engine;
 pub mod eval;
 pub mod features;

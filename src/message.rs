@@ -12,10 +12,12 @@ use std::sync::LazyLock;
 use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
 use regex::Regex;
 
+pub mod content;
 mod digest;
 mod html;
 pub mod image;
 
+pub use content::{ContentType, TransferEncoding};
 pub use digest::{Digest, DigestKind};
 /// HTML as the text its reader sees: what [`Message::text`] holds of an HTML part.
 pub use html::separates_words;
@@ -313,11 +315,10 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             part.content_type()
                 .is_none_or(|ct| ct.c_type.eq_ignore_ascii_case("text"))
         };
-        let encoding = part.content_transfer_encoding().map(str::trim);
-        if encoding.is_some_and(|e| e.eq_ignore_ascii_case("base64")) {
-            msg.encoded.push(Encoded::Base64 { text: text() });
-        } else if encoding.is_some_and(|e| e.eq_ignore_ascii_case("quoted-printable")) {
-            msg.encoded.push(Encoded::QuotedPrintable);
+        match TransferEncoding::read(part.content_transfer_encoding()) {
+            TransferEncoding::Base64 => msg.encoded.push(Encoded::Base64 { text: text() }),
+            TransferEncoding::QuotedPrintable => msg.encoded.push(Encoded::QuotedPrintable),
+            TransferEncoding::Unencoded => {}
         }
     }
     for (i, part) in parsed.parts.iter().enumerate() {

@@ -7,6 +7,7 @@
 
 use serde::Deserialize;
 
+use crate::domain::registered_domain;
 use crate::features::Features;
 use crate::message::{Message, is_mailto, url_host};
 
@@ -232,14 +233,6 @@ fn url_tokens(url: &str, out: &mut Features) {
         out.add_joined(&["url:", parent]);
         rest = parent;
     }
-}
-
-/// The last two labels of a host name (an approximation of the registered domain that needs
-/// no public-suffix list).
-pub(crate) fn registered_domain(host: &str) -> Option<&str> {
-    let mut dots = host.rmatch_indices('.');
-    dots.next()?;
-    Some(dots.next().map_or(host, |(at, _)| &host[at + 1..]))
 }
 
 /// Calls `emit` with each normalised word of `text`.

@@ -3,8 +3,9 @@
 //! HTML advert with a text part of innocent words.
 //!
 //! [`Message`] keeps the text of all parts together, not which alternative each belongs
-//! to, so the text and HTML parts under each alternative are decoded and rendered again
-//! here, from the parts as written, and only for a rule set with such a test.
+//! to, so the text and HTML parts under the alternatives are decoded and rendered again
+//! here, from the parts as written, and only for a rule set with such a test: each part
+//! once, however many alternatives hold it.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -14,8 +15,8 @@ use mail_parser::decoders::charsets::map::charset_decoder;
 use mail_parser::decoders::quoted_printable::quoted_printable_decode;
 
 use super::mime_tree::{MimePart, MimeTree};
-use super::target::content_type_param;
-use crate::message::{Message, html_to_text};
+use crate::message::content::parameter;
+use crate::message::{Message, TransferEncoding, html_to_text};
 
 /// What the words of a message's multipart/alternatives show.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -36,20 +37,31 @@ pub(super) fn difference(msg: &Message, tree: &MimeTree) -> Difference {
     if is_invitation(tree) {
         return out;
     }
-    let alternatives = (tree.nodes()).filter(|&n| tree.media_type(n) == "multipart/alternative");
+    let alternatives: Vec<Option<usize>> = (tree.nodes())
+        .filter(|&n| tree.media_type(n) == "multipart/alternative")
+        .collect();
+    // A part inside nested alternatives counts in each of them: it is rendered once, before
+    // any is counted.
+    let mut inside = vec![false; tree.parts.len()];
+    for &node in &alternatives {
+        inside[tree.descendants(node)].fill(true);
+    }
+    let rendered: Vec<Option<Rendered>> = (tree.parts.iter().zip(inside))
+        .map(|(part, inside)| inside.then(|| rendered(part, msg.raw)).flatten())
+        .collect();
     for node in alternatives {
         // Every text part under the alternative counts, in nested multiparts too.
         let (mut html, mut text) = (HashMap::new(), HashMap::new());
-        for part in tree.descendants(node).map(|i| &tree.parts[i]) {
-            match rendered(part, msg.raw) {
+        for part in &rendered[tree.descendants(node)] {
+            match part {
                 Some(Rendered::Html { text, image }) => {
-                    count_words(&mut html, &text);
+                    count_words(&mut html, text);
                     // An HTML part of images alone counts as one word, which no text has.
-                    if html.is_empty() && image {
-                        html.insert("\n".to_string(), 1);
+                    if html.is_empty() && *image {
+                        html.insert("\n", 1);
                     }
                 }
-                Some(Rendered::Text(words)) => count_words(&mut text, &words),
+                Some(Rendered::Text(words)) => count_words(&mut text, words),
                 None => {}
             }
         }
@@ -108,9 +120,8 @@ fn rendered(part: &MimePart, raw: &[u8]) -> Option<Rendered> {
 
 /// Whether the part's file name ends `.htm`, `.html`, `.shtm` or `.shtml`.
 fn named_as_web_page(part: &MimePart) -> bool {
-    let name = (part.header("content-disposition"))
-        .and_then(|d| content_type_param(d, "filename"))
-        .or_else(|| (part.header("content-type")).and_then(|ct| content_type_param(ct, "name")));
+    let filename = (part.header("content-disposition")).and_then(|d| parameter(d, "filename"));
+    let name = filename.as_deref().or(part.content_type.name.as_deref());
     name.is_some_and(|name| {
         let name = name.to_ascii_lowercase();
         [".htm", ".html", ".shtm", ".shtml"]
@@ -134,16 +145,14 @@ fn has_image(html: &str) -> bool {
 /// are) and its charset decoded (an unknown one read as UTF-8).
 fn decoded(part: &MimePart, raw: &[u8]) -> String {
     let body = raw.get(part.body.clone()).unwrap_or_default();
-    let encoding = part.header("content-transfer-encoding").map(str::trim);
-    let is = |name: &str| encoding.is_some_and(|e| e.eq_ignore_ascii_case(name));
-    let bytes = match () {
-        _ if is("base64") => base64_decode(body).map_or(Cow::Borrowed(body), Cow::Owned),
-        _ if is("quoted-printable") => {
+    let bytes = match part.encoding {
+        TransferEncoding::Base64 => base64_decode(body).map_or(Cow::Borrowed(body), Cow::Owned),
+        TransferEncoding::QuotedPrintable => {
             quoted_printable_decode(body).map_or(Cow::Borrowed(body), Cow::Owned)
         }
-        _ => Cow::Borrowed(body),
+        TransferEncoding::Unencoded => Cow::Borrowed(body),
     };
-    let charset = (part.header("content-type")).and_then(|ct| content_type_param(ct, "charset"));
+    let charset = part.content_type.charset.as_deref();
     match charset.and_then(|c| charset_decoder(c.as_bytes())) {
         Some(decode) => decode(&bytes),
         None => String::from_utf8_lossy(&bytes).into_owned(),
@@ -157,10 +166,10 @@ fn decoded(part: &MimePart, raw: &[u8]) -> String {
 /// SpamAssassin looks for an ASCII letter in the undecoded bytes, which finds one in most
 /// Big5 or Shift JIS characters (their second byte) and none in UTF-8 Chinese: text decoded
 /// here, a letter of any script is what it means.
-fn count_words(counts: &mut HashMap<String, usize>, text: &str) {
+fn count_words<'t>(counts: &mut HashMap<&'t str, usize>, text: &'t str) {
     let words = text.split(|c: char| c.is_ascii_whitespace());
     for word in words.filter(|w| w.chars().any(|c| c.is_alphanumeric() || c == '_')) {
-        *counts.entry(word.to_string()).or_default() += 1;
+        *counts.entry(word).or_default() += 1;
     }
 }
 
@@ -175,7 +184,7 @@ mod tests {
             &mut counts,
             "Buy  now\t- buy NOW, *** now\n_ 42 \u{7acb}\u{5373} \u{2022}",
         );
-        let mut words: Vec<(&str, usize)> = counts.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+        let mut words: Vec<(&str, usize)> = counts.iter().map(|(w, n)| (*w, *n)).collect();
         words.sort();
         assert_eq!(
             words,
@@ -235,6 +244,19 @@ mod tests {
             (
                 alternative(&[(plain, "Hello"), ("Content-Type: text/plain; name=\"a.HTML\"", "<p>Bye</p>")]),
                 (100.0, 1, 1),
+            ),
+            // A part inside two alternatives counts in both: the inner one lacks "there"
+            // (50%), the outer "there" and "Bye"; the sizes are the inner one's, read last.
+            (
+                alternative(&[
+                    (
+                        "Content-Type: multipart/alternative; boundary=c",
+                        "--c\nContent-Type: text/plain\n\nHello\n\
+                         --c\nContent-Type: text/html\n\n<p>Hello there</p>\n--c--",
+                    ),
+                    (html, "<p>Bye</p>"),
+                ]),
+                (2.0 / 3.0 * 100.0, 2, 1),
             ),
             // Not in an alternative: not compared.
             (

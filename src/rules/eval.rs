@@ -8,6 +8,7 @@ use std::sync::{Arc, LazyLock};
 use regex::Regex;
 
 use super::Target;
+use super::argument::Arguments;
 use super::body_eval;
 use super::html_facts::{Anchor, HtmlFacts, html_facts};
 use super::matcher::CountPattern;
@@ -16,6 +17,7 @@ use super::mime_tree::ParseFlag;
 use super::mime_tree::{MimePart, MimeTree, mime_tree};
 use super::perl::{self, PerlPattern};
 use super::target::envelope_sender;
+use crate::domain::{base_domain, registered_domain};
 use crate::message::{Encoded, Message, url_host};
 
 /// Names of every eval spamnb has.
@@ -291,38 +293,18 @@ pub fn compile(
                 .trim_end()
                 .strip_suffix(')')
                 .ok_or_else(|| format!("eval:{call}: missing ')'"))?;
-            let args: Vec<String> = arguments(inner)
-                .map(|a| a.trim().trim_matches(|c| c == '\'' || c == '"').to_string())
-                .filter(|a| !a.is_empty())
-                .collect();
-            (n.trim(), args)
+            let name = n.trim();
+            (name, Arguments::parse(name, inner))
         }
-        None => (call, Vec::new()),
+        None => (call, Arguments::parse(call, "")),
     };
     let unknown = || name.to_string();
-    let num = |i: usize| -> Result<f64, String> {
-        let a = args
-            .get(i)
-            .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))?;
-        match a.as_str() {
-            // An open end: below everything as a minimum, above everything as a maximum.
-            "undef" if i == 0 => Ok(f64::NEG_INFINITY),
-            "undef" => Ok(f64::INFINITY),
-            "inf" => Ok(f64::INFINITY),
-            a => a
-                .parse()
-                .map_err(|_| format!("eval:{name}: argument {a:?} is not a number")),
-        }
-    };
-    let text = |i: usize| -> Result<String, String> {
-        args.get(i)
-            .cloned()
-            .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))
-    };
-    if let Some(test) = auth.compile(name, &args) {
+    let (min, max) = (|i: usize| args.min(i), |i: usize| args.max(i));
+    let text = |i: usize| args.text(i).map(str::to_string);
+    if let Some(test) = auth.compile(name, args.values()) {
         return test.map(Eval::Auth);
     }
-    if let Some(test) = lists.compile(name, &args) {
+    if let Some(test) = lists.compile(name, args.values()) {
         return test.map(Eval::List);
     }
     if let Some(test) = super::image_info::compile(name, &args, kind == super::Kind::Rawbody) {
@@ -336,8 +318,8 @@ pub fn compile(
     }
     Ok(match name {
         "check_for_mime_html_only" => Eval::HtmlOnly,
-        "html_image_ratio" => Eval::HtmlImageRatio(num(0)?, num(1)?),
-        "html_image_only" => Eval::HtmlImageOnly(num(0)?, num(1)?),
+        "html_image_ratio" => Eval::HtmlImageRatio(min(0)?, max(1)?),
+        "html_image_only" => Eval::HtmlImageOnly(min(0)?, max(1)?),
         "html_tag_balance" => {
             let expr = text(1)?;
             let (cmp, n) = comparison(&expr)
@@ -347,8 +329,8 @@ pub fn compile(
         "html_tag_exists" => Eval::HtmlTagExists(text(0)?.to_ascii_lowercase()),
         "html_tag_reopened" => Eval::HtmlTagReopened(text(0)?.to_ascii_lowercase()),
         "subject_is_all_caps" => Eval::SubjectAllCaps,
-        "check_from_local_digits" => Eval::FromLocalDigits(num(0)? as usize),
-        "check_for_shifted_date" => Eval::ShiftedDate(num(0)?, num(1)?),
+        "check_from_local_digits" => Eval::FromLocalDigits(min(0)? as usize),
+        "check_for_shifted_date" => Eval::ShiftedDate(min(0)?, max(1)?),
         "check_for_missing_header" => Eval::MissingHeader(text(0)?),
         "check_for_missing_to_header" => Eval::MissingTo,
         "check_https_http_mismatch" => Eval::HttpsHttpMismatch,
@@ -367,10 +349,10 @@ pub fn compile(
             other => return Err(format!("{name}('{other}')")),
         },
         "check_base64_length" => Eval::Mime(MimeTest::Base64Length(
-            num(0)?,
-            args.get(1).map_or(Ok(f64::INFINITY), |_| num(1))?,
+            min(0)?,
+            args.max_or(1, f64::INFINITY)?,
         )),
-        "check_mime_multipart_ratio" => Eval::Mime(MimeTest::MultipartRatio(num(0)?, num(1)?)),
+        "check_mime_multipart_ratio" => Eval::Mime(MimeTest::MultipartRatio(min(0)?, max(1)?)),
         "check_msg_parse_flags" => {
             let flag = text(0)?;
             let flag = ParseFlag::parse(&flag).ok_or_else(|| format!("{name}('{flag}')"))?;
@@ -378,16 +360,16 @@ pub fn compile(
         }
         "check_ma_non_text" => Eval::Mime(MimeTest::AlternativeNotText),
         "multipart_alternative_difference" => {
-            Eval::Mime(MimeTest::AlternativeDifference(num(0)?, num(1)?))
+            Eval::Mime(MimeTest::AlternativeDifference(min(0)?, max(1)?))
         }
         "multipart_alternative_difference_count" => Eval::Mime(MimeTest::AlternativeWordRatio {
-            ratio: num(0)?,
-            min_html: num(1)?,
+            ratio: min(0)?,
+            min_html: min(1)?,
         }),
-        "check_header_count_range" => Eval::HeaderCount(text(0)?, num(1)?, num(2)?),
-        "check_for_uppercase" => Eval::Uppercase(num(0)?, num(1)?),
-        "check_body_length" => Eval::BodyLength(num(0)?),
-        "check_illegal_chars" => Eval::IllegalChars(text(0)?, num(1)?, num(2)? as usize),
+        "check_header_count_range" => Eval::HeaderCount(text(0)?, min(1)?, max(2)?),
+        "check_for_uppercase" => Eval::Uppercase(min(0)?, max(1)?),
+        "check_body_length" => Eval::BodyLength(max(0)?),
+        "check_illegal_chars" => Eval::IllegalChars(text(0)?, min(1)?, min(2)? as usize),
         "check_for_mime_html" => Eval::MimeHtml,
         "check_for_matching_env_and_hdr_from" => Eval::EnvelopeIsFrom,
         "check_equal_from_domains" => Eval::FromDomainsDiffer,
@@ -397,13 +379,13 @@ pub fn compile(
             other => return Err(format!("eval:{name}: {other:?} is not address or user")),
         },
         "check_blank_line_ratio" => {
-            let min_lines = args.get(2).map_or(Ok(1.0), |_| num(2))?;
-            Eval::BlankLines(num(0)?, num(1)?, (min_lines as usize).max(1))
+            let min_lines = args.min_or(2, 1.0)?;
+            Eval::BlankLines(min(0)?, max(1)?, (min_lines as usize).max(1))
         }
         "html_range" => Eval::HtmlRange(
             HtmlStat::parse(name, &text(0)?)?,
-            num(1)?,
-            args.get(2).map_or(Ok(f64::INFINITY), |_| num(2))?,
+            min(1)?,
+            args.max_or(2, f64::INFINITY)?,
         ),
         "html_eval" => {
             let expr = text(1)?;
@@ -433,37 +415,12 @@ pub fn compile(
             let translated = perl::translate(&pattern).map_err(|e| format!("{name}: {}", e.0))?;
             Eval::HtmlTextMatch(area, Arc::new(CountPattern::new(&translated)?))
         }
-        "html_title_subject_ratio" => Eval::TitleSubjectRatio(num(0)?),
+        "html_title_subject_ratio" => Eval::TitleSubjectRatio(min(0)?),
         "check_iframe_src" => Eval::IframeSrc,
         // SpamAssassin takes a maximum from 100 up as "no maximum".
-        "tvd_vertical_words" => Eval::VerticalWords(num(0)?, num(1)?.min(101.0)),
-        "check_stock_info" => Eval::StockInfo(num(0)?),
+        "tvd_vertical_words" => Eval::VerticalWords(min(0)?, max(1)?.min(101.0)),
+        "check_stock_info" => Eval::StockInfo(min(0)?),
         _ => return Err(unknown()),
-    })
-}
-
-/// The arguments of an eval call, split at the commas outside quotes: a pattern's
-/// `{0,6}` is one argument.
-fn arguments(inner: &str) -> impl Iterator<Item = &str> {
-    let mut quote = None;
-    let mut start = 0;
-    let mut cuts = inner.char_indices().filter_map(move |(i, c)| {
-        match (quote, c) {
-            (None, '\'' | '"') => quote = Some(c),
-            (Some(q), _) if q == c => quote = None,
-            (None, ',') => return Some(i),
-            _ => {}
-        }
-        None
-    });
-    std::iter::from_fn(move || {
-        let from = start;
-        if from > inner.len() {
-            return None;
-        }
-        let end = cuts.next().unwrap_or(inner.len());
-        start = end + 1;
-        Some(&inner[from..end])
     })
 }
 
@@ -569,19 +526,6 @@ impl<'m> Facts<'m> {
     fn anchors(&mut self) -> &[Anchor] {
         &self.html().anchors
     }
-}
-
-/// The registrable part of a host, roughly: its last two labels (three under a two-letter
-/// country code with a short second level, as in example.co.uk).
-pub(super) fn base_domain(host: &str) -> String {
-    let labels: Vec<&str> = host.split('.').collect();
-    let n = labels.len();
-    let take = if n >= 3 && labels[n - 1].len() == 2 && labels[n - 2].len() <= 3 {
-        3
-    } else {
-        2
-    };
-    labels[n.saturating_sub(take)..].join(".")
 }
 
 impl Eval {
@@ -724,7 +668,7 @@ impl Eval {
                 // The last two labels, as SpamAssassin compares them.
                 let last_two = |address: String| {
                     let domain = address.rsplit_once('@')?.1.to_ascii_lowercase();
-                    let last_two = crate::tokenize::registered_domain(&domain).unwrap_or(&domain);
+                    let last_two = registered_domain(&domain).unwrap_or(&domain);
                     (!domain.is_empty()).then(|| last_two.to_string())
                 };
                 match (
@@ -979,23 +923,5 @@ mod tests {
         // SpamAssassin answers for any key of its message object; spamnb for its flags.
         assert!(compile("check_msg_parse_flags('type')").is_err());
         assert!(compile("check_msg_parse_flags('mime_epilogue_exists')").is_ok());
-    }
-
-    #[test]
-    fn arguments_split_at_commas_outside_quotes() {
-        let split = |s| arguments(s).collect::<Vec<_>>();
-        assert_eq!(
-            split("'comment', '<!(?!-).{0,6}>'"),
-            ["'comment'", " '<!(?!-).{0,6}>'"]
-        );
-        assert_eq!(split("a,\"b,c\",d"), ["a", "\"b,c\"", "d"]);
-        assert_eq!(split(""), [""]);
-        assert_eq!(split("x,"), ["x", ""]);
-    }
-
-    #[test]
-    fn base_domains() {
-        assert_eq!(base_domain("www.paypal.com"), "paypal.com");
-        assert_eq!(base_domain("login.example.co.uk"), "example.co.uk");
     }
 }

@@ -5,10 +5,12 @@
 
 use std::sync::LazyLock;
 
-use super::eval::{Facts, base_domain};
+use super::argument::Arguments;
+use super::eval::Facts;
 use super::lists::{FROM, Seen, TO};
 use super::relay::{is_or_under, is_private};
 use super::target::{Target, envelope_sender};
+use crate::domain::base_domain;
 use crate::message::Message;
 
 #[derive(Debug, Clone)]
@@ -70,16 +72,7 @@ pub fn known(name: &str) -> bool {
 }
 
 /// `name(args)` if it is a test of this module.
-pub fn compile(name: &str, args: &[String]) -> Option<Result<Test, String>> {
-    // An open end (`undef`, or none given) is no limit.
-    let bound = |i: usize, open: f64| -> Result<f64, String> {
-        match args.get(i).map(String::as_str) {
-            None | Some("undef") => Ok(open),
-            Some(a) => a
-                .parse()
-                .map_err(|_| format!("eval:{name}: argument {a:?} is not a number")),
-        }
-    };
+pub(super) fn compile(name: &str, args: &Arguments) -> Option<Result<Test, String>> {
     let test = || -> Result<Test, String> {
         Ok(match name {
             "check_unresolved_template" => Test::UnresolvedTemplate,
@@ -87,9 +80,11 @@ pub fn compile(name: &str, args: &[String]) -> Option<Result<Test, String>> {
             "check_ratware_envelope_from" => Test::RatwareEnvelopeFrom,
             "check_outlook_message_id" => Test::OutlookMessageId,
             "sorted_recipients" => Test::SortedRecipients,
-            "similar_recipients" => {
-                Test::SimilarRecipients(bound(0, f64::NEG_INFINITY)?, bound(1, f64::INFINITY)?)
-            }
+            // An end left out is open, as one written `undef`.
+            "similar_recipients" => Test::SimilarRecipients(
+                args.min_or(0, f64::NEG_INFINITY)?,
+                args.max_or(1, f64::INFINITY)?,
+            ),
             "gated_through_received_hdr_remover" => Test::GatedThroughReceivedRemover,
             "check_for_no_hotmail_received_headers" => Test::NoHotmailTrace,
             "check_for_forged_hotmail_received_headers" => Test::ForgedHotmailTrace,
@@ -412,10 +407,9 @@ fn ratware_envelope_from(msg: &Message) -> bool {
     if SRS.is_match(&sender) {
         return false;
     }
-    let Some((user, domain)) = to
-        .to_ascii_lowercase()
-        .split_once('@')
-        .map(|(u, d)| (u.to_string(), base_domain(d.trim_end_matches('.'))))
+    let to = to.to_ascii_lowercase();
+    let Some((user, domain)) =
+        (to.split_once('@')).map(|(u, d)| (u, base_domain(d.trim_end_matches('.'))))
     else {
         return false;
     };

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::argument::Arguments;
 use super::eval::Facts;
 use super::matcher::CountPattern;
 use super::perl;
@@ -32,17 +33,10 @@ pub enum Test {
 }
 
 /// `name(args)` if it is an ImageInfo test; `raw` for a rawbody rule.
-pub fn compile(name: &str, args: &[String], raw: bool) -> Option<Result<Test, String>> {
-    let number = |i: usize| -> Result<f64, String> {
-        let a = args
-            .get(i)
-            .ok_or_else(|| format!("eval:{name} needs argument {}", i + 1))?;
-        a.parse()
-            .map_err(|_| format!("eval:{name}: argument {a:?} is not a number"))
-    };
-    let optional = |i: usize, default: f64| args.get(i).map_or(Ok(default), |_| number(i));
+pub(super) fn compile(name: &str, args: &Arguments, raw: bool) -> Option<Result<Test, String>> {
+    let no_max = |i: usize| args.max_or(i, f64::INFINITY);
     let kind = || -> Result<Option<ImageKind>, String> {
-        match args.first().map(String::as_str) {
+        match args.get(0) {
             Some("all") => Ok(None),
             Some(kind) => ImageKind::from_name(kind)
                 .map(Some)
@@ -53,26 +47,25 @@ pub fn compile(name: &str, args: &[String], raw: bool) -> Option<Result<Test, St
     let pixels = |v: f64| v.clamp(0.0, f64::from(u32::MAX)) as u32;
     let test = || -> Result<Test, String> {
         Ok(match name {
-            "image_count" => Test::Count(kind()?, number(1)?, optional(2, f64::INFINITY)?),
-            "pixel_coverage" => Test::Coverage(kind()?, number(1)?, optional(2, f64::INFINITY)?),
+            "image_count" => Test::Count(kind()?, args.min(1)?, no_max(2)?),
+            "pixel_coverage" => Test::Coverage(kind()?, args.min(1)?, no_max(2)?),
             // SpamAssassin's arguments give the height first.
-            "image_size_exact" => Test::SizeExact(kind()?, pixels(number(2)?), pixels(number(1)?)),
+            "image_size_exact" => {
+                Test::SizeExact(kind()?, pixels(args.number(2)?), pixels(args.number(1)?))
+            }
             "image_size_range" => Test::SizeRange(
                 kind()?,
-                (pixels(number(2)?), pixels(number(1)?)),
-                (
-                    pixels(optional(4, f64::INFINITY)?),
-                    pixels(optional(3, f64::INFINITY)?),
-                ),
+                (pixels(args.min(2)?), pixels(args.min(1)?)),
+                (pixels(no_max(4)?), pixels(no_max(3)?)),
             ),
             "image_named" => Test::Named(
-                args.first()
-                    .cloned()
+                args.get(0)
+                    .map(str::to_string)
                     .ok_or_else(|| format!("eval:{name} needs a name"))?,
             ),
             "image_name_regex" => {
                 let delimited = args
-                    .first()
+                    .get(0)
                     .ok_or_else(|| format!("eval:{name} needs a pattern"))?;
                 let translated = perl::split_delimited(delimited)
                     .and_then(|p| perl::translate(&p))
@@ -81,8 +74,8 @@ pub fn compile(name: &str, args: &[String], raw: bool) -> Option<Result<Test, St
             }
             "image_to_text_ratio" => Test::TextRatio {
                 kind: kind()?,
-                min: number(1)?,
-                max: number(2)?,
+                min: args.min(1)?,
+                max: args.max(2)?,
                 raw,
             },
             other => return Err(other.to_string()),

@@ -11,8 +11,7 @@ use std::ops::Range;
 
 use memchr::memmem;
 
-use super::target::content_type_param;
-use crate::message::{Message, line_end, without_envelope_line};
+use crate::message::{ContentType, Message, TransferEncoding, line_end, without_envelope_line};
 
 /// Parts one multipart may hold before SpamAssassin's parser stops reading it.
 const PART_LIMIT: usize = 1000;
@@ -37,8 +36,12 @@ pub(super) struct MimePart {
     /// The part that holds it (a multipart, or a message/rfc822 for the header block of
     /// the message inside); `None` for a part of the message itself.
     pub(super) parent: Option<usize>,
-    /// Its media type, lowercase and without parameters.
+    /// Its media type, lowercase and without parameters: as its Content-Type says, else the
+    /// default of the part that holds it.
     pub(super) media_type: String,
+    /// Its Content-Type and Content-Transfer-Encoding fields, read once for the MIME tests.
+    pub(super) content_type: ContentType,
+    pub(super) encoding: TransferEncoding,
     /// Parts between it and the message: 1 for a part of the message itself.
     depth: usize,
 }
@@ -114,6 +117,9 @@ pub(super) struct MimeTree {
     pub(super) parts: Vec<MimePart>,
     /// The message's own media type.
     pub(super) media_type: String,
+    /// The message's own Content-Type and Content-Transfer-Encoding fields.
+    pub(super) content_type: ContentType,
+    pub(super) encoding: TransferEncoding,
     pub(super) flags: ParseFlags,
 }
 
@@ -169,7 +175,8 @@ impl MimeTree {
 pub(super) fn mime_tree(msg: &Message) -> MimeTree {
     let raw = msg.raw;
     let head = read_head(raw);
-    let media_type = media_type(msg.header("content-type"), "text/plain");
+    let content_type = ContentType::read(msg.header("content-type"));
+    let media_type = content_type.media_type("text/plain").to_string();
     let mut scan = Scan {
         raw,
         media_type: &media_type,
@@ -185,12 +192,22 @@ pub(super) fn mime_tree(msg: &Message) -> MimeTree {
     if head.long_field || header_size(msg) > MAX_HEADER {
         scan.flags.set(ParseFlag::TruncatedHeader);
     }
-    scan.enter(None, &media_type, msg.header("content-type"), 0);
+    // Only a part's transfer encoding keeps the message inside it unread: the tree never
+    // asked the message's own, and the MIME tests' hits stay as they were.
+    scan.enter(
+        None,
+        &media_type,
+        &content_type,
+        TransferEncoding::Unencoded,
+        0,
+    );
     scan.run(head.body_at);
     let (parts, flags) = (scan.parts, scan.flags);
     MimeTree {
         parts,
         media_type,
+        content_type,
+        encoding: TransferEncoding::read(msg.header("content-transfer-encoding")),
         flags,
     }
 }
@@ -201,18 +218,6 @@ fn header_size(msg: &Message) -> usize {
     (msg.headers.iter())
         .map(|h| h.name.len() + h.value.len() + 3)
         .sum()
-}
-
-/// A media type (`text/html`) from a Content-Type value; `default` where there is none.
-fn media_type(content_type: Option<&str>, default: &str) -> String {
-    let value = content_type.unwrap_or_default();
-    let kind = value.split(';').next().unwrap_or_default();
-    let kind = kind.trim().trim_matches('"').trim();
-    if kind.is_empty() {
-        default.to_string()
-    } else {
-        kind.to_ascii_lowercase()
-    }
 }
 
 /// A line without its line end (LF or CRLF).
@@ -493,6 +498,8 @@ impl<'m> Scan<'m> {
             body: at..at,
             parent,
             media_type: String::new(),
+            content_type: ContentType::default(),
+            encoding: TransferEncoding::default(),
             depth,
         });
         self.parts.len() - 1
@@ -524,7 +531,8 @@ impl<'m> Scan<'m> {
 
     /// The header of `part` ended; its body starts at `body_at`.
     fn end_headers(&mut self, part: usize, body_at: usize) {
-        let content_type = self.parts[part].header("content-type");
+        let content_type = ContentType::read(self.parts[part].header("content-type"));
+        let encoding = TransferEncoding::read(self.parts[part].header("content-transfer-encoding"));
         // A part of a digest is a message unless it says otherwise (RFC 2046).
         let parent = self.parts[part].parent;
         let parent_type = parent.map_or(self.media_type, |p| &self.parts[p].media_type);
@@ -532,32 +540,39 @@ impl<'m> Scan<'m> {
             "multipart/digest" => "message/rfc822",
             _ => "text/plain",
         };
-        let kind = media_type(content_type, default);
-        let content_type = content_type.map(str::to_string);
+        let kind = content_type.media_type(default).to_string();
         let depth = self.parts[part].depth;
+        self.reading = Reading::Body;
+        self.enter(Some(part), &kind, &content_type, encoding, depth);
         let p = &mut self.parts[part];
         p.body = body_at..self.raw.len();
-        p.media_type = kind.clone();
-        self.reading = Reading::Body;
-        self.enter(Some(part), &kind, content_type.as_deref(), depth);
+        p.media_type = kind;
+        p.content_type = content_type;
+        p.encoding = encoding;
     }
 
     /// Prepares to read what `node` holds, if it is a multipart with a boundary or a
     /// message/rfc822 (not encoded: SpamAssassin decodes one sent in base64 first, which
     /// spamnb leaves as a leaf).
-    fn enter(&mut self, node: Option<usize>, kind: &str, content_type: Option<&str>, depth: usize) {
+    fn enter(
+        &mut self,
+        node: Option<usize>,
+        kind: &str,
+        content_type: &ContentType,
+        encoding: TransferEncoding,
+        depth: usize,
+    ) {
         if depth >= MAX_DEPTH {
             return;
         }
         if kind.starts_with("multipart/") {
-            let boundary = content_type.and_then(|ct| content_type_param(ct, "boundary"));
             // A part may not reuse a boundary of the multipart around it: its lines end the
             // outer part, as SpamAssassin reads them too.
-            let boundary =
-                boundary.filter(|b| !self.open.iter().any(|m| m.boundary == b.as_bytes()));
+            let boundary = (content_type.boundary.as_ref())
+                .filter(|b| !self.open.iter().any(|m| m.boundary == b.as_bytes()));
             if let Some(boundary) = boundary {
                 self.open.push(Multipart {
-                    boundary: boundary.into_bytes(),
+                    boundary: boundary.clone().into_bytes(),
                     node,
                     opened: false,
                     parts: 0,
@@ -565,15 +580,8 @@ impl<'m> Scan<'m> {
                     depth,
                 });
             }
-        } else if kind == "message/rfc822" || kind == "message/global" {
-            let encoding = node.and_then(|p| self.parts[p].header("content-transfer-encoding"));
-            let encoded = encoding.is_some_and(|e| {
-                let e = e.trim();
-                e.eq_ignore_ascii_case("base64") || e.eq_ignore_ascii_case("quoted-printable")
-            });
-            if !encoded {
-                self.reading = Reading::EmbeddedStart { parent: node };
-            }
+        } else if (kind == "message/rfc822" || kind == "message/global") && !encoding.is_encoded() {
+            self.reading = Reading::EmbeddedStart { parent: node };
         }
     }
 

@@ -6,7 +6,8 @@
 //! - [`perl`]: Perl patterns to the Rust dialect (look-around goes to a bounded
 //!   backtracker behind a prefilter; back-references are skipped).
 //! - [`meta`]: meta expressions.
-//! - [`eval`]: built-in tests (`eval:html_image_ratio(...)` and friends).
+//! - [`eval`]: built-in tests (`eval:html_image_ratio(...)` and friends); `argument`: how
+//!   they read their arguments.
 //! - `matcher`: every regex rule that reads one text, compiled to run together.
 //! - `target`: the header text a header rule reads.
 //! - `mime_tree`: the MIME parts as written, for mimeheader rules and MIME tests.
@@ -16,6 +17,7 @@
 
 mod alternative;
 mod anchored;
+mod argument;
 pub mod auth;
 mod body_eval;
 pub mod eval;

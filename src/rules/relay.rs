@@ -65,6 +65,11 @@ pub struct Hop {
     pub helo: Option<String>,
     /// The receiving server's name after `by`, lowercase, a last dot taken off.
     pub by: Option<String>,
+    /// Whether the line records the client in a comment (`from HELO (NAME …)`), as a
+    /// hand-over from another host does. Internal hand-overs record none: no comment
+    /// (`from userid 1000 by …`), Sendmail's local sender (`from localhost
+    /// (user@localhost)`), an unverified name, `with local`.
+    pub records_client: bool,
 }
 
 impl Hop {
@@ -77,13 +82,17 @@ impl Hop {
     /// from the last comment that holds one, never from a HELO (`from [192.0.2.1]
     /// (unknown [ADDRESS])`, qmail's `(HELO [192.0.2.1])`).
     pub fn of_received(received: &str) -> Option<Hop> {
-        let from = received.trim_start().strip_prefix("from ")?;
+        let line = received.trim_start();
+        let from = line.strip_prefix("from ")?;
         let (from, after) = from.split_once(" by ").unwrap_or((from, ""));
-        // The parenthesized comments, but qmail's record of the greeting.
-        let comments: Vec<(usize, &str)> = (from.match_indices('('))
+        // The parenthesized comments, each to its closing parenthesis.
+        let mut comments: Vec<(usize, &str)> = (from.match_indices('('))
             .map(|(at, _)| (at, from[at + 1..].split(')').next().unwrap_or_default()))
-            .filter(|(_, c)| !c.starts_with("HELO ") && !c.starts_with("helo "))
             .collect();
+        let records_client = !line.contains("with local for")
+            && (comments.iter()).any(|&(_, comment)| is_client_record(comment));
+        // qmail's record of the greeting names no relay.
+        comments.retain(|(_, c)| !c.starts_with("HELO ") && !c.starts_with("helo "));
         // The first `[address]` that is not a HELO (`helo=[…]`).
         let bracketed = |text: &str| {
             (text.match_indices('['))
@@ -145,8 +154,21 @@ impl Hop {
             address,
             helo,
             by,
+            records_client,
         })
     }
+}
+
+/// Whether a comment of a Received line's `from` part records the client: not empty, not a
+/// local sender (`user@localhost`), not `unverified`, not the greeting. A comment with one
+/// inside it is read to the inner one, which is read on its own.
+fn is_client_record(comment: &str) -> bool {
+    let c = comment.split('(').next().unwrap_or_default().trim();
+    !c.is_empty()
+        && !c.contains('@')
+        && c != "unverified"
+        && !c.starts_with("HELO ")
+        && !c.starts_with("helo=")
 }
 
 /// A message's trace, newest first: each `Received:` line's relay, none where a line

@@ -4,10 +4,10 @@
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use super::eval::base_domain;
 use super::lists::Seen;
 use super::relay::{Hop, TrustedNetworks, is_or_under, is_private};
 use super::target::envelope_sender;
+use crate::domain::base_domain;
 use crate::message::Message;
 
 #[derive(Debug, Clone)]
@@ -141,31 +141,10 @@ fn broken_links(hops: &[&Hop]) -> usize {
     broken
 }
 
-/// Whether a `Received:` line records a client in a comment (`from HELO (NAME …)`) but not
-/// its address, or not the server that wrote it. Internal hand-overs record none: no
-/// comment (`from userid 1000 by …`), Sendmail's local sender (`from localhost
-/// (user@localhost)`), an unverified name, `with local`. `hop` is what the trace read of
-/// the line.
-fn unparseable(received: &str, hop: &Option<Hop>) -> bool {
-    let line = received.trim_start();
-    let Some(from) = line.strip_prefix("from ") else {
-        return false;
-    };
-    let client = from.split(" by ").next().unwrap_or(from);
-    let records_client = (client.split('(').skip(1))
-        .map(|c| c.split(')').next().unwrap_or_default().trim())
-        .any(|c| {
-            !c.is_empty()
-                && !c.contains('@')
-                && c != "unverified"
-                && !c.starts_with("HELO ")
-                && !c.starts_with("helo=")
-        });
-    if !records_client || line.contains("with local for") {
-        return false;
-    }
-    hop.as_ref()
-        .is_none_or(|hop| hop.address.is_none() || hop.by.is_none())
+/// Whether a `Received:` line (what the trace read of it) records a client but not its
+/// address, or not the server that wrote it.
+fn unparseable(hop: &Hop) -> bool {
+    hop.records_client && (hop.address.is_none() || hop.by.is_none())
 }
 
 impl Test {
@@ -200,10 +179,7 @@ impl Test {
                 let hops: Vec<&Hop> = trusted.untrusted(seen.trace(msg)).collect();
                 broken_links(&hops) > 1
             }
-            Test::RelaysUnparseable => {
-                let trace = seen.trace(msg);
-                (msg.header_values("received").zip(trace)).any(|(line, hop)| unparseable(line, hop))
-            }
+            Test::RelaysUnparseable => seen.trace(msg).iter().flatten().any(unparseable),
             Test::MailfromMatchesRcvd(trusted) => {
                 let Some(domain) = envelope_sender(msg)
                     .and_then(|s| s.rsplit_once('@').map(|(_, d)| d.to_string()))
@@ -246,6 +222,7 @@ mod tests {
             address: Some("198.51.100.7".parse().unwrap()),
             helo: None,
             by: Some(by.to_string()),
+            records_client: true,
         };
         // Newest first: mx.example.net took it from relay.isp.example, which took it
         // from the sender's host.
@@ -284,8 +261,19 @@ mod tests {
             ("by mx.example.net with LMTP", false),
             ("(qmail 123 invoked by uid 0); 1 Dec 2026", false),
             ("from h (h) by mx with local for <a@example.org>", false),
+            // A comment inside a comment: each is read to the next parenthesis.
+            ("from h (a@b (mail.example.org)) by mx.example.net", true),
+            (
+                "from h (unverified (ann@localhost)) by mx.example.net",
+                false,
+            ),
+            (
+                "from h (mail.example.org (192.0.2.1)) by mx.example.net",
+                false,
+            ),
         ] {
-            assert_eq!(unparseable(line, &Hop::of_received(line)), want, "{line}");
+            let hop = Hop::of_received(line);
+            assert_eq!(hop.as_ref().is_some_and(unparseable), want, "{line}");
         }
     }
 }

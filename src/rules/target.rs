@@ -244,13 +244,3 @@ pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
     }
     Some(Cow::Owned(out))
 }
-
-/// A parameter of a Content-Type value (`charset`, `boundary`), as mail-parser reads it.
-pub(super) fn content_type_param(content_type: &str, name: &str) -> Option<String> {
-    // The parser reads a field to its line end.
-    let field = format!("{content_type}\n");
-    match MessageStream::new(field.as_bytes()).parse_content_type() {
-        HeaderValue::ContentType(ct) => ct.attribute(name).map(String::from),
-        _ => None,
-    }
-}
