@@ -332,10 +332,19 @@ pub fn rule_source(args: &Settings, config: &Config) -> RuleSource {
     }
 }
 
+/// The database for a command that holds it itself (`watch`, `import`). A holder that is
+/// no daemon (a `learn`, a hook, a watcher that is stopping) lets go in moments and is
+/// waited for, up to `--lock-wait`, as `learn` and the daemon wait; a daemon keeps it.
 pub fn open_store(config: &Config) -> anyhow::Result<Arc<SledStore>> {
     ensure_parent(&config.db)?;
-    let store = SledStore::open(&config.db, &config.store)?;
-    Ok(Arc::new(store))
+    let mut wait = crate::store::LockWait::up_to(config.store.lock_wait);
+    loop {
+        match SledStore::open(&config.db, &config.store) {
+            Err(crate::store::Error::Locked { .. })
+                if crate::store::holding_daemon(&config.db).is_none() && wait.again() => {}
+            opened => return Ok(Arc::new(opened?)),
+        }
+    }
 }
 
 pub fn engine(config: &Config, store: Arc<SledStore>) -> Engine {

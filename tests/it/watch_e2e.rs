@@ -853,3 +853,56 @@ fn watch_without_a_maildir_says_what_to_give() {
         util::text(&out.stderr)
     );
 }
+
+/// A watcher that starts while another process holds the database (a `learn`, or the
+/// watcher before it, still letting go) waits for it, as `learn` and the daemon wait;
+/// told not to wait, it says what holds it. It used to fail at once, and the SIGKILL
+/// test above, whose checks open the database between watchers, failed now and then.
+#[test]
+fn a_watcher_waits_for_a_database_another_process_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("Maildir");
+    for folder in ["", ".Junk"] {
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
+        }
+    }
+    let name = "1700000000.M1.host:2,S";
+    std::fs::write(root.join("cur").join(name), mail(1)).unwrap();
+    let db = dir.path().join("db");
+    let config = write_config(dir.path(), "ann", &root);
+    // The first pass notes where mail is; the move after it is what there is to learn.
+    let first = watch_command(&config, &db).arg("--once").output().unwrap();
+    assert!(first.status.success(), "{}", util::text(&first.stderr));
+    std::fs::rename(
+        root.join("cur").join(name),
+        root.join(".Junk/cur").join(name),
+    )
+    .unwrap();
+    let held = SledStore::open(&db, &StoreOptions::default()).unwrap();
+
+    let out = watch_command(&config, &db)
+        .args(["--once", "--lock-wait", "0"])
+        .output()
+        .unwrap();
+    let log = util::text(&out.stderr);
+    assert!(!out.status.success(), "{log}");
+    assert!(log.contains("is in use by another process"), "{log}");
+
+    let mut waiting = watch_command(&config, &db)
+        .arg("--once")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        waiting.try_wait().unwrap().is_none(),
+        "the watcher gave up instead of waiting"
+    );
+    drop(held);
+    let out = waiting.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    let (counts, _) = learned(&db);
+    assert_eq!(counts, [0, 1], "the message in Junk was learned as spam");
+}
