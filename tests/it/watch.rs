@@ -31,11 +31,7 @@ impl Fixture {
     pub fn new(settings: WatchSettings) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("Maildir");
-        for folder in ["", ".Junk", ".Trash", ".Archive"] {
-            for sub in ["cur", "new", "tmp"] {
-                std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
-            }
-        }
+        maildir(&root, &["", ".Junk", ".Trash", ".Archive"]);
         let store =
             Arc::new(SledStore::open(&dir.path().join("db"), &StoreOptions::default()).unwrap());
         let config = Config::default();
@@ -152,6 +148,16 @@ pub fn wait_until(mut ok: impl FnMut() -> bool, what: &str) {
             "timed out waiting until {what}"
         );
         std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A Maildir++ tree at `root` with `folders` (`""` is INBOX, `".Junk"` a folder), each
+/// with its cur, new and tmp.
+pub fn maildir(root: &Path, folders: &[&str]) {
+    for folder in folders {
+        for sub in ["cur", "new", "tmp"] {
+            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
+        }
     }
 }
 
@@ -515,11 +521,7 @@ fn bench_watch_latency_and_burst_throughput() {
 fn the_daemon_runs_the_watcher_from_its_configuration() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("Maildir");
-    for folder in ["", ".Junk"] {
-        for sub in ["cur", "new", "tmp"] {
-            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
-        }
-    }
+    maildir(&root, &["", ".Junk"]);
     let inbox = root.join("cur/1700000001.A.host:2,S");
     std::fs::write(&inbox, mail(1)).unwrap();
     let watch = format!(

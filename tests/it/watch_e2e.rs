@@ -14,7 +14,7 @@ use spamnb::model::{Class, CountSource};
 use spamnb::store::{SledStore, Store, StoreOptions};
 
 use crate::util;
-use crate::watch::mail;
+use crate::watch::{mail, maildir};
 
 /// `spamnb watch` with a config of its own (one user, no burst limit) and the given db.
 fn watch_command(config: &Path, db: &Path) -> Command {
@@ -129,11 +129,7 @@ fn check_counts_match_ledger(
 fn sigkill_during_bursts_of_moves_never_leaves_half_a_message_learned() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("Maildir");
-    for folder in ["", ".Junk"] {
-        for sub in ["cur", "new", "tmp"] {
-            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
-        }
-    }
+    maildir(&root, &["", ".Junk"]);
     let db = dir.path().join("db");
     let config = write_config(dir.path(), "ann", &root);
     const N: usize = 200;
@@ -862,11 +858,7 @@ fn watch_without_a_maildir_says_what_to_give() {
 fn a_watcher_waits_for_a_database_another_process_holds() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("Maildir");
-    for folder in ["", ".Junk"] {
-        for sub in ["cur", "new", "tmp"] {
-            std::fs::create_dir_all(root.join(folder).join(sub)).unwrap();
-        }
-    }
+    maildir(&root, &["", ".Junk"]);
     let name = "1700000000.M1.host:2,S";
     std::fs::write(root.join("cur").join(name), mail(1)).unwrap();
     let db = dir.path().join("db");
