@@ -15,7 +15,7 @@ use spamnb::message::DigestKind;
 use spamnb::model::{self, Class, Decision};
 
 /// Rules compile once per process; SpamAssassin's set takes most of a second.
-fn extractor() -> &'static (Extractor, Table) {
+fn extractor_and_counts() -> &'static (Extractor, Table) {
     static ONCE: OnceLock<(Extractor, Table)> = OnceLock::new();
     ONCE.get_or_init(|| {
         let mut paths = vec![PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../rules")];
@@ -40,10 +40,10 @@ fn extractor() -> &'static (Extractor, Table) {
 
 fuzz_target!(
     init: {
-        extractor();
+        extractor_and_counts();
     },
     |raw: &[u8]| {
-        let (extractor, table) = extractor();
+        let (extractor, table) = extractor_and_counts();
         let features = extractor.features(raw);
         let cfg = model::ModelConfig::default();
         let mut verdict = model::classify(&features, table, &cfg);
