@@ -756,4 +756,20 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             assert_eq!(url_host(url).as_deref(), host, "{url}");
         }
     }
+
+    /// Found by `fuzz/` (the `message` target): mail-parser 0.11.1 panics (a slice index
+    /// past the end of its list of HTML parts) on an alternative nested in one with the same
+    /// boundary, after two HTML parts. spamnb catches it and reads the message as text.
+    #[test]
+    fn a_message_that_panics_the_mime_parser_is_read_as_text() {
+        let raw = b"From: a@example.com\n\
+            Content-Type: multipart/alternative; boundary=\"b\"\n\n\
+            --b\nContent-Type: text/html\n\nalpha\n\
+            --b\nContent-Type: text/html\n\nbeta\n\
+            --b\nContent-Type: multipart/alternative; boundary=\"b\"\n\ngamma\n\
+            --b\nContent-Type: text/plain\n\nomega\n--b--\n";
+        let msg = Message::parse(raw, 1 << 20);
+        assert_eq!(msg.anomalies, [Anomaly::ParserPanic]);
+        assert!(msg.text.contains("alpha") && msg.text.contains("omega"));
+    }
 }
