@@ -118,6 +118,23 @@ pub struct Message<'a> {
     body_at: Option<usize>,
 }
 
+/// Makes a panic of the MIME parser, which [`Message::parse`] catches, one warning in the
+/// log instead of the default report on stderr, which reads as if spamnb had crashed; any
+/// other panic is reported as before. Called once, at start.
+pub fn log_parser_panics() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        match info.location().filter(|l| l.file().contains("mail-parser")) {
+            Some(at) => tracing::warn!(
+                "the MIME parser failed on a message (mail-parser, {}:{}); it is read as plain text",
+                at.file().rsplit("/src/").next().unwrap_or_default(),
+                at.line()
+            ),
+            None => report(info),
+        }
+    }));
+}
+
 impl<'a> Message<'a> {
     /// Parses at most `scan_limit` bytes of `raw`. Never fails and never panics.
     pub fn parse(raw: &'a [u8], scan_limit: usize) -> Message<'a> {

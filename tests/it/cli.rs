@@ -955,3 +955,29 @@ fn stats_into_a_closed_pipe_ends_quietly() {
     assert!(out.status.success(), "{err}");
     assert!(err.is_empty(), "{err}");
 }
+
+/// A message that makes the MIME parser panic (mail-parser 0.11.1, found by `fuzz/`) gets
+/// its verdict, read as plain text, and one warning; no panic report that reads as if
+/// spamnb had crashed.
+#[test]
+fn a_message_that_panics_the_mime_parser_is_checked_with_one_warning() {
+    let tmp = tempfile::tempdir().unwrap();
+    let raw = "From: a@example.com\n\
+        Content-Type: multipart/alternative; boundary=\"b\"\n\n\
+        --b\nContent-Type: text/html\n\nalpha\n\
+        --b\nContent-Type: text/html\n\nbeta\n\
+        --b\nContent-Type: multipart/alternative; boundary=\"b\"\n\ngamma\n\
+        --b\nContent-Type: text/plain\n\nomega\n--b--\n";
+    let file = write(tmp.path(), "odd.eml", raw);
+    let out = spamnb(&tmp.path().join("db"))
+        .args(["check", "--format", "tsv"])
+        .arg(&file)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("unsure"), "{stdout}");
+    assert!(stderr.contains("read as plain text"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
