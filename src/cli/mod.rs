@@ -337,14 +337,10 @@ pub fn rule_source(args: &Settings, config: &Config) -> RuleSource {
 /// waited for, up to `--lock-wait`, as `learn` and the daemon wait; a daemon keeps it.
 pub fn open_store(config: &Config) -> anyhow::Result<Arc<SledStore>> {
     ensure_parent(&config.db)?;
-    let mut wait = crate::store::LockWait::up_to(config.store.lock_wait);
-    loop {
-        match SledStore::open(&config.db, &config.store) {
-            Err(crate::store::Error::Locked { .. })
-                if crate::store::holding_daemon(&config.db).is_none() && wait.again() => {}
-            opened => return Ok(Arc::new(opened?)),
-        }
-    }
+    let store = SledStore::open_waiting(&config.db, &config.store, || {
+        crate::store::holding_daemon(&config.db).is_none()
+    })?;
+    Ok(Arc::new(store))
 }
 
 pub fn engine(config: &Config, store: Arc<SledStore>) -> Engine {

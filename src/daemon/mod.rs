@@ -304,15 +304,11 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
 }
 
 /// The database, once no other process holds it: a `learn` or a hook that has it while
-/// the daemon (re)starts lets go in moments.
+/// the daemon (re)starts lets go in moments, and so does the daemon before this one.
 fn open_store(config: &Config) -> Result<SledStore, Error> {
-    let mut wait = crate::store::LockWait::up_to(config.store.lock_wait);
-    loop {
-        match SledStore::open(&config.db, &config.store) {
-            Err(crate::store::Error::Locked { .. }) if wait.again() => {}
-            Err(crate::store::Error::Locked { path }) => return Err(Error::Busy(path)),
-            opened => return Ok(opened?),
-        }
+    match SledStore::open_waiting(&config.db, &config.store, || true) {
+        Err(crate::store::Error::Locked { path }) => Err(Error::Busy(path)),
+        opened => Ok(opened?),
     }
 }
 

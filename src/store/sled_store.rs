@@ -159,6 +159,23 @@ impl Drop for ScratchDir {
 }
 
 impl SledStore {
+    /// [`SledStore::open`], waiting up to `opts.lock_wait` while another process holds the
+    /// database and `worth_waiting()` says it will let go (a `learn` or a hook does in
+    /// moments; a running daemon does not).
+    pub fn open_waiting(
+        path: &Path,
+        opts: &StoreOptions,
+        worth_waiting: impl Fn() -> bool,
+    ) -> Result<SledStore, Error> {
+        let mut wait = super::LockWait::up_to(opts.lock_wait);
+        loop {
+            match SledStore::open(path, opts) {
+                Err(Error::Locked { .. }) if worth_waiting() && wait.again() => {}
+                opened => return opened,
+            }
+        }
+    }
+
     pub fn open(path: &Path, opts: &StoreOptions) -> Result<SledStore, Error> {
         refuse_foreign_directory(path)?;
         SledStore::open_at(path, opts, None)
