@@ -37,6 +37,7 @@ pub mod mailbox;
 pub mod message;
 pub mod milter;
 pub mod model;
+mod quiet_panic;
 pub mod rules;
 mod segment;
 pub mod spam_headers;

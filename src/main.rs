@@ -18,7 +18,6 @@ fn main() -> ExitCode {
             .with_env_filter(filter)
             .init();
     }
-    spamnb::message::log_parser_panics();
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {

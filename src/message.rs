@@ -6,7 +6,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::LazyLock;
 
 use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
@@ -118,33 +117,18 @@ pub struct Message<'a> {
     body_at: Option<usize>,
 }
 
-/// Makes a panic of the MIME parser, which [`Message::parse`] catches, one warning in the
-/// log instead of the default report on stderr, which reads as if spamnb had crashed; any
-/// other panic is reported as before. Called once, at start.
-pub fn log_parser_panics() {
-    let report = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        match info.location().filter(|l| l.file().contains("mail-parser")) {
-            Some(at) => tracing::warn!(
-                "the MIME parser failed on a message (mail-parser, {}:{}); it is read as plain text",
-                at.file().rsplit("/src/").next().unwrap_or_default(),
-                at.line()
-            ),
-            None => report(info),
-        }
-    }));
-}
-
 impl<'a> Message<'a> {
     /// Parses at most `scan_limit` bytes of `raw`. Never fails and never panics.
     pub fn parse(raw: &'a [u8], scan_limit: usize) -> Message<'a> {
         let truncated = raw.len() > scan_limit;
         let raw = &raw[..raw.len().min(scan_limit)];
-        let parsed = catch_unwind(AssertUnwindSafe(|| parse_mime(raw)));
-        let mut msg = match parsed {
+        let mut msg = match crate::quiet_panic::catch_quietly(|| parse_mime(raw)) {
             Ok(Some(msg)) => msg,
             Ok(None) => raw_text_message(raw, Anomaly::Unparsed),
-            Err(_) => raw_text_message(raw, Anomaly::ParserPanic),
+            Err(_) => {
+                tracing::warn!("the MIME parser failed on a message; it is read as plain text");
+                raw_text_message(raw, Anomaly::ParserPanic)
+            }
         };
         if truncated {
             msg.anomalies.push(Anomaly::Truncated);

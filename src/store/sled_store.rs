@@ -26,12 +26,10 @@
 //! message through `spamnb filter`), counts are read from their buckets: loading the table
 //! would cost more than the few hundred lookups one message needs.
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, Once, RwLock};
+use std::sync::{Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::layout::{
@@ -200,7 +198,7 @@ impl SledStore {
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(Some(1000));
         // sled has been seen to panic on some damaged files instead of returning an error.
-        let db = match catch_quietly(|| config.open()) {
+        let db = match crate::quiet_panic::catch_quietly(|| config.open()) {
             Ok(Ok(db)) => db,
             Ok(Err(e)) => return Err(open_error(path, e)),
             Err(_) => {
@@ -559,7 +557,7 @@ impl SledStore {
     /// The value under `key`. sled has been seen to panic on a damaged tree as it does on
     /// damaged files at open ("cannot find pid … in view_for_key"): that is damage too.
     fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<sled::IVec>, Error> {
-        match catch_quietly(|| self.db.get(key)) {
+        match crate::quiet_panic::catch_quietly(|| self.db.get(key)) {
             Ok(got) => got.map_err(|e| self.corrupt(e)),
             Err(_) => Err(Error::Corrupt {
                 path: self.path.clone(),
@@ -978,33 +976,6 @@ fn encode_buckets(tokens: &[(String, TokenCounts)]) -> Vec<([u8; 3], Vec<u8>)> {
             (bucket_key(bucket), out)
         })
         .collect()
-}
-
-thread_local! {
-    /// Set while this thread runs [`catch_quietly`]'s closure.
-    static QUIET_PANICS: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Runs `f`, catching a panic in it, and keeps that panic's message and backtrace off
-/// stderr: the caller reports the failure in words the user can act on. The panic hook
-/// is the process's, so the one installed here stays quiet only on a thread inside this
-/// call and hands every other panic to the hook it replaced.
-fn catch_quietly<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if QUIET_PANICS.with(Cell::get) {
-                tracing::debug!("caught: {info}");
-            } else {
-                previous(info);
-            }
-        }));
-    });
-    let was = QUIET_PANICS.with(|q| q.replace(true));
-    let result = catch_unwind(AssertUnwindSafe(f));
-    QUIET_PANICS.with(|q| q.set(was));
-    result
 }
 
 /// The items of `iter` up to its first error. sled's iterator over a damaged tree yields
