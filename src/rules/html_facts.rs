@@ -479,10 +479,13 @@ fn sets_colors(html: &str) -> bool {
     static COLOR_WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
         AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(["color", "background", "text=", "text =", "link=", "link ="])
+            .build(["color", "background"])
             .expect("plain words make a valid automaton")
     });
+    // `<body text=… link=…>`, read as the colour stack reads attributes.
     COLOR_WORDS.is_match(html)
+        || attribute_values(html, "text").next().is_some()
+        || attribute_values(html, "link").next().is_some()
 }
 
 /// The pixels of `<font size>` 1 to 7, as readers map them.

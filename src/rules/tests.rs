@@ -1115,6 +1115,12 @@ fn builtin_evals() {
             html("<div style=\"background: #000\">dark on dark</div>"),
             html("<div style=\"background: url(a.png) #000\">painted over</div>"),
         ),
+        // A page that names no colour but its text's, spaced as an attribute may be.
+        (
+            "html_test('font_low_contrast')",
+            html("<body text\t=\"#ffffff\">white on white</body>"),
+            html("<body text\t=\"#000000\">black on white</body>"),
+        ),
         // spamnb reads `bgcolor`, where SpamAssassin does not.
         (
             "html_test('font_low_contrast')",
