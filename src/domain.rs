@@ -3,7 +3,7 @@
 //! labels, as learned databases hold them), from one way of taking labels off the end.
 
 /// The last `n` labels of `host` (all of it, if it has no more).
-fn last_labels(host: &str, n: usize) -> &str {
+pub(crate) fn last_labels(host: &str, n: usize) -> &str {
     match host.rmatch_indices('.').nth(n.saturating_sub(1)) {
         Some((at, _)) => &host[at + 1..],
         None => host,

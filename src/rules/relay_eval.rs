@@ -93,11 +93,7 @@ fn trail_domain(host: &str) -> &str {
     } else {
         return host;
     };
-    // The byte after the label `keep` from the end.
-    match host.rmatch_indices('.').nth(keep - 1) {
-        Some((at, _)) => &host[at + 1..],
-        None => host,
-    }
+    crate::domain::last_labels(host, keep)
 }
 
 /// A dotted host name, with at least two characters before its last dot.
