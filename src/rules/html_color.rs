@@ -366,13 +366,7 @@ impl ColorStack {
         }
         let behind = self.top().bg;
         let (mut fg, mut bg) = (self.top().fg, behind);
-        // Most tags are written bare: nothing to look for.
-        let has_attributes = attributes.contains('=');
-        let attr = |name| {
-            has_attributes
-                .then(|| attribute(attributes, name))
-                .flatten()
-        };
+        let attr = |name| attribute(attributes, name);
         match tag {
             Tag::Body => {
                 if let Some(text) = attr("text") {
