@@ -465,7 +465,6 @@ impl<'m> Facts<'m> {
         }
     }
 
-    /// Both date tests read it: parsed once.
     /// The Date header's time and the newest Received line's (Unix seconds), where they
     /// parse: the date tests and the Outlook Message-ID test read them.
     pub(super) fn dates(&mut self) -> (Option<i64>, Option<i64>) {
