@@ -60,9 +60,9 @@ impl<'c> Arguments<'c> {
         self.get(i).map_or(Ok(missing), |_| self.min(i))
     }
 
-    /// [`Arguments::max`], or `missing` where the call gives no argument `i`.
-    pub(super) fn max_or(&self, i: usize, missing: f64) -> Result<f64, String> {
-        self.get(i).map_or(Ok(missing), |_| self.max(i))
+    /// [`Arguments::max`], open (infinity) where the call gives no argument `i` as well.
+    pub(super) fn open_max(&self, i: usize) -> Result<f64, String> {
+        self.get(i).map_or(Ok(f64::INFINITY), |_| self.max(i))
     }
 
     fn bound(&self, i: usize, open: f64) -> Result<f64, String> {
@@ -135,11 +135,11 @@ mod tests {
             assert_eq!(args.min(0).ok(), min, "{written} as a minimum");
             assert_eq!(args.max(0).ok(), max, "{written} as a maximum");
             assert_eq!(args.min_or(0, 1.0).ok(), min, "{written} as a minimum");
-            assert_eq!(args.max_or(0, 1.0).ok(), max, "{written} as a maximum");
+            assert_eq!(args.open_max(0).ok(), max, "{written} as a maximum");
         }
         let none = Arguments::parse("e", "");
         assert_eq!(none.min_or(0, 1.0), Ok(1.0), "a minimum left out");
-        assert_eq!(none.max_or(0, inf), Ok(inf), "a maximum left out");
+        assert_eq!(none.open_max(0), Ok(inf), "a maximum left out");
         assert_eq!(none.max(0), Err("eval:e needs argument 1".to_string()));
         assert_eq!(
             Arguments::parse("e", "'x'").min(0),

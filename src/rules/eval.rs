@@ -348,10 +348,7 @@ pub fn compile(
             "mimepart_limit_exceeded" => Eval::Mime(MimeTest::ParseFlag(ParseFlag::PartLimit)),
             other => return Err(format!("{name}('{other}')")),
         },
-        "check_base64_length" => Eval::Mime(MimeTest::Base64Length(
-            min(0)?,
-            args.max_or(1, f64::INFINITY)?,
-        )),
+        "check_base64_length" => Eval::Mime(MimeTest::Base64Length(min(0)?, args.open_max(1)?)),
         "check_mime_multipart_ratio" => Eval::Mime(MimeTest::MultipartRatio(min(0)?, max(1)?)),
         "check_msg_parse_flags" => {
             let flag = text(0)?;
@@ -385,7 +382,7 @@ pub fn compile(
         "html_range" => Eval::HtmlRange(
             HtmlStat::parse(name, &text(0)?)?,
             min(1)?,
-            args.max_or(2, f64::INFINITY)?,
+            args.open_max(2)?,
         ),
         "html_eval" => {
             let expr = text(1)?;

@@ -81,10 +81,9 @@ pub(super) fn compile(name: &str, args: &Arguments) -> Option<Result<Test, Strin
             "check_outlook_message_id" => Test::OutlookMessageId,
             "sorted_recipients" => Test::SortedRecipients,
             // An end left out is open, as one written `undef`.
-            "similar_recipients" => Test::SimilarRecipients(
-                args.min_or(0, f64::NEG_INFINITY)?,
-                args.max_or(1, f64::INFINITY)?,
-            ),
+            "similar_recipients" => {
+                Test::SimilarRecipients(args.min_or(0, f64::NEG_INFINITY)?, args.open_max(1)?)
+            }
             "gated_through_received_hdr_remover" => Test::GatedThroughReceivedRemover,
             "check_for_no_hotmail_received_headers" => Test::NoHotmailTrace,
             "check_for_forged_hotmail_received_headers" => Test::ForgedHotmailTrace,

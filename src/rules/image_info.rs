@@ -34,7 +34,6 @@ pub enum Test {
 
 /// `name(args)` if it is an ImageInfo test; `raw` for a rawbody rule.
 pub(super) fn compile(name: &str, args: &Arguments, raw: bool) -> Option<Result<Test, String>> {
-    let no_max = |i: usize| args.max_or(i, f64::INFINITY);
     let kind = || -> Result<Option<ImageKind>, String> {
         match args.get(0) {
             Some("all") => Ok(None),
@@ -47,8 +46,8 @@ pub(super) fn compile(name: &str, args: &Arguments, raw: bool) -> Option<Result<
     let pixels = |v: f64| v.clamp(0.0, f64::from(u32::MAX)) as u32;
     let test = || -> Result<Test, String> {
         Ok(match name {
-            "image_count" => Test::Count(kind()?, args.min(1)?, no_max(2)?),
-            "pixel_coverage" => Test::Coverage(kind()?, args.min(1)?, no_max(2)?),
+            "image_count" => Test::Count(kind()?, args.min(1)?, args.open_max(2)?),
+            "pixel_coverage" => Test::Coverage(kind()?, args.min(1)?, args.open_max(2)?),
             // SpamAssassin's arguments give the height first.
             "image_size_exact" => {
                 Test::SizeExact(kind()?, pixels(args.number(2)?), pixels(args.number(1)?))
@@ -56,7 +55,7 @@ pub(super) fn compile(name: &str, args: &Arguments, raw: bool) -> Option<Result<
             "image_size_range" => Test::SizeRange(
                 kind()?,
                 (pixels(args.min(2)?), pixels(args.min(1)?)),
-                (pixels(no_max(4)?), pixels(no_max(3)?)),
+                (pixels(args.open_max(4)?), pixels(args.open_max(3)?)),
             ),
             "image_named" => Test::Named(
                 args.get(0)
