@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 
 use mail_parser::decoders::base64::base64_decode;
 use mail_parser::decoders::charsets::map::charset_decoder;
@@ -37,22 +38,23 @@ pub(super) fn difference(msg: &Message, tree: &MimeTree) -> Difference {
     if is_invitation(tree) {
         return out;
     }
-    let alternatives: Vec<Option<usize>> = (tree.nodes())
+    // Each alternative's parts, nested multiparts' included.
+    let alternatives: Vec<Range<usize>> = (tree.nodes())
         .filter(|&n| tree.media_type(n) == "multipart/alternative")
+        .map(|n| tree.descendants(n))
         .collect();
     // A part inside nested alternatives counts in each of them: it is rendered once, before
     // any is counted.
     let mut inside = vec![false; tree.parts.len()];
-    for &node in &alternatives {
-        inside[tree.descendants(node)].fill(true);
+    for parts in &alternatives {
+        inside[parts.clone()].fill(true);
     }
     let rendered: Vec<Option<Rendered>> = (tree.parts.iter().zip(inside))
         .map(|(part, inside)| inside.then(|| rendered(part, msg.raw)).flatten())
         .collect();
-    for node in alternatives {
-        // Every text part under the alternative counts, in nested multiparts too.
+    for parts in alternatives {
         let (mut html, mut text) = (HashMap::new(), HashMap::new());
-        for part in &rendered[tree.descendants(node)] {
+        for part in &rendered[parts] {
             match part {
                 Some(Rendered::Html { text, image }) => {
                     count_words(&mut html, text);
