@@ -1469,6 +1469,21 @@ fn builtin_evals() {
                 "x",
             ),
         ),
+        // Handed on by a relay that Yahoo's name is on, in no path the patterns know.
+        (
+            "check_for_forged_yahoo_received_headers()",
+            mail(
+                &format!("From: joe@yahoo.com\n{}", relayed("h [198.51.100.7]")),
+                "x",
+            ),
+            mail(
+                &format!(
+                    "From: joe@yahoo.com\n{}",
+                    relayed("mta.mail.yahoo.com [198.51.100.7]")
+                ),
+                "x",
+            ),
+        ),
         (
             "check_for_forged_gmail_received_headers()",
             mail(
@@ -1502,6 +1517,19 @@ fn builtin_evals() {
                 "x",
             ),
             mail(&relayed("h [198.51.100.7]"), "x"),
+        ),
+        // Hotmail's own path, with the sender's address it records.
+        (
+            "check_for_forged_hotmail_received_headers()",
+            mail(
+                "Received: from hotmail.com (unknown [198.51.100.7]) by mx.example.net\nSubject: a",
+                "x",
+            ),
+            mail(
+                "Received: from hotmail.com (bay1.hotmail.com [198.51.100.7]) by mx.example.net\n\
+                 X-Originating-IP: [203.0.113.5]\nSubject: a",
+                "x",
+            ),
         ),
         (
             "check_for_forged_juno_received_headers()",
