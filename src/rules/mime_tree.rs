@@ -115,8 +115,6 @@ impl ParseFlags {
 #[derive(Debug, Default)]
 pub(super) struct MimeTree {
     pub(super) parts: Vec<MimePart>,
-    /// The message's own media type.
-    pub(super) media_type: String,
     /// The message's own Content-Type and Content-Transfer-Encoding fields.
     pub(super) content_type: ContentType,
     pub(super) encoding: TransferEncoding,
@@ -128,7 +126,7 @@ impl MimeTree {
     pub(super) fn media_type(&self, node: Option<usize>) -> &str {
         match node {
             Some(i) => &self.parts[i].media_type,
-            None => &self.media_type,
+            None => self.content_type.media_type("text/plain"),
         }
     }
 
@@ -176,10 +174,10 @@ pub(super) fn mime_tree(msg: &Message) -> MimeTree {
     let raw = msg.raw;
     let head = read_head(raw);
     let content_type = ContentType::read(msg.header("content-type"));
-    let media_type = content_type.media_type("text/plain").to_string();
+    let media_type = content_type.media_type("text/plain");
     let mut scan = Scan {
         raw,
-        media_type: &media_type,
+        media_type,
         parts: Vec::new(),
         open: Vec::new(),
         reading: Reading::Body,
@@ -196,7 +194,7 @@ pub(super) fn mime_tree(msg: &Message) -> MimeTree {
     // asked the message's own, and the MIME tests' hits stay as they were.
     scan.enter(
         None,
-        &media_type,
+        media_type,
         &content_type,
         TransferEncoding::Unencoded,
         0,
@@ -205,7 +203,6 @@ pub(super) fn mime_tree(msg: &Message) -> MimeTree {
     let (parts, flags) = (scan.parts, scan.flags);
     MimeTree {
         parts,
-        media_type,
         content_type,
         encoding: TransferEncoding::read(msg.header("content-transfer-encoding")),
         flags,
