@@ -5,16 +5,15 @@
 //! in [`Message::anomalies`] so that it can itself count as evidence.
 
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use mail_parser::{HeaderValue, MessageParser, MimeHeaders, PartType};
-use regex::Regex;
 
 pub mod content;
 mod digest;
 mod html;
 pub mod image;
+mod urls;
 
 pub use content::{ContentType, TransferEncoding};
 pub use digest::{Digest, DigestKind};
@@ -364,7 +363,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     if !has_plain && !msg.html.is_empty() {
         msg.anomalies.push(Anomaly::HtmlOnly);
     }
-    msg.urls = find_urls(&msg.text, &msg.html);
+    msg.urls = urls::find_urls(&msg.text, &msg.html);
     Some(msg)
 }
 
@@ -375,7 +374,7 @@ fn raw_text_message(raw: &[u8], why: Anomaly) -> Message<'_> {
     if matches!(text, Cow::Owned(_)) && looks_binary(raw) {
         anomalies.push(Anomaly::BinaryGarbage);
     }
-    let urls = find_urls(&text, "");
+    let urls = urls::find_urls(&text, "");
     let all_of_it = 0..text.len();
     Message {
         raw,
@@ -444,73 +443,6 @@ pub fn unfold_into(out: &mut String, value: &[u8]) {
         }
         out.push_str(word);
     }
-}
-
-// ASCII word boundaries: a Unicode `\b` stops the lazy DFA at the first non-ASCII byte.
-static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(?-u:\b)(?:https?://|www\.)[^\s<>"'()\[\]{}]+"#)
-        .expect("URL pattern is valid")
-});
-/// An attribute that holds a URL, with its value. The value is taken from the match (after
-/// `=`, white space and a quote), not from a capture group: captures run a second, slower
-/// engine over each match.
-static URL_IN_HTML: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)(?-u:\b)(?:href|src|action)\s*=\s*["']?[^"'\s>]+"#)
-        .expect("attribute pattern is valid")
-});
-
-/// URLs written in the text, and the targets of links, images and forms in the HTML,
-/// entities decoded, as a browser would follow them; `mailto:` links as written, for `uri`
-/// rules (as SpamAssassin lists them).
-fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
-    let mut urls: Vec<String> = Vec::new();
-    // A page of links names most of them many times: seen ones are found by hash, and
-    // only what an entity changed is copied to be looked up.
-    let mut seen: HashSet<Cow<'t, str>> = HashSet::new();
-    let mut push = |u: Cow<'t, str>| {
-        let end = ['.', ',', ';', ':', '!', '?'];
-        let u = match u {
-            Cow::Borrowed(u) => Cow::Borrowed(u.trim_end_matches(end)),
-            Cow::Owned(mut u) => {
-                u.truncate(u.trim_end_matches(end).len());
-                Cow::Owned(u)
-            }
-        };
-        if !u.is_empty() && urls.len() < 1000 && !seen.contains(u.as_ref()) {
-            urls.push(u.to_string());
-            seen.insert(u);
-        }
-    };
-    for m in URL_IN_TEXT.find_iter(text) {
-        push(Cow::Borrowed(m.as_str()));
-    }
-    for m in URL_IN_HTML.find_iter(html) {
-        let (_, value) = m.as_str().split_once('=').unwrap_or_default();
-        let value = value.trim_start();
-        let target = as_followed(value.strip_prefix(['"', '\'']).unwrap_or(value));
-        if target.contains("://") || target.starts_with("www.") || is_mailto(&target) {
-            push(target);
-        }
-    }
-    for m in URL_IN_TEXT.find_iter(html) {
-        push(as_followed(m.as_str()));
-    }
-    urls
-}
-
-/// A URL written in HTML as a browser follows it: entities decoded, and the tabs and line
-/// breaks it drops inside a URL (`ex&#10;ample.com`) gone.
-fn as_followed(written: &str) -> Cow<'_, str> {
-    let decoded = html::decode_entities(written);
-    if !decoded.contains(['\t', '\r', '\n']) {
-        return decoded;
-    }
-    Cow::Owned(
-        decoded
-            .chars()
-            .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
-            .collect(),
-    )
 }
 
 /// Whether `url` is a `mailto:` link: an address, not a place.
