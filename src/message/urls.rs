@@ -61,7 +61,7 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
 
 /// A URL written in HTML as a browser follows it: entities decoded, and the tabs and line
 /// breaks it drops inside a URL (`ex&#10;ample.com`) gone.
-pub(super) fn as_followed(written: &str) -> Cow<'_, str> {
+fn as_followed(written: &str) -> Cow<'_, str> {
     let decoded = html::decode_entities(written);
     if !decoded.contains(['\t', '\r', '\n']) {
         return decoded;
