@@ -432,8 +432,24 @@ pub fn unfold(value: &[u8]) -> String {
     out
 }
 
+/// [`unfold`], borrowing `value` where it is one line already, as most are: ASCII, its
+/// words one space apart. Header rules read To and Cc unfolded in every message.
+pub fn unfolded(value: &[u8]) -> Cow<'_, str> {
+    // A space before the first byte, so that a leading space (and an empty value) fail.
+    let mut before = b' ';
+    let one_line = value.iter().all(|&b| {
+        let fits = b.is_ascii() && !(b'\t'..=b'\r').contains(&b) && !(b == b' ' && before == b' ');
+        before = b;
+        fits
+    }) && before != b' ';
+    match std::str::from_utf8(value) {
+        Ok(line) if one_line => Cow::Borrowed(line),
+        _ => Cow::Owned(unfold(value)),
+    }
+}
+
 /// [`unfold`], appended to `out`.
-pub fn unfold_into(out: &mut String, value: &[u8]) {
+fn unfold_into(out: &mut String, value: &[u8]) {
     for (i, word) in String::from_utf8_lossy(value)
         .split_whitespace()
         .enumerate()
@@ -557,6 +573,28 @@ mod tests {
             msg.raw_header_values("to"),
             raw_header_values(msg.raw_head(), "to")
         );
+    }
+
+    #[test]
+    fn a_value_on_one_line_is_borrowed_as_it_unfolds() {
+        for (value, borrowed) in [
+            (&b"a@x, b@y"[..], true),
+            (b"Joe <j@x>", true),
+            (b"", false),
+            (b" a@x", false),
+            (b"a@x ", false),
+            (b"a@x,  b@y", false),
+            (b"a@x,\r\n b@y", false),
+            (b"a@x,\n\tb@y", false),
+            (b"a\x0bb", false),
+            (b"J\xc3\xbcrgen <j@x>", false),
+            (b"bad \xff byte", false),
+        ] {
+            let text = String::from_utf8_lossy(value);
+            let got = unfolded(value);
+            assert_eq!(got, unfold(value), "{text:?}");
+            assert_eq!(matches!(got, Cow::Borrowed(_)), borrowed, "{text:?}");
+        }
     }
 
     #[test]

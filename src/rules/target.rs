@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use mail_parser::HeaderValue;
 use mail_parser::parsers::MessageStream;
 
-use crate::message::{Message, unfold_into};
+use crate::message::{Message, unfolded};
 
 /// Which header text a header rule reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -100,11 +100,7 @@ impl Target {
             Target::ToCc(part) => {
                 let mut fields = msg.raw_header_values("to");
                 fields.extend(msg.raw_header_values("cc"));
-                part.of(fields.iter().map(|value| {
-                    let mut out = String::new();
-                    unfold_into(&mut out, value);
-                    Cow::Owned(out)
-                }))
+                part.of(fields.into_iter().map(unfolded))
             }
             Target::EnvelopeFrom => msg
                 .header("return-path")
