@@ -3,9 +3,6 @@
 //! `html_text_match`), as its HTML reader defines them, and the colours of the text
 //! ([`super::html_color`]).
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
@@ -163,34 +160,10 @@ const ELEMENTS: &[&[u8]] = &[
 ];
 
 /// Opening and closing tags by name, without regard to case. A name (at most 16 bytes) is
-/// packed into a number, hashed by a multiply ([`NameHasher`]): a message has a few dozen
-/// names, and a search through them for each tag was a seventh of this pass.
+/// packed into a number and found by a hash of it ([`TagCounts::hash`]): a message has a
+/// few dozen names, and a search through them for each tag was a seventh of this pass.
 #[derive(Default)]
-pub(super) struct TagCounts(HashMap<u128, Tag, BuildHasherDefault<NameHasher>>);
-
-/// Hashes a packed tag name: its two halves folded into one word and spread by a multiply.
-/// Names that collide cost what the list of names searched through before cost, no more.
-#[derive(Default)]
-struct NameHasher(u64);
-
-impl Hasher for NameHasher {
-    /// Only packed names are hashed ([`Hasher::write_u128`]); this is the trait's fallback.
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-
-    fn write_u128(&mut self, key: u128) {
-        let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
-        self.0 = folded.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        // The table picks a bucket by the low bits, which a multiply leaves least mixed.
-        self.0 ^ (self.0 >> 29)
-    }
-}
+pub(super) struct TagCounts(hashbrown::HashTable<(u128, Tag)>);
 
 /// What the markup did with one tag name.
 #[derive(Default, Clone, Copy)]
@@ -218,10 +191,25 @@ impl TagCounts {
         Some(u128::from_le_bytes(key))
     }
 
+    /// A packed name's two halves folded into one word and spread by a multiply, its high
+    /// bits brought down: the table picks a bucket by the low ones.
+    fn hash(key: u128) -> u64 {
+        let folded = (key as u64) ^ ((key >> 64) as u64).rotate_left(29);
+        let spread = folded.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        spread ^ (spread >> 29)
+    }
+
     fn add(&mut self, key: u128, closing: bool) -> Added {
-        let (tag, first) = match self.0.entry(key) {
-            Entry::Occupied(seen) => (seen.into_mut(), false),
-            Entry::Vacant(new) => (new.insert(Tag::default()), true),
+        let entry = self.0.entry(
+            TagCounts::hash(key),
+            |e| e.0 == key,
+            |e| TagCounts::hash(e.0),
+        );
+        let (tag, first) = match entry {
+            hashbrown::hash_table::Entry::Occupied(seen) => (&mut seen.into_mut().1, false),
+            hashbrown::hash_table::Entry::Vacant(new) => {
+                (&mut new.insert((key, Tag::default())).into_mut().1, true)
+            }
         };
         let mut closed_extra = false;
         if closing {
@@ -241,8 +229,8 @@ impl TagCounts {
 
     pub(super) fn get(&self, name: &[u8]) -> Tag {
         TagCounts::key(name)
-            .and_then(|key| self.0.get(&key).copied())
-            .unwrap_or_default()
+            .and_then(|key| self.0.find(TagCounts::hash(key), |e| e.0 == key))
+            .map_or(Tag::default(), |e| e.1)
     }
 }
 
