@@ -10,6 +10,12 @@
 
 use unicode_segmentation::UnicodeSegmentation;
 
+/// A byte of a word as an ASCII `\b` sees it: a letter, a digit or `_`. Rules and URL
+/// finding tell where a word starts by it.
+pub const fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
 /// Calls `each` with every word of `text` that holds a letter or a digit, in order: what
 /// `text.unicode_words()` yields.
 pub fn for_each_word<'t>(text: &'t str, mut each: impl FnMut(&'t str)) {

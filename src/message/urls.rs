@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::html;
+use crate::segment::is_word_byte;
 
 /// A message names at most this many distinct URLs: a page that is nothing but links must
 /// not make one message cost more than the rest of a batch.
@@ -141,10 +142,7 @@ fn attribute_values(html: &str) -> impl Iterator<Item = &str> {
 /// Whether a word starts at `at` (where a word character is): an ASCII word boundary, as
 /// the byte before it is none.
 fn starts_word(text: &str, at: usize) -> bool {
-    at == 0 || {
-        let before = text.as_bytes()[at - 1];
-        !(before.is_ascii_alphanumeric() || before == b'_')
-    }
+    at == 0 || !is_word_byte(text.as_bytes()[at - 1])
 }
 
 #[cfg(test)]

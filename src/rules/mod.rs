@@ -48,6 +48,7 @@ pub use target::{Part, Target};
 use self::matcher::{CountPattern, Counted, Matcher, MatcherBuilder, count_limit};
 use self::target::joined;
 use crate::message::Message;
+use crate::segment::is_word_byte;
 
 /// URLs of a message looked at by `uri` rules.
 const MAX_URLS: usize = 200;
@@ -482,11 +483,6 @@ fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> impl Iterator<Item 
     let plain = plain.iter().map(|r| &msg.text.as_bytes()[r.clone()]);
     let urls = msg.urls.iter().take(urls).map(|u| u.as_bytes());
     whole.into_iter().chain(plain).chain(urls)
-}
-
-/// A byte of a word as an ASCII `\b` sees it: a letter, a digit or `_`.
-const fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
 }
 
 /// The text `body` rules read, as SpamAssassin renders it: the Subject first, then each
