@@ -428,7 +428,12 @@ fn trimmed(raw: &[u8], span: std::ops::Range<usize>) -> std::ops::Range<usize> {
 /// A raw header value as one line: its words, one space apart.
 pub fn unfold(value: &[u8]) -> String {
     let mut out = String::with_capacity(value.len());
-    unfold_into(&mut out, value);
+    for word in String::from_utf8_lossy(value).split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
     out
 }
 
@@ -442,23 +447,10 @@ pub fn unfolded(value: &[u8]) -> Cow<'_, str> {
         before = b;
         fits
     }) && before != b' ';
-    match std::str::from_utf8(value) {
-        Ok(line) if one_line => Cow::Borrowed(line),
-        _ => Cow::Owned(unfold(value)),
+    if one_line && let Ok(line) = std::str::from_utf8(value) {
+        return Cow::Borrowed(line);
     }
-}
-
-/// [`unfold`], appended to `out`.
-fn unfold_into(out: &mut String, value: &[u8]) {
-    for (i, word) in String::from_utf8_lossy(value)
-        .split_whitespace()
-        .enumerate()
-    {
-        if i > 0 {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
+    Cow::Owned(unfold(value))
 }
 
 /// Whether `url` is a `mailto:` link: an address, not a place.
