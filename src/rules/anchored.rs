@@ -12,7 +12,6 @@
 use regex_automata::Anchored;
 use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::util::start;
-use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use super::is_word_byte;
@@ -223,29 +222,22 @@ fn bit(bits: &[u64], i: usize) -> bool {
 }
 
 impl Beginnings {
-    /// `None` when some pattern's beginnings cannot be listed.
+    /// `None` when some pattern may begin with any byte at all.
     fn of(hirs: &[&Hir]) -> Option<Beginnings> {
-        let mut two = vec![0u64; (1 << 16) / 64].into_boxed_slice();
-        let mut three = vec![0u64; (1 << THREE_BITS) / 64].into_boxed_slice();
+        let mut tables = Beginnings {
+            two: vec![0u64; (1 << 16) / 64].into_boxed_slice(),
+            three: vec![0u64; (1 << THREE_BITS) / 64].into_boxed_slice(),
+        };
         for hir in hirs {
-            // Classes as large as the alphabet, so that `[a-z]` shortens no literal.
-            let seq = Extractor::new()
-                .kind(ExtractKind::Prefix)
-                .limit_literal_len(3)
-                .limit_class(64)
-                .limit_repeat(3)
-                .limit_total(1024)
-                .extract(hir);
-            for literal in seq.literals()? {
-                match *literal.as_bytes() {
-                    [a, b, c, ..] => set_bit(&mut three, three_key(a, b, c)),
-                    [a, b] => set_bit(&mut two, two_key(a, b)),
-                    [a] => (0..=255).for_each(|b| set_bit(&mut two, two_key(a, b))),
-                    [] => return None,
-                }
-            }
+            let start = Growing {
+                empty: true,
+                ..Growing::default()
+            };
+            let ended = tables.walk(hir, start)?;
+            // Where a match may end, any bytes may follow.
+            tables.open(ended)?;
         }
-        Some(Beginnings { two, three })
+        Some(tables)
     }
 
     /// Whether a match may begin at the start of `rest` (a text's last two bytes may).
@@ -253,7 +245,198 @@ impl Beginnings {
         let [a, b, c, ..] = *rest else { return true };
         bit(&self.three, three_key(a, b, c)) || bit(&self.two, two_key(a, b))
     }
+
+    /// Marks `a` followed by any byte: the row of `a` in the two-byte table.
+    fn any_after(&mut self, a: u8) {
+        let row = fold(a) * 256 / 64;
+        self.two[row..row + 4].fill(!0);
+    }
+
+    /// Marks the prefixes `from` as they stand, any bytes after them; `None` when one is
+    /// empty (a match may begin with anything).
+    fn open(&mut self, from: Growing) -> Option<()> {
+        if from.empty {
+            return None;
+        }
+        for a in from.ones() {
+            self.any_after(a);
+        }
+        for ab in from.two {
+            set_bit(&mut self.two, usize::from(ab));
+        }
+        Some(())
+    }
+
+    /// The prefixes `from` followed by a match of `hir`: those of three bytes go into the
+    /// tables, those still shorter come back. Read off the syntax tree in one walk:
+    /// regex-syntax's literal extractor, which listed them before, spelled out each case of
+    /// each letter that folding then merged, and was a quarter of compiling spamnb's rules.
+    /// Assertions are passed over: a prefix may be marked that no match has, never the
+    /// other way. `None` when the empty prefix must be opened.
+    fn walk(&mut self, hir: &Hir, from: Growing) -> Option<Growing> {
+        if from.is_whole() {
+            return Some(from);
+        }
+        Some(match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => from,
+            HirKind::Capture(c) => self.walk(&c.sub, from)?,
+            HirKind::Literal(literal) => {
+                let mut grown = from;
+                for &b in literal.0.iter().take(3) {
+                    let mut byte = [0u64; 4];
+                    set_bit(&mut byte, fold(b));
+                    grown = self.step(grown, &byte);
+                }
+                grown
+            }
+            HirKind::Class(Class::Bytes(class)) => {
+                let mut bytes = [0u64; 4];
+                for b in class.ranges().iter().flat_map(|r| r.start()..=r.end()) {
+                    set_bit(&mut bytes, fold(b));
+                }
+                self.step(from, &bytes)
+            }
+            HirKind::Class(Class::Unicode(class)) => {
+                let chars: u32 = (class.ranges().iter())
+                    .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                    .sum();
+                if chars > MAX_CLASS_CHARS {
+                    self.open(from)?;
+                    return Some(Growing::default());
+                }
+                let mut out = Growing::default();
+                for c in class.ranges().iter().flat_map(|r| r.start()..=r.end()) {
+                    let utf8 = c.encode_utf8(&mut [0u8; 4]).as_bytes().to_vec();
+                    out.union(self.walk(&Hir::literal(utf8), from.clone())?);
+                }
+                out
+            }
+            HirKind::Concat(parts) => {
+                let mut grown = from;
+                for part in parts {
+                    grown = self.walk(part, grown)?;
+                }
+                grown
+            }
+            HirKind::Alternation(branches) => {
+                let mut out = Growing::default();
+                for branch in branches {
+                    out.union(self.walk(branch, from.clone())?);
+                }
+                out
+            }
+            HirKind::Repetition(r) => {
+                // Turn by turn, until nothing grows, or a turn changes nothing.
+                let mut out = Growing::default();
+                let mut turn = from;
+                for turns in 0.. {
+                    if turns >= r.min {
+                        out.union(turn.clone());
+                    }
+                    if r.max == Some(turns) || turn.is_whole() {
+                        break;
+                    }
+                    if turns == MAX_TURNS {
+                        self.open(turn)?;
+                        break;
+                    }
+                    let next = self.walk(&r.sub, turn.clone())?;
+                    if next == turn {
+                        out.union(turn);
+                        break;
+                    }
+                    turn = next;
+                }
+                out
+            }
+        })
+    }
+
+    /// The prefixes `from` followed by one of `bytes` (folded, as bits). Past
+    /// [`MAX_LISTED`] new prefixes, those `from` are opened instead.
+    fn step(&mut self, from: Growing, byte_bits: &[u64; 4]) -> Growing {
+        let bytes: Vec<u8> = members(byte_bits).collect();
+        let count = bytes.len();
+        if from.two.len() * count > MAX_LISTED {
+            from.two
+                .iter()
+                .for_each(|&ab| set_bit(&mut self.two, usize::from(ab)));
+        } else {
+            for &ab in &from.two {
+                let [a, b] = ab.to_be_bytes();
+                for &c in &bytes {
+                    set_bit(&mut self.three, three_key(a, b, c));
+                }
+            }
+        }
+        let mut next = Growing::default();
+        let ones: Vec<u8> = from.ones().collect();
+        if ones.len() * count > MAX_LISTED {
+            for &a in &ones {
+                self.any_after(a);
+            }
+        } else {
+            next.two = (ones.iter())
+                .flat_map(|&a| bytes.iter().map(move |&c| u16::from_be_bytes([a, c])))
+                .collect();
+            next.two.sort_unstable();
+        }
+        if from.empty {
+            next.one = *byte_bits;
+        }
+        next
+    }
 }
+
+/// Prefixes of a match still growing as [`Beginnings::walk`] reads on, folded: the empty
+/// one, those of one byte (bits), and those of two (`a << 8 | b`, in order). Whole ones
+/// (three bytes, or any bytes after them) are already in the tables.
+#[derive(Clone, Default, PartialEq)]
+struct Growing {
+    empty: bool,
+    one: [u64; 4],
+    two: Vec<u16>,
+}
+
+impl Growing {
+    fn is_whole(&self) -> bool {
+        !self.empty && self.one == [0; 4] && self.two.is_empty()
+    }
+
+    fn ones(&self) -> impl Iterator<Item = u8> {
+        members(&self.one)
+    }
+
+    fn union(&mut self, other: Growing) {
+        self.empty |= other.empty;
+        for (w, o) in self.one.iter_mut().zip(other.one) {
+            *w |= o;
+        }
+        self.two.extend(other.two);
+        self.two.sort_unstable();
+        self.two.dedup();
+    }
+}
+
+/// The bytes set in `bits`.
+fn members(bits: &[u64; 4]) -> impl Iterator<Item = u8> {
+    (0..4u8).flat_map(move |w| {
+        let mut word = bits[usize::from(w)];
+        std::iter::from_fn(move || {
+            let b = word.trailing_zeros() as u8;
+            (word != 0).then(|| {
+                word &= word - 1;
+                w * 64 + b
+            })
+        })
+    })
+}
+
+/// New prefixes past this many, from one step, are not listed: their beginnings are
+/// opened instead. A class of 64 after two of them would list 4,096.
+const MAX_LISTED: usize = 1024;
+/// Turns of a repetition walked before what it may still add is opened.
+const MAX_TURNS: u32 = 8;
 
 /// Marks in `starts` each byte a match of `hir` can begin with, and where; `None` when that
 /// cannot be told.
@@ -495,6 +678,96 @@ mod tests {
         for no in ["fry", "from", "$ 1", "ten"] {
             assert!(!b.may_begin(no.as_bytes()), "{no}");
         }
+    }
+
+    /// Wherever a pattern matches, the tables let a run begin: on every place of random
+    /// texts, checked against each pattern run anchored there on its own.
+    #[test]
+    fn beginnings_let_every_match_through() {
+        let mut patterns: Vec<String> = PATTERNS.iter().map(|p| p.to_string()).collect();
+        patterns.extend(
+            [
+                r"(?-u)(?i)\b(?:x?y?)*z{2}",
+                r"(?-u)(?:ab){0,2}c",
+                r"(?-u)[\x00-\xff][a-c]{2}d",
+                r"é(?:l|ll)e",
+                r"(?-u)\$\s?\d",
+                r"(?-u)(?:xy|zz)a",
+            ]
+            .map(String::from),
+        );
+        // Each alone: in a set, one pattern's prefixes could hide another's missing ones.
+        let each: Vec<(Beginnings, regex_automata::meta::Regex)> = (trees(&patterns).iter())
+            .map(|hir| {
+                let tables = Beginnings::of(&[hir]).expect("listed");
+                (
+                    tables,
+                    regex_automata::meta::Regex::builder()
+                        .build_from_hir(hir)
+                        .unwrap(),
+                )
+            })
+            .collect();
+        let pieces: Vec<&str> = "a|b|c|d|x|y|z|Z|ZZ|free|FREE|$|$ 1|1|é|ll|le|!|- |\n|v|i|A"
+            .split('|')
+            .collect();
+        let mut next = crate::xorshift(0xbe61);
+        for _ in 0..3000 {
+            let len = (next() % 24) as usize;
+            let hay: String = (0..len)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect();
+            let hay = hay.as_bytes();
+            for at in 0..hay.len() {
+                let input = regex_automata::Input::new(hay)
+                    .range(at..)
+                    .anchored(Anchored::Yes);
+                for (tables, re) in &each {
+                    if re.search_half(&input).is_some() {
+                        assert!(tables.may_begin(&hay[at..]), "{hay:?} at {at}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Prefixes are folded, grow to three bytes, and are opened (any bytes after them)
+    /// where a match may end or what follows is too much to list.
+    #[test]
+    fn beginnings_are_read_off_the_tree() {
+        let tables = |pattern: &str| {
+            let hir = super::super::set::parse(pattern).unwrap();
+            Beginnings::of(&[&hir])
+        };
+        let check = |pattern: &str, yes: &[&str], no: &[&str]| {
+            let t = tables(pattern).expect("listed");
+            for y in yes {
+                assert!(t.may_begin(y.as_bytes()), "{pattern} {y:?}");
+            }
+            for n in no {
+                assert!(!t.may_begin(n.as_bytes()), "{pattern} {n:?}");
+            }
+        };
+        check(r"(?-u)(?i)\bfree", &["FREE", "frex"], &["fry ", "ree"]);
+        check(
+            r"(?-u) *x",
+            &["   ", "  x", " xq", "xqq"],
+            &["  y", " yx", "yxx"],
+        );
+        check(r"(?-u)(?:ab){2}", &["aba", "ABA"], &["abc", "aab"]);
+        check(
+            r"(?-u)a(?:b|)(?:c?)*d",
+            &["abc", "abd", "acc", "acd", "adq"],
+            &["aee", "abe", "bcd"],
+        );
+        // Every byte after `a` is listed (128, folded), and after those too many: opened.
+        check(
+            r"(?-u)a[\x00-\xff]{3}",
+            &["a\x00\x00", "aZz", "a\u{7f}q"],
+            &["bzz"],
+        );
+        // A match may be empty: it begins anywhere.
+        assert!(tables(r"(?-u)x?y?").is_none());
     }
 
     #[test]
