@@ -35,7 +35,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::layout::{
     BucketEntries, FixedEntries, LEDGER, META_DIGEST, META_SCHEMA, META_TOTALS, PENDING, TOKEN,
     bucket_key, bucket_of, bucket_of_key, decode_ledger, decode_totals, encode_entry,
-    encode_ledger, encode_totals, ledger_key, note_key, pending_key, pending_seq,
+    encode_ledger, encode_totals, find_entry, ledger_key, note_key, pending_key, pending_seq,
 };
 use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
 use crate::features::{RULE_PREFIX, feature_hash};
@@ -594,13 +594,9 @@ impl SledStore {
         let Some(bucket) = self.get(key)? else {
             return Ok(TokenCounts::default());
         };
-        for entry in BucketEntries(&bucket) {
-            let (f, counts) = entry.ok_or_else(|| self.damaged_bucket())?;
-            if f == feature {
-                return Ok(counts);
-            }
-        }
-        Ok(TokenCounts::default())
+        find_entry(&bucket, feature)
+            .map(Option::unwrap_or_default)
+            .ok_or_else(|| self.damaged_bucket())
     }
 
     /// Whether any key starts with `prefix`; a damaged tree is an error, not "yes".
