@@ -16,7 +16,7 @@
 //! message learned alone) writes only a record of the counts it changed ([`Pending`]),
 //! until the records are many enough to fold into the buckets. The price is paid
 //! without a preload: a message's few hundred features then read most buckets, which is
-//! nothing at a hundred thousand features and about 35 ms more per message at a million
+//! nothing at a hundred thousand features and about 25 ms more per message at two million
 //! (a daemon, which preloads, is the way to run a database that size).
 //!
 //! Scoring reads counts from memory, never from disk: [`SledStore::preload`] copies the
