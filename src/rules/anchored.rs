@@ -188,11 +188,11 @@ impl AnchoredSet {
 /// most of them away first.
 ///
 /// Bytes are folded (`| 0x20`: a letter's two cases, and a few other pairs, become one), so
-/// that `(?i)free` makes one key, not eight. A literal shorter than three bytes (a class
-/// too big to list follows it) allows any bytes after it. Three bytes go by a hash. Folds
-/// and collisions only let a run through that need not be.
+/// that `(?i)free` makes one key, not eight. A prefix shorter than three bytes (a match may
+/// end there, or what follows is too much to list) allows any bytes after it. Three bytes
+/// go by a hash. Folds and collisions only let a run through that need not be.
 struct Beginnings {
-    /// By the first two bytes: the literals of one or two.
+    /// By the first two bytes: the prefixes of one or two.
     two: Box<[u64]>,
     /// By a hash of the first three bytes.
     three: Box<[u64]>,
@@ -569,6 +569,19 @@ mod tests {
             .collect()
     }
 
+    /// 3,000 texts of fewer than `max_pieces` of `pieces` (`|`-separated), in a random
+    /// order that `seed` fixes.
+    fn random_texts(pieces: &str, max_pieces: u64, seed: u64) -> impl Iterator<Item = String> {
+        let pieces: Vec<&str> = pieces.split('|').collect();
+        let mut next = crate::xorshift(seed);
+        (0..3000).map(move |_| {
+            let len = next() % max_pieces;
+            (0..len)
+                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+                .collect()
+        })
+    }
+
     /// The patterns as one anchored set, as a matcher makes it.
     fn anchored(patterns: &[Hir]) -> Option<AnchoredSet> {
         let hirs: Vec<&Hir> = patterns.iter().collect();
@@ -639,17 +652,9 @@ mod tests {
     /// where the first three bytes cannot all be read.
     #[test]
     fn long_texts_agree_with_the_unanchored_set() {
-        let pieces: Vec<&str> =
-            " |\n|free| gift|FREE  Money|dear| friend|$$|$|-v-i-a|lottery| the \
-            winner|1000| dollars|end|<!-- z|x_y|a b c d|é|zz|/"
-                .split('|')
-                .collect();
-        let mut next = crate::xorshift(0x5eed);
-        for _ in 0..3000 {
-            let len = (next() % 80) as usize;
-            let hay: String = (0..len)
-                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
-                .collect();
+        let pieces = " |\n|free| gift|FREE  Money|dear| friend|$$|$|-v-i-a|lottery| the \
+            winner|1000| dollars|end|<!-- z|x_y|a b c d|é|zz|/";
+        for hay in random_texts(pieces, 80, 0x5eed) {
             let (anchored, unanchored) = both(&PATTERNS, &hay);
             assert_eq!(anchored, unanchored, "{hay:?}");
         }
@@ -708,15 +713,8 @@ mod tests {
                 )
             })
             .collect();
-        let pieces: Vec<&str> = "a|b|c|d|x|y|z|Z|ZZ|free|FREE|$|$ 1|1|é|ll|le|!|- |\n|v|i|A"
-            .split('|')
-            .collect();
-        let mut next = crate::xorshift(0xbe61);
-        for _ in 0..3000 {
-            let len = (next() % 24) as usize;
-            let hay: String = (0..len)
-                .map(|_| pieces[(next() % pieces.len() as u64) as usize])
-                .collect();
+        let pieces = "a|b|c|d|x|y|z|Z|ZZ|free|FREE|$|$ 1|1|é|ll|le|!|- |\n|v|i|A";
+        for hay in random_texts(pieces, 24, 0xbe61) {
             let hay = hay.as_bytes();
             for at in 0..hay.len() {
                 let input = regex_automata::Input::new(hay)
