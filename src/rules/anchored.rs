@@ -258,7 +258,7 @@ impl Beginnings {
         if from.empty {
             return None;
         }
-        for a in from.ones() {
+        for a in members(&from.one) {
             self.any_after(a);
         }
         for ab in from.two {
@@ -370,7 +370,7 @@ impl Beginnings {
             }
         }
         let mut next = Growing::default();
-        let ones: Vec<u8> = from.ones().collect();
+        let ones: Vec<u8> = members(&from.one).collect();
         if ones.len() * count > MAX_LISTED {
             for &a in &ones {
                 self.any_after(a);
@@ -401,10 +401,6 @@ struct Growing {
 impl Growing {
     fn is_whole(&self) -> bool {
         !self.empty && self.one == [0; 4] && self.two.is_empty()
-    }
-
-    fn ones(&self) -> impl Iterator<Item = u8> {
-        members(&self.one)
     }
 
     fn union(&mut self, other: Growing) {
