@@ -158,16 +158,20 @@ pub enum Error {
 
 /// A store's counts as [`crate::model::classify`] reads them, which cannot fail: the
 /// first read error is kept aside, for [`ReadCounts::finish`] to return once the verdict
-/// is made. One per message: the model reads its counts on one thread.
+/// is made. One per message, dropped when it is scored: it holds the store's reader.
 pub struct ReadCounts<'s> {
-    store: &'s dyn Store,
+    totals: Totals,
+    reader: Box<dyn CountReader + 's>,
     error: OnceCell<Error>,
 }
 
 impl<'s> ReadCounts<'s> {
     pub fn new(store: &'s dyn Store) -> ReadCounts<'s> {
+        // The totals first: a lesson's commit takes their lock before the counts' one.
+        let totals = store.totals();
         ReadCounts {
-            store,
+            totals,
+            reader: store.reader(),
             error: OnceCell::new(),
         }
     }
@@ -180,7 +184,7 @@ impl<'s> ReadCounts<'s> {
 
 impl CountSource for ReadCounts<'_> {
     fn totals(&self) -> Totals {
-        self.store.totals()
+        self.totals
     }
 
     fn token(&self, feature: &str) -> Option<TokenCounts> {
@@ -191,11 +195,20 @@ impl CountSource for ReadCounts<'_> {
         if self.error.get().is_some() {
             return None; // the verdict is lost already; reading on would only cost time
         }
-        self.store.counts(feature, hash).unwrap_or_else(|e| {
+        self.reader.counts(feature, hash).unwrap_or_else(|e| {
             let _ = self.error.set(e);
             None
         })
     }
+}
+
+/// A store's counts as one message's scoring reads them, feature after feature: what the
+/// store locks to read them is locked once for the message, not at every feature, where
+/// scoring threads took turns at the lock's cache line.
+pub trait CountReader {
+    /// A feature's counts (`None`: never learned), or the error that kept them from being
+    /// read.
+    fn counts(&self, feature: &str, hash: u64) -> Result<Option<TokenCounts>, Error>;
 }
 
 /// One message to learn (`target` a class) or forget (`target` None).
@@ -273,10 +286,10 @@ pub struct Pruned {
 }
 
 pub trait Store: CountSource + Send + Sync {
-    /// A feature's counts (`None`: never learned), or the error that kept them from being
-    /// read. Scoring goes through [`ReadCounts`], so that a damaged database fails the
-    /// check instead of scoring mail as if it had learned none of it.
-    fn counts(&self, feature: &str, hash: u64) -> Result<Option<TokenCounts>, Error>;
+    /// The counts, for one message's scoring; a lesson waits for the reader to be dropped.
+    /// Scoring goes through [`ReadCounts`], so that a damaged database fails the check
+    /// instead of scoring mail as if it had learned none of it.
+    fn reader(&self) -> Box<dyn CountReader + '_>;
 
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error>;
 

@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Mutex, RwLock, RwLockReadGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::layout::{
@@ -37,7 +37,9 @@ use super::layout::{
     bucket_key, bucket_of, bucket_of_key, decode_ledger, decode_totals, encode_entry,
     encode_ledger, encode_totals, find_entry, ledger_key, note_key, pending_key, pending_seq,
 };
-use super::{Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store};
+use super::{
+    CountReader, Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store,
+};
 use crate::features::{RULE_PREFIX, feature_hash};
 use crate::message::{Digest, DigestKind};
 use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
@@ -130,7 +132,7 @@ pub struct SledStore {
     db: sled::Db,
     totals: RwLock<Totals>,
     /// The whole token table, once preloaded. A std RwLock: readers (scoring, on blocking
-    /// threads) hold it for microseconds and never across an await.
+    /// threads) hold it while they score a message, never across an await.
     table: RwLock<Option<TokenTable>>,
     /// One writer at a time: learning reads counts, adds to them and writes them back.
     writer: Mutex<()>,
@@ -573,15 +575,8 @@ impl SledStore {
         }
     }
 
-    fn read_token(&self, feature: &str, hash: u64) -> Result<TokenCounts, Error> {
-        if let Some(table) = self
-            .table
-            .read()
-            .expect("table lock is never poisoned")
-            .as_ref()
-        {
-            return Ok(table.get(&hash).copied().unwrap_or_default());
-        }
+    /// A feature's counts as stored: pending, or in its bucket.
+    fn read_stored(&self, feature: &str, hash: u64) -> Result<TokenCounts, Error> {
         if let Some(counts) = self
             .pending
             .read()
@@ -632,18 +627,45 @@ impl CountSource for SledStore {
     }
 
     fn token_hashed(&self, feature: &str, hash: u64) -> Option<TokenCounts> {
-        // Scoring reads through `Store::counts`, which returns the error; a caller that
+        // Scoring reads through `Store::reader`, which returns the error; a caller that
         // cannot take one is at least told in the log.
-        self.counts(feature, hash).unwrap_or_else(|e| {
+        self.reader().counts(feature, hash).unwrap_or_else(|e| {
             tracing::error!("{e}");
             None
         })
     }
 }
 
-impl Store for SledStore {
+/// How one message's scoring reads a [`SledStore`].
+enum SledReader<'s> {
+    /// From the preloaded table, its lock held till the message is scored.
+    Table(RwLockReadGuard<'s, Option<TokenTable>>),
+    /// From the pending counts and the buckets, each read on its own: a reader that held
+    /// the pending counts' lock would meet a lesson's commit holding it and waiting for
+    /// the table's.
+    Stored(&'s SledStore),
+}
+
+impl CountReader for SledReader<'_> {
     fn counts(&self, feature: &str, hash: u64) -> Result<Option<TokenCounts>, Error> {
-        Ok(Some(self.read_token(feature, hash)?).filter(|c| !c.is_zero()))
+        let counts = match self {
+            SledReader::Table(table) => (table.as_ref())
+                .and_then(|t| t.get(&hash).copied())
+                .unwrap_or_default(),
+            SledReader::Stored(store) => store.read_stored(feature, hash)?,
+        };
+        Ok(Some(counts).filter(|c| !c.is_zero()))
+    }
+}
+
+impl Store for SledStore {
+    fn reader(&self) -> Box<dyn CountReader + '_> {
+        let table = self.table.read().expect("table lock is never poisoned");
+        if table.is_some() {
+            Box::new(SledReader::Table(table))
+        } else {
+            Box::new(SledReader::Stored(self))
+        }
     }
 
     fn ledger_entry(&self, digest: &Digest) -> Result<Option<LedgerEntry>, Error> {
@@ -1587,6 +1609,75 @@ pub(crate) mod tests {
         );
     }
 
+    /// Scoring holds a reader for a whole message while lessons commit: on two threads at
+    /// once, with the table preloaded and without, with lessons written as pending records
+    /// and as rewritten buckets, neither ever waits for the other for good, and a reader
+    /// sees counts only grow.
+    #[test]
+    fn scoring_and_learning_at_once_never_wait_on_each_other_for_good() {
+        use crate::store::ReadCounts;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let spam = Class::Spam.index();
+        for preloaded in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Arc::new(SledStore::open(dir.path(), &StoreOptions::default()).unwrap());
+            if preloaded {
+                store.preload().unwrap();
+            }
+            let learning = Arc::new(AtomicBool::new(true));
+            let (done, finished) = std::sync::mpsc::channel();
+            for _ in 0..2 {
+                let (store, learning, done) = (store.clone(), learning.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut seen = 0;
+                    while learning.load(Ordering::Relaxed) {
+                        let counts = ReadCounts::new(&*store);
+                        // Every lesson adds both: read first, b can only be behind.
+                        let b = counts.token("b").map_or(0, |c| c.messages[spam]);
+                        let a = counts.token("a").map_or(0, |c| c.messages[spam]);
+                        assert!(a >= seen && b <= a, "{seen} then {a}, and {b}");
+                        counts.finish().unwrap();
+                        seen = a;
+                    }
+                    done.send(seen).unwrap();
+                });
+            }
+            let writer = {
+                let (store, learning) = (store.clone(), learning.clone());
+                std::thread::spawn(move || {
+                    for round in 0..40u32 {
+                        // One lesson (a pending record), or a hundred (buckets rewritten).
+                        let n = if round % 4 == 3 { 100 } else { 1 };
+                        let lessons: Vec<Lesson> = (0..n)
+                            .map(|i| Lesson {
+                                digest: [
+                                    &round.to_le_bytes()[..],
+                                    &(i as u32).to_le_bytes()[..],
+                                    &[0; 8],
+                                ]
+                                .concat()
+                                .try_into()
+                                .unwrap(),
+                                ..lesson(0, Some(Class::Spam), "a b")
+                            })
+                            .collect();
+                        store.learn(&lessons).unwrap();
+                    }
+                    learning.store(false, Ordering::Relaxed);
+                })
+            };
+            for _ in 0..2 {
+                let seen = finished
+                    .recv_timeout(std::time::Duration::from_secs(20))
+                    .expect("a reader and the writer wait on each other");
+                assert!(seen <= 10 * 100 + 30);
+            }
+            writer.join().unwrap();
+            assert_eq!(store.token("a").unwrap().messages[spam], 10 * 100 + 30);
+        }
+    }
+
     #[test]
     fn refuses_a_foreign_directory_and_a_second_opener() {
         let dir = tempfile::tempdir().unwrap();
@@ -1651,7 +1742,7 @@ pub(crate) mod tests {
             // Up to the first count that cannot be read: reading all 20,000 of a damaged
             // tree took a minute on a busy machine.
             let unreadable = tokens.iter().any(|(f, _)| {
-                let result = store.counts(f, feature_hash(f));
+                let result = store.reader().counts(f, feature_hash(f));
                 assert!(
                     matches!(result, Ok(Some(_)) | Err(Error::Corrupt { .. })),
                     "{result:?}"
