@@ -277,7 +277,7 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
 }
 
 fn bigrams(run: &str, emit: &mut dyn FnMut(&str)) {
-    let chars: Vec<char> = run.chars().filter(|c| c.is_alphanumeric()).collect();
+    let chars: Vec<char> = run.chars().filter(|&c| is_alphanumeric(c)).collect();
     if chars.len() == 1 {
         emit(&chars[0].to_string());
     }
@@ -288,6 +288,20 @@ fn bigrams(run: &str, emit: &mut dyn FnMut(&str)) {
         pair.push(w[1]);
         emit(&pair);
     }
+}
+
+/// Characters of scripts written without spaces that are all letters: Han ideographs (and
+/// extension A), hiragana and katakana. Most characters of Chinese and Japanese text are,
+/// and the general lookup of `char::is_alphanumeric` for each was a tenth of scoring it.
+const ALL_LETTERS: [std::ops::RangeInclusive<char>; 4] = [
+    '\u{4e00}'..='\u{9fff}',
+    '\u{3400}'..='\u{4dbf}',
+    '\u{3041}'..='\u{3096}',
+    '\u{30a1}'..='\u{30fa}',
+];
+
+fn is_alphanumeric(c: char) -> bool {
+    ALL_LETTERS.iter().any(|r| r.contains(&c)) || c.is_alphanumeric()
 }
 
 /// Splits text into maximal runs that are, or are not, in a script written without spaces.
@@ -349,6 +363,13 @@ fn is_no_space_script(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_letters_are_letters() {
+        for c in ALL_LETTERS.into_iter().flatten() {
+            assert!(c.is_alphanumeric(), "{c:?}");
+        }
+    }
 
     fn tokens_of(raw: &[u8], opts: &TokenizerOptions) -> Features {
         let msg = Message::parse(raw, 1 << 20);
