@@ -603,15 +603,14 @@ impl Eval {
                         .starts_with("https:")
             }),
             Eval::LinkDomainMismatch => facts.anchors().iter().any(|a| {
-                let shown = DOMAIN_IN_TEXT
-                    .captures(&a.text)
-                    .map(|c| c[1].to_ascii_lowercase());
-                match (shown, url_host(&a.href)) {
-                    (Some(shown), Some(target)) if target.contains('.') => {
-                        base_domain(&shown) != base_domain(&target)
-                    }
-                    _ => false,
-                }
+                // The target only for a link that shows a domain: most show words.
+                let Some(shown) = DOMAIN_IN_TEXT.captures(&a.text) else {
+                    return false;
+                };
+                url_host(&a.href).is_some_and(|target| {
+                    target.contains('.')
+                        && base_domain(&shown[1].to_ascii_lowercase()) != base_domain(&target)
+                })
             }),
             Eval::Base64Text => msg.encoded.contains(&Encoded::Base64 { text: true }),
             Eval::Base64Count => msg
