@@ -107,15 +107,25 @@ impl<'a> Iterator for BucketEntries<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         next_entry(&mut self.0, |b| {
-            let len = get_varint(b)? as usize;
-            let feature = std::str::from_utf8(take(b, len)?).ok()?;
-            let mut fields = [0u32; 4];
-            for f in &mut fields {
-                *f = get_varint(b)?;
-            }
-            Some((feature, counts(fields)))
+            let (feature, fields) = entry(b)?;
+            Some((std::str::from_utf8(feature).ok()?, counts(fields)))
         })
     }
+}
+
+/// One entry of a bucket, its feature as bytes and its counts in [`count_fields`]' order,
+/// moving past it; `None` where the bytes are damaged. Always inlined: [`find_entry`]
+/// passes hundreds of entries per lookup, and a call for each cost 4% of a one-message
+/// `spamnb filter`.
+#[inline(always)]
+fn entry<'a>(b: &mut &'a [u8]) -> Option<(&'a [u8], [u32; 4])> {
+    let len = get_varint(b)? as usize;
+    let feature = take(b, len)?;
+    let mut fields = [0u32; 4];
+    for f in &mut fields {
+        *f = get_varint(b)?;
+    }
+    Some((feature, fields))
 }
 
 /// The counts of `feature` in a bucket (`None` inside: not there), or `None` where the
@@ -126,15 +136,9 @@ impl<'a> Iterator for BucketEntries<'a> {
 /// work. (Stopping at the first feature past it, as the order allows, cost more than it
 /// saved below a million features.)
 pub(super) fn find_entry(mut bucket: &[u8], feature: &str) -> Option<Option<TokenCounts>> {
-    let b = &mut bucket;
-    while !b.is_empty() {
-        let len = get_varint(b)? as usize;
-        let found = take(b, len)? == feature.as_bytes();
-        let mut fields = [0u32; 4];
-        for f in &mut fields {
-            *f = get_varint(b)?;
-        }
-        if found {
+    while !bucket.is_empty() {
+        let (f, fields) = entry(&mut bucket)?;
+        if f == feature.as_bytes() {
             return Some(Some(counts(fields)));
         }
     }
