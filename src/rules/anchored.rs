@@ -280,15 +280,7 @@ impl Beginnings {
         Some(match hir.kind() {
             HirKind::Empty | HirKind::Look(_) => from,
             HirKind::Capture(c) => self.walk(&c.sub, from)?,
-            HirKind::Literal(literal) => {
-                let mut grown = from;
-                for &b in literal.0.iter().take(3) {
-                    let mut byte = [0u64; 4];
-                    set_bit(&mut byte, fold(b));
-                    grown = self.step(grown, &byte);
-                }
-                grown
-            }
+            HirKind::Literal(literal) => self.literal(&literal.0, from),
             HirKind::Class(Class::Bytes(class)) => {
                 let mut bytes = [0u64; 4];
                 for b in class.ranges().iter().flat_map(|r| r.start()..=r.end()) {
@@ -306,8 +298,9 @@ impl Beginnings {
                 }
                 let mut out = Growing::default();
                 for c in class.ranges().iter().flat_map(|r| r.start()..=r.end()) {
-                    let utf8 = c.encode_utf8(&mut [0u8; 4]).as_bytes().to_vec();
-                    out.union(self.walk(&Hir::literal(utf8), from.clone())?);
+                    let mut utf8 = [0u8; 4];
+                    let utf8 = c.encode_utf8(&mut utf8).as_bytes();
+                    out.union(self.literal(utf8, from.clone()));
                 }
                 out
             }
@@ -350,6 +343,17 @@ impl Beginnings {
                 out
             }
         })
+    }
+
+    /// The prefixes `from` followed by the bytes of a literal (its first three count).
+    fn literal(&mut self, bytes: &[u8], from: Growing) -> Growing {
+        let mut grown = from;
+        for &b in bytes.iter().take(3) {
+            let mut byte = [0u64; 4];
+            set_bit(&mut byte, fold(b));
+            grown = self.step(grown, &byte);
+        }
+        grown
     }
 
     /// The prefixes `from` followed by one of `bytes` (folded, as bits). Past
