@@ -53,9 +53,11 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
 }
 
 fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
-    let config = super::load_config(&args.settings)?;
-    // The database here, or through the daemon that holds it.
-    let route = super::route::Route::open(&config, Missing::Empty)?;
+    // The database here, or through the daemon that holds it; the rules compiled only for
+    // the first, as the daemon scores with its own.
+    let stdin = [std::path::PathBuf::from("-")];
+    let (config, route, ()) =
+        super::open_meanwhile(&args.settings, &stdin, Missing::Empty, |_| Ok(()))?;
     // Scored as `check -` reads it, without an envelope line; the output keeps it.
     let message = crate::message::without_envelope_line(raw);
     let verdict = route.deliver(message)?;
