@@ -687,13 +687,23 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
         let processed = d.spamc(&[], &msg);
         assert_eq!(util::text(&filtered.stdout), util::text(&processed.stdout));
     }
-    // It compiles no rules for that: the daemon scores with its own, and a hook per
-    // delivery took four times as long when it compiled them anyway.
+    // Commands through the daemon compile no rules: it scores with its own, and a hook
+    // per delivery took four times as long when it compiled them anyway.
     let verbose = util::run_with_stdin(d.cli().arg("-v").arg("filter"), &msg);
     let log = util::text(&verbose.stderr);
     assert!(log.contains("going through"), "{log}");
     assert!(!log.contains("rules:"), "the filter compiled rules:\n{log}");
     assert_eq!(verbose.stdout, filtered.stdout);
+    let checked = d
+        .cli()
+        .arg("-v")
+        .arg("check")
+        .args(&probe)
+        .output()
+        .unwrap();
+    let log = util::text(&checked.stderr);
+    assert!(log.contains("going through"), "{log}");
+    assert!(!log.contains("rules:"), "check compiled rules:\n{log}");
 }
 
 /// Output with what differs between two databases holding the same lessons removed:
