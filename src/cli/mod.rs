@@ -272,7 +272,8 @@ pub fn open_meanwhile<T: Send>(
         let made = meanwhile(&route)?;
         Ok((route, made))
     };
-    let (rules, opened) = if crate::store::holding_daemon(&config.db).is_some() {
+    let to_daemon = crate::store::holding_daemon(&config.db).is_some();
+    let (mut rules, opened) = if to_daemon {
         (None, open())
     } else if one_message(paths) {
         // A local hook took 18.7 ms with the rules compiled before the database opened,
@@ -288,6 +289,10 @@ pub fn open_meanwhile<T: Send>(
     } else {
         rayon::join(|| load_rules(args, &config), open)
     };
+    if to_daemon && matches!(&opened, Ok((route::Route::Local { .. }, _))) {
+        // The daemon let go of the database between the look and the open.
+        rules = load_rules(args, &config);
+    }
     let rules = held_to_exit(rules);
     let (mut route, made) = opened?;
     route.set_rules(rules.clone());

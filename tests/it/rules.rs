@@ -276,6 +276,46 @@ fn our_rules_tell_spam_from_ham_in_the_corpus() {
     assert!(spammy >= 5, "{stdout}");
 }
 
+/// A command that finds the daemon's pid file leaves the rules to the daemon; when it then
+/// opens the database itself (the daemon let go between the look and the open), it compiles
+/// them after all, one message or many.
+#[test]
+fn a_command_the_daemon_let_go_of_scores_with_the_rules() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let gtube = "From: admin@example.org\nTo: postmaster@example.org\nSubject: test\n\n\
+                 XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
+    let file = write(dir.path(), "gtube.eml", gtube);
+    let other = write(dir.path(), "other.eml", message("lunch", "at noon?"));
+    let learned = spamnb(&db).args(["learn", "--ham"]).arg(&other).output();
+    assert!(learned.expect("run").status.success());
+    // A spamnb that names itself in the pid file and holds nothing: a filter waiting for
+    // its message on stdin.
+    let mut waiting = spamnb(&db)
+        .arg("filter")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    std::fs::write(db.join("daemon.pid"), waiting.id().to_string()).expect("pid file");
+    for files in [vec![&file], vec![&file, &other]] {
+        let out = spamnb(&db)
+            .env("SPAMNB_RULES", repo_rules())
+            .args(["check", "--format", "tsv"])
+            .args(&files)
+            .output()
+            .expect("run");
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.starts_with(&format!("{}\tspam\t1000.", file.display())),
+            "{stdout}{}",
+            text(&out.stderr)
+        );
+    }
+    let _ = waiting.kill();
+    let _ = waiting.wait();
+}
+
 /// The GTUBE line is spam on a fresh install, before anything is learned, through `check`
 /// and through a real daemon and `spamc`; a local rule scored −100 (as SpamAssassin scores
 /// its welcomelist) makes its sender's mail ham, SpamAssassin's `blocklist_from` a
