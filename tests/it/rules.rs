@@ -276,6 +276,10 @@ fn our_rules_tell_spam_from_ham_in_the_corpus() {
     assert!(spammy >= 5, "{stdout}");
 }
 
+/// A message with SpamAssassin's test line, which the rule GTUBE (scored as decisive) finds.
+const GTUBE_MAIL: &str = "From: admin@example.org\nTo: postmaster@example.org\nSubject: test\n\n\
+                          XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
+
 /// A command that finds the daemon's pid file leaves the rules to the daemon; when it then
 /// opens the database itself (the daemon let go between the look and the open), it compiles
 /// them after all, one message or many.
@@ -283,8 +287,7 @@ fn our_rules_tell_spam_from_ham_in_the_corpus() {
 fn a_command_the_daemon_let_go_of_scores_with_the_rules() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let gtube = "From: admin@example.org\nTo: postmaster@example.org\nSubject: test\n\n\
-                 XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
+    let gtube = GTUBE_MAIL;
     let file = write(dir.path(), "gtube.eml", gtube);
     let other = write(dir.path(), "other.eml", message("lunch", "at noon?"));
     let learned = spamnb(&db).args(["learn", "--ham"]).arg(&other).output();
@@ -325,8 +328,7 @@ fn a_command_the_daemon_let_go_of_scores_with_the_rules() {
 fn rules_scored_as_decisive_decide_before_anything_is_learned() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let gtube = "From: admin@example.org\nTo: postmaster@example.org\nSubject: test\n\n\
-                 XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
+    let gtube = GTUBE_MAIL;
     let file = write(dir.path(), "gtube.eml", gtube);
     let ours = repo_rules();
     let out = spamnb(&db)
