@@ -279,11 +279,15 @@ pub fn open_meanwhile<T: Send>(
         // A local hook took 18.7 ms with the rules compiled before the database opened,
         // 16.7 beside it (sled's threads keep the other core busy meanwhile).
         std::thread::scope(|s| {
-            let rules = s.spawn(|| load_rules(args, &config));
+            let beside = std::thread::Builder::new().spawn_scoped(s, || load_rules(args, &config));
             let opened = open();
-            let rules = rules
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            let rules = match beside {
+                Ok(rules) => rules
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                // No thread to be had (a process limit): one after the other.
+                Err(_) => load_rules(args, &config),
+            };
             (rules, opened)
         })
     } else {
