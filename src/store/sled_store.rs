@@ -199,10 +199,19 @@ impl SledStore {
             .path(path)
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(Some(1000));
-        // sled has been seen to panic on some damaged files instead of returning an error.
+        // sled has been seen to panic on some damaged files instead of returning an error,
+        // and it panics when it cannot start its threads.
         let db = match crate::quiet_panic::catch_quietly(|| config.open()) {
             Ok(Ok(db)) => db,
             Ok(Err(e)) => return Err(open_error(path, e)),
+            Err(panic) if no_thread_to_be_had(panic.as_ref()) => {
+                return Err(Error::Open {
+                    path: path.into(),
+                    reason: "the storage engine could not start its threads: the system, or \
+                             a limit on this user's processes (ulimit -u), allows no more"
+                        .into(),
+                });
+            }
             Err(_) => {
                 return Err(Error::Corrupt {
                     path: path.into(),
@@ -1032,6 +1041,15 @@ fn refuse_foreign_directory(path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// Whether a panic is a thread that could not be spawned: sled unwraps the spawn's
+/// `WouldBlock` (EAGAIN), which said "damaged" to an administrator whose database was sound.
+fn no_thread_to_be_had(panic: &(dyn std::any::Any + Send)) -> bool {
+    let message = (panic.downcast_ref::<String>().map(String::as_str))
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    message.contains("WouldBlock")
+}
+
 fn open_error(path: &Path, e: sled::Error) -> Error {
     let reason = e.to_string();
     if reason.contains("could not acquire lock") {
@@ -1694,6 +1712,30 @@ pub(crate) mod tests {
             panic!("a locked database opened twice");
         };
         assert!(matches!(e, Error::Locked { .. }), "{e}");
+    }
+
+    /// sled unwraps spawning its threads: that panic, where no thread is to be had, is told
+    /// from the panics of damaged files, which it must not be taken for.
+    #[test]
+    fn a_thread_that_cannot_start_is_no_damage() {
+        let panic_of = |f: fn()| crate::quiet_panic::catch_quietly(f).unwrap_err();
+        // As sled's `thread::Builder::spawn(…).unwrap()` fails.
+        fn spawned(e: std::io::Error) {
+            std::hint::black_box(Err::<(), _>(e)).unwrap()
+        }
+        for eagain in [
+            (|| spawned(std::io::Error::from_raw_os_error(11))) as fn(),
+            || spawned(std::io::ErrorKind::WouldBlock.into()),
+        ] {
+            assert!(no_thread_to_be_had(panic_of(eagain).as_ref()));
+        }
+        for damage in [
+            (|| assert!(Vec::<u8>::new()[3] == 0)) as fn(),
+            || panic!("invalid page"),
+            || std::panic::panic_any(7u32),
+        ] {
+            assert!(!no_thread_to_be_had(panic_of(damage).as_ref()));
+        }
     }
 
     /// The damaged database of the audit made `spamnb stats` spin: its ledger scan
