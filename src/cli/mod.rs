@@ -272,7 +272,7 @@ pub fn open_meanwhile<T: Send>(
         let made = meanwhile(&route)?;
         Ok((route, made))
     };
-    let to_daemon = daemon_may_hold(&config.db);
+    let to_daemon = crate::store::daemon_may_hold(&config.db);
     let (mut rules, opened) = if to_daemon {
         (None, open())
     } else if one_message(paths) {
@@ -302,16 +302,6 @@ pub fn open_meanwhile<T: Send>(
     route.set_rules(rules.clone());
     config.extractor.rules = rules;
     Ok((config, route, made))
-}
-
-/// Whether the daemon may hold the database at `db`: its pid file names it running, or
-/// cannot be read (a daemon under systemd keeps its database to its own user and group).
-fn daemon_may_hold(db: &Path) -> bool {
-    match std::fs::File::open(db.join(crate::store::DAEMON_PID_FILE)) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(_) => true,
-        Ok(_) => crate::store::holding_daemon(db).is_some(),
-    }
 }
 
 /// Which rules to load.

@@ -70,9 +70,23 @@ fn holding_watcher(db: &std::path::Path) -> Option<u32> {
     running_pid(&db.join(WATCHER_PID_FILE))
 }
 
+/// Whether a daemon may hold the database at `db`: its pid file names one running, or
+/// cannot be read (a daemon under systemd keeps its database to its own user and group).
+pub fn daemon_may_hold(db: &std::path::Path) -> bool {
+    match std::fs::read_to_string(db.join(DAEMON_PID_FILE)) {
+        Ok(text) => running(&text).is_some(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
 /// The process that a pid file names, if it runs.
 fn running_pid(file: &std::path::Path) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(file).ok()?.trim().parse().ok()?;
+    running(&std::fs::read_to_string(file).ok()?)
+}
+
+/// The process a pid file's `text` names, if it runs.
+fn running(text: &str) -> Option<u32> {
+    let pid: u32 = text.trim().parse().ok()?;
     // A file left by a process that was killed names no process, or one that got its id
     // since: only a process running this same program counts.
     let program = |pid: &str| std::fs::read(format!("/proc/{pid}/comm")).ok();
@@ -389,9 +403,17 @@ mod tests {
         other.kill().unwrap();
         other.wait().unwrap();
         assert_eq!(naming(other.id()), None, "a process that has ended");
+        assert!(!daemon_may_hold(dir.path()), "no daemon.pid");
         let held = PidFile::write(dir.path(), DAEMON_PID_FILE);
         assert_eq!(holding_daemon(dir.path()), Some(me));
+        assert!(daemon_may_hold(dir.path()));
         drop(held);
         assert_eq!(holding_daemon(dir.path()), None, "removed when dropped");
+        assert!(!daemon_may_hold(dir.path()));
+        // A pid file that cannot be read (here a directory, as root reads every file) may
+        // be a daemon's: the commands leave the rules to it.
+        std::fs::create_dir(dir.path().join(DAEMON_PID_FILE)).unwrap();
+        assert_eq!(holding_daemon(dir.path()), None);
+        assert!(daemon_may_hold(dir.path()));
     }
 }
