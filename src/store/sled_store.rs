@@ -199,25 +199,10 @@ impl SledStore {
             .path(path)
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(Some(1000));
-        // sled has been seen to panic on some damaged files instead of returning an error,
-        // and it panics when it cannot start its threads.
         let db = match crate::quiet_panic::catch_quietly(|| config.open()) {
             Ok(Ok(db)) => db,
             Ok(Err(e)) => return Err(open_error(path, e)),
-            Err(panic) if no_thread_to_be_had(panic.as_ref()) => {
-                return Err(Error::Open {
-                    path: path.into(),
-                    reason: "the storage engine could not start its threads: the system, or \
-                             a limit on this user's processes (ulimit -u), allows no more"
-                        .into(),
-                });
-            }
-            Err(_) => {
-                return Err(Error::Corrupt {
-                    path: path.into(),
-                    reason: "the storage engine could not read its files".into(),
-                });
-            }
+            Err(panic) => return Err(open_panic_error(path, panic.as_ref())),
         };
         let store = SledStore {
             path: path.into(),
@@ -1041,13 +1026,26 @@ fn refuse_foreign_directory(path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether a panic is a thread that could not be spawned: sled unwraps the spawn's
-/// `WouldBlock` (EAGAIN), which said "damaged" to an administrator whose database was sound.
-fn no_thread_to_be_had(panic: &(dyn std::any::Any + Send)) -> bool {
+/// The error for a panic of sled's open. sled has been seen to panic on some damaged files
+/// instead of returning an error, and it unwraps spawning its threads: that panic, a
+/// `WouldBlock` (EAGAIN), once said "damaged" to an administrator whose database was sound.
+fn open_panic_error(path: &Path, panic: &(dyn std::any::Any + Send)) -> Error {
     let message = (panic.downcast_ref::<String>().map(String::as_str))
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or_default();
-    message.contains("WouldBlock")
+    if message.contains("WouldBlock") {
+        Error::Open {
+            path: path.into(),
+            reason: "the storage engine could not start its threads: the system, or a limit \
+                     on this user's processes (ulimit -u), allows no more"
+                .into(),
+        }
+    } else {
+        Error::Corrupt {
+            path: path.into(),
+            reason: "the storage engine could not read its files".into(),
+        }
+    }
 }
 
 fn open_error(path: &Path, e: sled::Error) -> Error {
@@ -1723,18 +1721,22 @@ pub(crate) mod tests {
         fn spawned(e: std::io::Error) {
             std::hint::black_box(Err::<(), _>(e)).unwrap()
         }
+        let error_of = |f: fn()| open_panic_error(Path::new("db"), panic_of(f).as_ref());
         for eagain in [
             (|| spawned(std::io::Error::from_raw_os_error(11))) as fn(),
             || spawned(std::io::ErrorKind::WouldBlock.into()),
         ] {
-            assert!(no_thread_to_be_had(panic_of(eagain).as_ref()));
+            let e = error_of(eagain);
+            assert!(matches!(e, Error::Open { .. }), "{e}");
+            assert!(e.to_string().contains("ulimit -u"), "{e}");
         }
         for damage in [
             (|| assert!(Vec::<u8>::new()[3] == 0)) as fn(),
             || panic!("invalid page"),
             || std::panic::panic_any(7u32),
         ] {
-            assert!(!no_thread_to_be_had(panic_of(damage).as_ref()));
+            let e = error_of(damage);
+            assert!(matches!(e, Error::Corrupt { .. }), "{e}");
         }
     }
 
