@@ -272,8 +272,9 @@ pub fn open_meanwhile<T: Send>(
         let made = meanwhile(&route)?;
         Ok((route, made))
     };
-    let to_daemon = crate::store::daemon_may_hold(&config.db);
-    let (mut rules, opened) = if to_daemon {
+    // The rules compiled while the database opens (`None`: not compiled), unless the
+    // daemon holds it.
+    let (compiled, opened) = if crate::store::daemon_may_hold(&config.db) {
         (None, open())
     } else if one_message(paths) {
         // A local hook took 18.7 ms with the rules compiled before the database opened,
@@ -281,22 +282,18 @@ pub fn open_meanwhile<T: Send>(
         std::thread::scope(|s| {
             let beside = std::thread::Builder::new().spawn_scoped(s, || load_rules(args, &config));
             let opened = open();
-            let rules = match beside {
-                Ok(rules) => rules
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                // No thread to be had (a process limit): one after the other.
-                Err(_) => load_rules(args, &config),
-            };
-            (rules, opened)
+            let compiled =
+                (beside.ok()).map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            (compiled, opened)
         })
     } else {
-        rayon::join(|| load_rules(args, &config), open)
+        let (rules, opened) = rayon::join(|| load_rules(args, &config), open);
+        (Some(rules), opened)
     };
-    if to_daemon && matches!(&opened, Ok((route::Route::Local { .. }, _))) {
-        // The daemon let go of the database between the look and the open.
-        rules = load_rules(args, &config);
-    }
+    // Compiled now where the database turned out to be this command's after all: the daemon
+    // let go of it between the look and the open, or no thread was to be had beside it.
+    let local = matches!(&opened, Ok((route::Route::Local { .. }, _)));
+    let rules = compiled.unwrap_or_else(|| local.then(|| load_rules(args, &config)).flatten());
     let rules = held_to_exit(rules);
     let (mut route, made) = opened?;
     route.set_rules(rules.clone());
