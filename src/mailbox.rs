@@ -296,7 +296,8 @@ pub type Named = (String, Result<Vec<u8>, Unreadable>);
 /// Reads many messages, each mbox file once, in the order given: each message's name and
 /// its bytes, or why there are none. A file listed as one input may be an mbox of many
 /// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core,
-/// which matters at the start of a run, when nothing else is there to do yet.
+/// which matters at the start of a run, when nothing else is there to do yet, and
+/// [`READ_AHEAD`] at a time are read from disk.
 pub fn read_all(inputs: &[Input]) -> Vec<Named> {
     let any_mbox = inputs
         .iter()
@@ -305,25 +306,66 @@ pub fn read_all(inputs: &[Input]) -> Vec<Named> {
         return read_in_order(inputs);
     }
     use rayon::prelude::*;
-    inputs.par_iter().flat_map_iter(read_input).collect()
+    inputs
+        .par_chunks(READ_AHEAD)
+        .flat_map_iter(read_ahead)
+        .collect()
+}
+
+/// Files opened, and their reading from disk begun, before the first of them is read. A
+/// message file not in the page cache (a Maildir not read since the machine started, or
+/// mail the kernel has paged out since) waits on the disk, and a read at a time per core
+/// leaves the disk's queue nearly empty. The 3,250 files of the benchmark's temporal
+/// training half, not in the page cache, took 120–180 ms to read a file at a time per core
+/// on this 2-core machine, and 50–60 ms 64 ahead; in the page cache, 22–28 ms either way.
+const READ_AHEAD: usize = 64;
+
+/// [`read_input`] of each input, the files among them opened first, all of them, each
+/// with the advice that it will be read whole, so that the kernel reads them from disk at
+/// once rather than one after the other.
+fn read_ahead(inputs: &[Input]) -> Vec<Named> {
+    let opened: Vec<Option<io::Result<fs::File>>> = (inputs.iter())
+        .map(|input| match input {
+            Ok(MailSource::File(path)) => Some(open_ahead(path)),
+            _ => None,
+        })
+        .collect();
+    (inputs.iter().zip(opened))
+        .flat_map(|(input, opened)| match (input, opened) {
+            (Ok(MailSource::File(path)), Some(opened)) => read_file(path, opened),
+            _ => read_input(input),
+        })
+        .collect()
+}
+
+/// A file opened, and the kernel told to read all of it now: the advice starts the disk's
+/// reads and returns without waiting for them.
+fn open_ahead(path: &Path) -> io::Result<fs::File> {
+    use std::os::fd::AsRawFd;
+    let file = fs::File::open(path)?;
+    // SAFETY: the descriptor is the open file's own, and the advice writes to no memory.
+    // It is only advice: failing, the file is read as it would have been.
+    unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED) };
+    Ok(file)
 }
 
 /// One input's messages: [`read_file`], [`read`], or the reason it could not be listed.
 fn read_input(input: &Input) -> Vec<Named> {
     match input {
-        Ok(MailSource::File(path)) => read_file(path),
+        Ok(MailSource::File(path)) => read_file(path, fs::File::open(path)),
         Ok(source) => vec![(source.name(), read(source))],
         Err(e) => vec![(e.name.clone(), Err(e.clone()))],
     }
 }
 
-/// A file's message, or each message of the mbox it turns out to be.
-fn read_file(path: &Path) -> Vec<Named> {
+/// A file's message, or each message of the mbox it turns out to be, from the file as
+/// opened.
+fn read_file(path: &Path, opened: io::Result<fs::File>) -> Vec<Named> {
     let name = path.display().to_string();
-    let raw = match fs::read(path) {
-        Ok(raw) => raw,
-        Err(e) => return vec![(name, Err(unreadable(path, &e)))],
-    };
+    let mut raw = Vec::new();
+    if let Err(e) = opened.and_then(|mut file| file.read_to_end(&mut raw)) {
+        return vec![(name, Err(unreadable(path, &e)))];
+    }
     if let MboxKind::Many = kind_of(&raw) {
         let messages = split_mbox(raw.as_slice());
         // One message saved with its envelope line, as many archives keep them, is a file.
@@ -546,6 +588,54 @@ mod tests {
             String::from_utf8_lossy(&read[6]).contains("cut off"),
             "a truncated mbox keeps its last message"
         );
+    }
+
+    /// Files are read a window of [`READ_AHEAD`] at a time: across windows, each message
+    /// keeps its place and its name, as do a file gone since it was listed and a small mbox
+    /// split when read.
+    #[test]
+    fn many_files_are_read_in_order_window_after_window() {
+        let dir = tempfile::tempdir().unwrap();
+        let n = READ_AHEAD * 2 + 20;
+        let (gone, mbox) = (READ_AHEAD + 5, READ_AHEAD * 2 + 3);
+        for i in 0..n {
+            let text = if i == mbox {
+                format!(
+                    "From a@b Mon Jan  1 00:00:00 2024\nSubject: {i}a\n\nx\n\nFrom c@d Mon Jan  1 00:00:00 2024\nSubject: {i}b\n\ny\n"
+                )
+            } else {
+                format!("Subject: {i}\n\nx\n")
+            };
+            fs::write(dir.path().join(format!("{i:03}")), text).unwrap();
+        }
+        let inputs = expand(&[dir.path().to_path_buf()]);
+        fs::remove_file(dir.path().join(format!("{gone:03}"))).unwrap();
+        let read = read_all(&inputs);
+        assert_eq!(read.len(), n + 1);
+        let mut expected = Vec::new();
+        for i in 0..n {
+            let path = dir.path().join(format!("{i:03}")).display().to_string();
+            match i {
+                _ if i == gone => expected.push((path, "no such file".to_string())),
+                _ if i == mbox => {
+                    expected.push((format!("{path}#1"), format!("Subject: {i}a")));
+                    expected.push((format!("{path}#2"), format!("Subject: {i}b")));
+                }
+                _ => expected.push((path, format!("Subject: {i}"))),
+            }
+        }
+        for ((name, read), (want_name, want)) in read.into_iter().zip(expected) {
+            assert_eq!(name, want_name);
+            let got = match read {
+                Ok(raw) => String::from_utf8_lossy(&raw)
+                    .lines()
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                Err(e) => e.reason,
+            };
+            assert!(got.starts_with(&want), "{name}: {got}, not {want}");
+        }
     }
 
     /// A big mbox is split when listed, so that a run reads it a batch at a time rather
