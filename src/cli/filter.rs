@@ -1,6 +1,6 @@
 //! `spamnb filter`: the MTA/MDA hook. The message comes in on stdin and always goes out on
-//! stdout, tagged when scoring worked and unchanged when anything failed: a filter that
-//! loses mail is worse than no filter. It is mail in transit: with `[model] autolearn` its
+//! stdout, tagged when scoring worked and unchanged when anything failed or took too long:
+//! a filter that loses or holds up mail is worse than no filter. It is mail in transit: with `[model] autolearn` its
 //! firm verdicts are learned, as the milter's are.
 //!
 //! Exit status, as `spamc` has it: 0 always, unless `-E` is given, and then 1 for spam.
@@ -8,6 +8,9 @@
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use clap::Args as ClapArgs;
 
@@ -21,6 +24,15 @@ pub struct FilterArgs {
     /// Exit 1 when the message is spam, 0 otherwise (as spamc -E)
     #[arg(short = 'E', long)]
     exit_code: bool,
+    /// Pass the message on unchanged if it has no verdict after this many seconds (0: wait
+    /// as long as it takes)
+    #[arg(
+        long,
+        env = "SPAMNB_FILTER_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 30
+    )]
+    timeout: u64,
 }
 
 /// EX_TEMPFAIL: the MTA keeps the message and tries again.
@@ -33,23 +45,73 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
         eprintln!("spamnb filter: cannot read the message from stdin: {e}");
         return ExitCode::from(TEMPFAIL);
     }
-    let (output, is_spam) = match tag(args, &raw) {
-        Ok(tagged) => tagged,
+    let raw = Arc::new(raw);
+    let written = Arc::new(AtomicBool::new(false));
+    if filter.timeout > 0 {
+        pass_on_after(
+            Duration::from_secs(filter.timeout),
+            Arc::clone(&raw),
+            Arc::clone(&written),
+        );
+    }
+    let tagged = tag(args, &raw);
+    let (output, is_spam) = match &tagged {
+        Ok((tagged, is_spam)) => (tagged.as_slice(), *is_spam),
         Err(e) => {
             eprintln!("spamnb filter: passing the message on unchanged: {e:#}");
-            (raw, false)
+            (raw.as_slice(), false)
         }
     };
+    if written.swap(true, Ordering::SeqCst) {
+        // Too late: the deadline is passing the message on, and ends the process.
+        loop {
+            std::thread::park();
+        }
+    }
+    match write_out(output) {
+        Ok(()) if filter.exit_code && is_spam => ExitCode::from(1),
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => ExitCode::from(code),
+    }
+}
+
+/// A deadline for the verdict: when it passes first, the message goes out unchanged and
+/// the process ends, whatever holds up the scoring (a database on a stalled disk, a daemon
+/// that stopped answering). Mail must not wait on spamnb, and procmail and maildrop give a
+/// filter no deadline of their own. Whichever of the two sets `written` first writes.
+fn pass_on_after(timeout: Duration, raw: Arc<Vec<u8>>, written: Arc<AtomicBool>) {
+    let deadline = move || {
+        std::thread::sleep(timeout);
+        if written.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        eprintln!(
+            "spamnb filter: no verdict after {}s (--timeout): passing the message on unchanged",
+            timeout.as_secs()
+        );
+        std::process::exit(write_out(&raw).map_or_else(i32::from, |()| 0));
+    };
+    // A thread that waits needs little of the usual 2 MB of stack: under a hook's memory
+    // limit (Dovecot's vsz_limit) it must not be what fails.
+    let started = std::thread::Builder::new()
+        .name("spamnb-deadline".into())
+        .stack_size(64 << 10)
+        .spawn(deadline);
+    if let Err(e) = started {
+        tracing::warn!("filter: no deadline for this message, no thread to keep it: {e}");
+    }
+}
+
+/// Writes the message to stdout, or says why it could not (EX_TEMPFAIL: the MTA keeps it).
+fn write_out(message: &[u8]) -> Result<(), u8> {
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(&output).and_then(|()| stdout.flush()) {
-        eprintln!("spamnb filter: cannot write the message to stdout: {e}");
-        return ExitCode::from(TEMPFAIL);
-    }
-    if filter.exit_code && is_spam {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    stdout
+        .write_all(message)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            eprintln!("spamnb filter: cannot write the message to stdout: {e}");
+            TEMPFAIL
+        })
 }
 
 fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {

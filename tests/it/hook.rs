@@ -212,6 +212,74 @@ impl Drop for Holder {
     }
 }
 
+/// A `spamnb learn` holding `db`, its message still to come on stdin (it opens the database
+/// before it reads stdin), and the pipe to send it through.
+fn hold(db: &Path) -> (Holder, std::process::ChildStdin) {
+    let mut learn = util::spamnb(db)
+        .args(["learn", "--ham", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let message = learn.stdin.take().unwrap();
+    let learn = Holder(learn);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while util::spamnb(db)
+        .args(["--lock-wait", "0", "stats"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "spamnb learn never held the database"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (learn, message)
+}
+
+/// procmail and maildrop give a filter no deadline: whatever holds up the verdict, the
+/// message goes on unchanged at `--timeout`. Here it is a database that another process
+/// holds for longer than `filter` was told to wait for it.
+#[test]
+fn a_filter_without_a_verdict_in_time_passes_the_message_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let raw = util::message("quarterly report", "the figures are attached");
+    let learned = util::write(dir.path(), "first", &raw);
+    assert!(
+        util::spamnb(&db)
+            .args(["learn", "--ham"])
+            .arg(&learned)
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let (_learn, _message) = hold(&db);
+    let started = Instant::now();
+    let out = util::run_with_stdin(
+        util::spamnb(&db).args(["--lock-wait", "60", "filter", "--timeout", "1"]),
+        raw.as_bytes(),
+    );
+    let took = started.elapsed();
+    let said = util::text(&out.stderr);
+    assert!(
+        out.status.success() && out.stdout == raw.as_bytes() && said.contains("--timeout"),
+        "at its deadline the filter passes the message on unchanged and says why: {}, \
+         stderr {said:?}, stdout {:?}",
+        out.status,
+        util::text(&out.stdout)
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "the deadline, not the 60 s wait for the database, ended the filter: {took:?}"
+    );
+}
+
 /// Dovecot kills a pipe program after 10 s, and the IMAP client's MOVE waits for it.
 const DOVECOT_PIPE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -276,30 +344,7 @@ fn learn_script_gives_up_before_dovecots_timeout_while_another_process_holds_the
 
     // A `spamnb learn` that holds it a long time (its message still coming on stdin):
     // the hook waits its few seconds for it, then gives up with the reason.
-    let mut learn = util::spamnb(&db)
-        .args(["learn", "--ham", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut message = learn.stdin.take().unwrap();
-    let learn = Holder(learn);
-    // It opens the database before it reads stdin; wait until it has.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while util::spamnb(&db)
-        .args(["--lock-wait", "0", "stats"])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "spamnb learn never held the database"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let (learn, mut message) = hold(&db);
     let (out, took) = run_learn_script(&script, "spam", &spam);
     let said = util::text(&out.stderr);
     assert!(
