@@ -37,24 +37,28 @@ const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;
 
 pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let (_, route, inputs) =
+    let (_, route, (inputs, first)) =
         super::open_meanwhile(settings, &args.paths, Missing::Empty, |route| {
-            // Many messages are scored from the counts loaded into memory; when the arguments
-            // promise many, loading them overlaps listing the messages.
-            let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
-            let inputs = if many {
-                let (inputs, loaded) =
-                    rayon::join(|| mailbox::expand(&args.paths), || route.preload());
-                loaded?;
-                inputs
-            } else {
+            // The first chunk is read here too, while the rules compile, rather than after.
+            let listed_and_read = || {
                 let inputs = mailbox::expand(&args.paths);
+                let first = mailbox::read_all(&inputs[..inputs.len().min(CHUNK)]);
+                (inputs, first)
+            };
+            // Many messages are scored from the counts loaded into memory; when the arguments
+            // promise many, loading them overlaps listing and reading the messages.
+            let many = args.paths.len() >= PRELOAD_FROM || args.paths.iter().any(|p| p.is_dir());
+            if many {
+                let (listed, loaded) = rayon::join(listed_and_read, || route.preload());
+                loaded?;
+                Ok(listed)
+            } else {
+                let (inputs, first) = listed_and_read();
                 if inputs.len() >= PRELOAD_FROM {
                     route.preload()?;
                 }
-                inputs
-            };
-            Ok(inputs)
+                Ok((inputs, first))
+            }
         })?;
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
@@ -62,7 +66,7 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // A pipeline: while one chunk is scored, the next is read, so that neither core waits
     // on the file system.
     let chunks: Vec<&[mailbox::Input]> = inputs.chunks(CHUNK).collect();
-    let mut next = chunks.first().map(|c| mailbox::read_all(c));
+    let mut next = Some(first);
     for i in 0..chunks.len() {
         let read = next.take().expect("each chunk is read before it is scored");
         let score = || -> anyhow::Result<Vec<(Verdict, Option<LedgerEntry>)>> {
