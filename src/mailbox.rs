@@ -295,9 +295,9 @@ pub type Named = (String, Result<Vec<u8>, Unreadable>);
 
 /// Reads many messages, each mbox file once, in the order given: each message's name and
 /// its bytes, or why there are none. A file listed as one input may be an mbox of many
-/// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core,
-/// which matters at the start of a run, when nothing else is there to do yet, and
-/// [`READ_AHEAD`] at a time are read from disk.
+/// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core
+/// (which matters at the start of a run, when nothing else is there to do yet), and from
+/// disk [`READ_AHEAD`] at a time.
 pub fn read_all(inputs: &[Input]) -> Vec<Named> {
     let any_mbox = inputs
         .iter()

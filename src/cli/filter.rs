@@ -1,7 +1,7 @@
 //! `spamnb filter`: the MTA/MDA hook. The message comes in on stdin and always goes out on
 //! stdout, tagged when scoring worked and unchanged when anything failed or took too long:
-//! a filter that loses or holds up mail is worse than no filter. It is mail in transit: with `[model] autolearn` its
-//! firm verdicts are learned, as the milter's are.
+//! a filter that loses or holds up mail is worse than no filter. It is mail in transit:
+//! with `[model] autolearn` its firm verdicts are learned, as the milter's are.
 //!
 //! Exit status, as `spamc` has it: 0 always, unless `-E` is given, and then 1 for spam.
 //! procmail's `:0fw` treats any other status as a failed filter, hence the opt-in.
