@@ -48,11 +48,21 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
     let raw = Arc::new(raw);
     let written = Arc::new(AtomicBool::new(false));
     if filter.timeout > 0 {
-        pass_on_after(
+        let deadline = pass_on_after(
             Duration::from_secs(filter.timeout),
             Arc::clone(&raw),
             Arc::clone(&written),
         );
+        if let Err(e) = deadline {
+            // Scoring starts threads of its own (the database's, the rules'): where not even
+            // this one can start, the database's would wait for theirs for ever. Through a
+            // daemon they would not be needed; mail that moves unscored is the lesser harm.
+            eprintln!(
+                "spamnb filter: passing the message on unchanged: no thread can start ({e}); \
+                 is a limit on this user's processes (ulimit -u) reached?"
+            );
+            return write_out(&raw).map_or_else(ExitCode::from, |()| ExitCode::SUCCESS);
+        }
     }
     let tagged = tag(args, &raw);
     let (output, is_spam) = match &tagged {
@@ -78,8 +88,13 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
 /// A deadline for the verdict: when it passes first, the message goes out unchanged and
 /// the process ends, whatever holds up the scoring (a database on a stalled disk, a daemon
 /// that stopped answering). Mail must not wait on spamnb, and procmail and maildrop give a
-/// filter no deadline of their own. Whichever of the two sets `written` first writes.
-fn pass_on_after(timeout: Duration, raw: Arc<Vec<u8>>, written: Arc<AtomicBool>) {
+/// filter no deadline of their own. Whichever of the two sets `written` first writes. An
+/// error when the thread that keeps the deadline cannot start.
+fn pass_on_after(
+    timeout: Duration,
+    raw: Arc<Vec<u8>>,
+    written: Arc<AtomicBool>,
+) -> std::io::Result<()> {
     let deadline = move || {
         std::thread::sleep(timeout);
         if written.swap(true, Ordering::SeqCst) {
@@ -93,13 +108,11 @@ fn pass_on_after(timeout: Duration, raw: Arc<Vec<u8>>, written: Arc<AtomicBool>)
     };
     // A thread that waits needs little of the usual 2 MB of stack: under a hook's memory
     // limit (Dovecot's vsz_limit) it must not be what fails.
-    let started = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("spamnb-deadline".into())
         .stack_size(64 << 10)
-        .spawn(deadline);
-    if let Err(e) = started {
-        tracing::warn!("filter: no deadline for this message, no thread to keep it: {e}");
-    }
+        .spawn(deadline)
+        .map(drop)
 }
 
 /// Writes the message to stdout, or says why it could not (EX_TEMPFAIL: the MTA keeps it).

@@ -280,6 +280,81 @@ fn a_filter_without_a_verdict_in_time_passes_the_message_on() {
     );
 }
 
+/// Where this user may start no more threads (`ulimit -u` reached), sled would wait for
+/// ever for the threads it cannot start. `filter`, which cannot start the thread of its
+/// deadline either, passes the message on at once and says why.
+#[test]
+fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
+    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
+        return;
+    }
+    const NOBODY: u32 = 65534;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let raw = util::message("quarterly report", "the figures are attached");
+    let learned = util::write(dir.path(), "first", &raw);
+    let learn = util::spamnb(&db)
+        .args(["learn", "--ham"])
+        .arg(&learned)
+        .output();
+    assert!(learn.unwrap().status.success());
+    // Its own copy of spamnb, and a database it may write, for the user it runs as.
+    let spamnb = dir.path().join("spamnb");
+    std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), &spamnb).unwrap();
+    let chown = Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(dir.path())
+        .status();
+    assert!(chown.unwrap().success());
+    let mut cmd = Command::new(&spamnb);
+    cmd.args(["filter", "--timeout", "60"])
+        .env("SPAMNB_DB", &db)
+        .env("SPAMNB_CONFIG", "/dev/null")
+        .env_remove("SPAMNB_LOG")
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: between fork and exec only setrlimit runs, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            let one = libc::rlimit {
+                rlim_cur: 1,
+                rlim_max: 1,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &one) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(raw.as_bytes()).unwrap();
+    }
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("filter, able to start no thread, had not passed the message on in 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let said = util::text(&out.stderr);
+    assert!(
+        out.status.success() && out.stdout == raw.as_bytes() && said.contains("ulimit -u"),
+        "filter passes the message on unchanged and names the limit: {}, stderr {said:?}, \
+         stdout {:?}",
+        out.status,
+        util::text(&out.stdout)
+    );
+}
+
 /// Dovecot kills a pipe program after 10 s, and the IMAP client's MOVE waits for it.
 const DOVECOT_PIPE_TIMEOUT: Duration = Duration::from_secs(10);
 
