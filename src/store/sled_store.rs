@@ -195,6 +195,12 @@ impl SledStore {
         opts: &StoreOptions,
         scratch: Option<ScratchDir>,
     ) -> Result<SledStore, Error> {
+        // sled starts its threads as it opens, and where it can start none at all it waits
+        // for them for ever: one that cannot start here says so first.
+        if let Err(e) = can_start_a_thread() {
+            tracing::debug!("no thread can start: {e}");
+            return Err(threads_exhausted(path));
+        }
         let config = sled::Config::new()
             .path(path)
             .cache_capacity(opts.cache_bytes)
@@ -1034,18 +1040,31 @@ fn open_panic_error(path: &Path, panic: &(dyn std::any::Any + Send)) -> Error {
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or_default();
     if message.contains("WouldBlock") {
-        Error::Open {
-            path: path.into(),
-            reason: "the storage engine could not start its threads: the system, or a limit \
-                     on this user's processes (ulimit -u), allows no more"
-                .into(),
-        }
+        threads_exhausted(path)
     } else {
         Error::Corrupt {
             path: path.into(),
             reason: "the storage engine could not read its files".into(),
         }
     }
+}
+
+fn threads_exhausted(path: &Path) -> Error {
+    Error::Open {
+        path: path.into(),
+        reason: "the storage engine could not start its threads: the system, or a limit on \
+                 this user's processes (ulimit -u), allows no more"
+            .into(),
+    }
+}
+
+/// Whether a thread can start (and has ended again).
+fn can_start_a_thread() -> std::io::Result<()> {
+    let probe = std::thread::Builder::new()
+        .stack_size(64 << 10)
+        .spawn(|| {})?;
+    let _ = probe.join();
+    Ok(())
 }
 
 fn open_error(path: &Path, e: sled::Error) -> Error {

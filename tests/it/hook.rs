@@ -280,35 +280,22 @@ fn a_filter_without_a_verdict_in_time_passes_the_message_on() {
     );
 }
 
-/// Where this user may start no more threads (`ulimit -u` reached), sled would wait for
-/// ever for the threads it cannot start. `filter`, which cannot start the thread of its
-/// deadline either, passes the message on at once and says why.
-#[test]
-fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
-    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
-        return;
-    }
+/// `spamnb ARGS` with `stdin`, run as nobody where it may start no thread (`ulimit -u`
+/// reached: RLIMIT_NPROC 1), on a copy of the binary and a database, `db` in `dir`, handed
+/// to that user. Killed, and the test failed, if it has not ended within 20 s: sled waits
+/// for ever for threads it cannot start.
+fn without_threads(dir: &Path, db: &Path, args: &[&str], stdin: &[u8]) -> Output {
     const NOBODY: u32 = 65534;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let raw = util::message("quarterly report", "the figures are attached");
-    let learned = util::write(dir.path(), "first", &raw);
-    let learn = util::spamnb(&db)
-        .args(["learn", "--ham"])
-        .arg(&learned)
-        .output();
-    assert!(learn.unwrap().status.success());
-    // Its own copy of spamnb, and a database it may write, for the user it runs as.
-    let spamnb = dir.path().join("spamnb");
+    let spamnb = dir.join("spamnb");
     std::fs::copy(env!("CARGO_BIN_EXE_spamnb"), &spamnb).unwrap();
     let chown = Command::new("chown")
         .args(["-R", &format!("{NOBODY}:{NOBODY}")])
-        .arg(dir.path())
+        .arg(dir)
         .status();
     assert!(chown.unwrap().success());
     let mut cmd = Command::new(&spamnb);
-    cmd.args(["filter", "--timeout", "60"])
-        .env("SPAMNB_DB", &db)
+    cmd.args(args)
+        .env("SPAMNB_DB", db)
         .env("SPAMNB_CONFIG", "/dev/null")
         .env_remove("SPAMNB_LOG")
         .uid(NOBODY)
@@ -333,18 +320,45 @@ fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
     let mut child = cmd.spawn().unwrap();
     {
         use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(raw.as_bytes()).unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        // A command that fails before it reads its input closes the pipe first.
+        let _ = pipe.write_all(stdin);
     }
     while child.try_wait().unwrap().is_none() {
         if started.elapsed() > Duration::from_secs(20) {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("filter, able to start no thread, had not passed the message on in 20 s");
+            panic!("spamnb {args:?}, able to start no thread, had not ended in 20 s");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// A database with one message learned as ham, and that message.
+fn learned_once(db: &Path, dir: &Path) -> String {
+    let raw = util::message("quarterly report", "the figures are attached");
+    let learned = util::write(dir, "first", &raw);
+    let learn = util::spamnb(db)
+        .args(["learn", "--ham"])
+        .arg(&learned)
+        .output();
+    assert!(learn.unwrap().status.success());
+    raw
+}
+
+/// Where this user may start no more threads, `filter`, which cannot start the thread of
+/// its deadline either, passes the message on at once and says why.
+#[test]
+fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
+    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let raw = learned_once(&db, dir.path());
+    let args = ["filter", "--timeout", "60"];
+    let out = without_threads(dir.path(), &db, &args, raw.as_bytes());
     let said = util::text(&out.stderr);
     assert!(
         out.status.success() && out.stdout == raw.as_bytes() && said.contains("ulimit -u"),
@@ -352,6 +366,43 @@ fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
          stdout {:?}",
         out.status,
         util::text(&out.stdout)
+    );
+}
+
+/// Where this user may start no more threads, a command that opens the database fails at
+/// once, naming the limit, and the database is as it was.
+#[test]
+fn a_command_that_can_start_no_thread_fails_naming_the_limit() {
+    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let raw = learned_once(&db, dir.path());
+    let spam = util::message("cheap pills", "buy now");
+    let args = ["learn", "--no-rules", "--spam", "-"];
+    let out = without_threads(dir.path(), &db, &args, spam.as_bytes());
+    let said = util::text(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("ulimit -u"),
+        "learn fails and names the limit: {}, stderr {said:?}",
+        out.status
+    );
+    let check = util::run_with_stdin(util::spamnb(&db).args(["check", "-"]), raw.as_bytes());
+    let stats = util::text(&util::spamnb(&db).arg("stats").output().unwrap().stdout);
+    let learned = |class: &str| {
+        (stats.lines())
+            .find(|l| l.starts_with(&format!("{class} learned")))
+            .and_then(|l| l.split_whitespace().last())
+            .map(str::to_string)
+    };
+    assert!(
+        check.status.success()
+            && learned("spam").as_deref() == Some("0")
+            && learned("ham").as_deref() == Some("1"),
+        "the database opens as it was, nothing learned: {}\n{}",
+        util::text(&check.stderr),
+        stats
     );
 }
 
