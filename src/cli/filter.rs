@@ -53,15 +53,10 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
             Arc::clone(&raw),
             Arc::clone(&written),
         );
+        // Where no thread can start, opening the database fails at once (it checks), and the
+        // message passes on unchanged; through a daemon it is scored.
         if let Err(e) = deadline {
-            // Scoring starts threads of its own (the database's, the rules'): where not even
-            // this one can start, the database's would wait for theirs for ever. Through a
-            // daemon they would not be needed; mail that moves unscored is the lesser harm.
-            eprintln!(
-                "spamnb filter: passing the message on unchanged: no thread can start ({e}); \
-                 is a limit on this user's processes (ulimit -u) reached?"
-            );
-            return write_out(&raw).map_or_else(ExitCode::from, |()| ExitCode::SUCCESS);
+            tracing::warn!("filter: no deadline for this message, no thread to keep it: {e}");
         }
     }
     let tagged = tag(args, &raw);

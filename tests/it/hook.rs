@@ -347,8 +347,8 @@ fn learned_once(db: &Path, dir: &Path) -> String {
     raw
 }
 
-/// Where this user may start no more threads, `filter`, which cannot start the thread of
-/// its deadline either, passes the message on at once and says why.
+/// Where this user may start no more threads, `filter` cannot open the database (nor start
+/// the thread of its deadline): it passes the message on at once and says why.
 #[test]
 fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
     if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
