@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::Settings;
 use super::route::{Missing, Prepared, Route};
-use crate::mailbox::{self, Unreadable};
+use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
 use crate::store::Outcome;
 
@@ -69,17 +69,17 @@ impl Tally {
     }
 }
 
-/// Prepares one batch, as read, for the route: its messages, and the inputs that could not
-/// be read.
+/// Reads one batch and prepares it for the route: its messages, and the inputs that could
+/// not be read.
 fn prepare(
     route: &Route,
-    read: Vec<mailbox::Named>,
+    chunk: &[Input],
     target: Option<Class>,
     user: Option<&str>,
 ) -> (Prepared, Vec<Unreadable>) {
-    let mut raws = Vec::with_capacity(read.len());
+    let mut raws = Vec::with_capacity(chunk.len());
     let mut unreadable = Vec::new();
-    for (name, read) in read {
+    for (name, read) in mailbox::read_all(chunk) {
         match read {
             Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => unreadable.push(Unreadable {
                 name,
@@ -106,14 +106,10 @@ pub fn run(settings: &Settings, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         (_, true) => Some(Class::Ham),
         _ => None,
     };
-    let (config, route, (inputs, first)) =
+    let (config, route, inputs) =
         super::open_meanwhile(settings, &args.paths, Missing::Create, |_| {
-            // The first batch is read here too, while the rules compile, rather than after.
-            let inputs = mailbox::expand(&args.paths);
-            let first = mailbox::read_all(&inputs[..inputs.len().min(BATCH)]);
-            Ok((inputs, first))
+            Ok(mailbox::expand(&args.paths))
         })?;
-    let mut first = Some(first);
     let mut tally = Tally::default();
     let bar = super::progress(inputs.len(), "learning");
     // A pipeline: while one batch is written to the store (one thread: writes are
@@ -126,12 +122,7 @@ pub fn run(settings: &Settings, args: &LearnArgs) -> anyhow::Result<ExitCode> {
                 .take()
                 .map(|(batch, n)| (route.learn(&batch, target, user), n))
         };
-        let mut read = || {
-            chunk.map(|chunk| {
-                let read = first.take().unwrap_or_else(|| mailbox::read_all(chunk));
-                (prepare(&route, read, target, user), chunk.len() as u64)
-            })
-        };
+        let read = || chunk.map(|chunk| (prepare(&route, chunk, target, user), chunk.len() as u64));
         // One message (a Sieve or procmail hook) needs no thread pool, and a hook may run
         // under limits (Dovecot's vsz_limit) where starting one fails.
         let (written, next) = if inputs.len() < 2 {
