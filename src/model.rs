@@ -511,34 +511,85 @@ fn score_features<'f>(
     if cfg.event_model == EventModel::Bernoulli {
         return score_bernoulli(features, counts, totals, cfg, each, joint);
     }
-    let binary = cfg.event_model == EventModel::BinaryMultinomial;
-    let class_total = if binary {
-        totals.presences
-    } else {
-        totals.occurrences
-    };
-    let alpha = cfg.alpha;
-    let v = totals.vocabulary as f64;
+    let smoothing = Smoothing::new(totals, cfg);
     *joint = log_prior(totals);
-    let denominators = class_total.map(|n| (n as f64 + alpha * v).ln());
     for (hash, feature, n) in features.iter_hashed() {
         let Some(tc) = counts.token_hashed(feature, hash) else {
             continue;
         };
-        let learned = if binary { tc.messages } else { tc.occurrences };
-        if learned == [0, 0] || tc.message_count() < u64::from(cfg.min_feature_messages) {
+        let Some(logp) = smoothing.log_p(&tc) else {
+            continue;
+        };
+        if !counts_as_evidence(&tc, logp, cfg) {
             continue;
         }
-        let n = if binary { 1 } else { n };
-        let logp = [0, 1].map(|c| (learned[c] as f64 + alpha).ln() - denominators[c]);
-        if (logp[1] - logp[0]).abs() < cfg.min_token_weight {
-            continue;
-        }
+        let n = if smoothing.binary { 1 } else { n };
         for c in 0..2 {
             joint[c] += n as f64 * logp[c];
         }
         each(feature, n, n as f64 * (logp[1] - logp[0]));
     }
+}
+
+/// P(t|c) with add-α smoothing, from the totals of the multinomial event models: per
+/// occurrence, or per message for the binary one.
+struct Smoothing {
+    binary: bool,
+    alpha: f64,
+    /// ln(N_c + α·V) per class.
+    denominators: [f64; 2],
+}
+
+impl Smoothing {
+    fn new(totals: &Totals, cfg: &ModelConfig) -> Smoothing {
+        let binary = cfg.event_model == EventModel::BinaryMultinomial;
+        let class_total = if binary {
+            totals.presences
+        } else {
+            totals.occurrences
+        };
+        let v = totals.vocabulary as f64;
+        Smoothing {
+            binary,
+            alpha: cfg.alpha,
+            denominators: class_total.map(|n| (n as f64 + cfg.alpha * v).ln()),
+        }
+    }
+
+    /// ln P(t|ham) and ln P(t|spam); `None` when nothing of it is learned.
+    fn log_p(&self, tc: &TokenCounts) -> Option<[f64; 2]> {
+        let learned = if self.binary {
+            tc.messages
+        } else {
+            tc.occurrences
+        };
+        (learned != [0, 0])
+            .then(|| [0, 1].map(|c| (learned[c] as f64 + self.alpha).ln() - self.denominators[c]))
+    }
+}
+
+/// Whether a learned feature is evidence: learned from enough messages, and leaning far
+/// enough one way (`min_feature_messages`, `min_token_weight`).
+fn counts_as_evidence(tc: &TokenCounts, logp: [f64; 2], cfg: &ModelConfig) -> bool {
+    tc.message_count() >= u64::from(cfg.min_feature_messages)
+        && (logp[1] - logp[0]).abs() >= cfg.min_token_weight
+}
+
+/// What one occurrence of `feature` weighs, log P(t|spam) − log P(t|ham), and whether
+/// scores count it at all (see [`counts_as_evidence`]); `None` when nothing of it is
+/// learned, or under the Bernoulli model, which weighs absence too. For `rules stats`: a
+/// rule learned too weak to count is not a rule never learned.
+pub fn feature_weight(
+    feature: &str,
+    counts: &dyn CountSource,
+    cfg: &ModelConfig,
+) -> Option<(f64, bool)> {
+    if cfg.event_model == EventModel::Bernoulli {
+        return None;
+    }
+    let tc = counts.token(feature)?;
+    let logp = Smoothing::new(&counts.totals(), cfg).log_p(&tc)?;
+    Some((logp[1] - logp[0], counts_as_evidence(&tc, logp, cfg)))
 }
 
 /// ln P(c) per class, the same in every event model. An empty class has no prior; a tiny

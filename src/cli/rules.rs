@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use rayon::prelude::*;
 
 use super::{Format, RuleSource};
-use crate::features::{Features, RULE_PREFIX};
+use crate::features::RULE_PREFIX;
 use crate::mailbox;
 use crate::message::Message;
 use crate::rules::{LoadReport, Reason, RuleSet};
@@ -170,7 +170,11 @@ struct Row<'a> {
     ham_pct: f64,
     /// Spam hits over all hits, as SpamAssassin's hit-frequencies' S/O.
     s_o: f64,
+    /// The weight learned for the rule's feature, `None` when it was never learned.
     weight: Option<f64>,
+    /// Whether scores count that weight: one that leans too little either way
+    /// (`min_token_weight`) is not evidence, and the rule moves no verdict.
+    counted: bool,
 }
 
 fn stats(
@@ -209,17 +213,9 @@ fn stats(
         .exists()
         .then(|| crate::store::SledStore::open(&config.db, &config.store).ok())
         .flatten();
-    let mut model = config.model.clone();
-    model.min_learned = 0;
-    let weight = |name: &str| -> Option<f64> {
-        let store = store.as_ref()?;
-        let f: Features = [format!("{RULE_PREFIX}{name}").as_str()]
-            .into_iter()
-            .collect();
-        crate::model::classify(&f, store, &model)
-            .reasons
-            .first()
-            .map(|r| r.weight)
+    let weight = |name: &str| -> Option<(f64, bool)> {
+        let feature = format!("{RULE_PREFIX}{name}");
+        crate::model::feature_weight(&feature, store.as_ref()?, &config.model)
     };
     let pct = |h: usize, n: usize| {
         if n == 0 {
@@ -235,6 +231,7 @@ fn stats(
         .filter(|(i, r)| r.reported && (args.all || spam[*i] + ham[*i] > 0))
         .map(|(i, r)| {
             let (sp, hp) = (pct(spam[i], n_spam), pct(ham[i], n_ham));
+            let weight = weight(&r.name);
             Row {
                 rule: &r.name,
                 spam_hits: spam[i],
@@ -242,7 +239,8 @@ fn stats(
                 spam_pct: sp,
                 ham_pct: hp,
                 s_o: if sp + hp > 0.0 { sp / (sp + hp) } else { 0.5 },
-                weight: weight(&r.name),
+                weight: weight.map(|(w, _)| w),
+                counted: weight.is_some_and(|(_, counted)| counted),
             }
         })
         .collect();
@@ -264,13 +262,14 @@ fn stats(
         Format::Tsv => {
             writeln!(
                 out,
-                "rule\tspam_hits\tham_hits\tspam_pct\tham_pct\ts_o\tweight"
+                "rule\tspam_hits\tham_hits\tspam_pct\tham_pct\ts_o\tweight\tcounted"
             )?;
             for r in &rows {
                 let w = r.weight.map_or("-".into(), |w| format!("{w:.3}"));
+                let counted = if r.counted { "yes" } else { "no" };
                 writeln!(
                     out,
-                    "{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{w}",
+                    "{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{w}\t{counted}",
                     r.rule, r.spam_hits, r.ham_hits, r.spam_pct, r.ham_pct, r.s_o
                 )?;
             }
@@ -283,12 +282,28 @@ fn stats(
                 "SPAM%", "HAM%", "S/O", "WEIGHT"
             )?;
             for r in &rows {
-                let w = r.weight.map_or("-".into(), |w| format!("{w:+.3}"));
+                let w = match r.weight {
+                    None => "-".into(),
+                    Some(w) if r.counted => format!("{w:+.3}"),
+                    Some(w) => format!("({w:+.3})"),
+                };
                 writeln!(
                     out,
                     "{:>8.3} {:>8.3} {:>6.3} {w:>8}  {}",
                     r.spam_pct, r.ham_pct, r.s_o, r.rule
                 )?;
+            }
+            if rows.iter().any(|r| r.weight.is_some() && !r.counted) {
+                writeln!(
+                    out,
+                    "(a weight in parentheses does not count in scores: it leans too little \
+                     either way, or was learned from too few messages; [model] \
+                     min_token_weight = {}, min_feature_messages = {})",
+                    config.model.min_token_weight, config.model.min_feature_messages
+                )?;
+            }
+            if rows.iter().any(|r| r.weight.is_none()) {
+                writeln!(out, "(-: not learned in this database)")?;
             }
         }
     }

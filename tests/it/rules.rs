@@ -167,11 +167,15 @@ fn rule_hits_are_named_in_explain_and_in_x_spam_status() {
     }
 }
 
+/// A weight that leans too little to count in scores is shown as such, and a rule added
+/// after learning as not learned: neither is a rule that earns its place.
 #[test]
 fn rules_stats_counts_hits_and_shows_learned_weights() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let rules = write(dir.path(), "my.cf", RULES);
+    let every = "header   ANY_SUBJECT  Subject =~ /\\S/\n\
+                 describe ANY_SUBJECT  Every message here has a subject\n";
+    let rules = write(dir.path(), "my.cf", format!("{RULES}{every}"));
     for i in 0..4 {
         write(
             dir.path(),
@@ -200,28 +204,61 @@ fn rules_stats_counts_hits_and_shows_learned_weights() {
             .expect("run");
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
-    let out = spamnb(&db)
-        .env("SPAMNB_RULES", &rules)
-        .args(["rules", "stats", "--format", "tsv", "--spam"])
-        .arg(&spam)
-        .arg("--ham")
-        .arg(&ham)
-        .output()
-        .expect("run");
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    let row = stdout
-        .lines()
-        .find(|l| l.starts_with("ZORG_PHRASE\t"))
-        .unwrap_or_else(|| panic!("{stdout}"));
-    let cols: Vec<&str> = row.split('\t').collect();
-    assert_eq!((cols[1], cols[2]), ("4", "0"), "{row}");
-    let weight: f64 = cols[6]
+    let late = write(
+        dir.path(),
+        "late.cf",
+        "body     LATE_BUDGET  /\\bbudget\\b/\ndescribe LATE_BUDGET  Written after the learning\n",
+    );
+    let stats = |format: &str| {
+        let out = spamnb(&db)
+            .env(
+                "SPAMNB_RULES",
+                format!("{}:{}", rules.display(), late.display()),
+            )
+            .args(["rules", "stats", "--format", format, "--spam"])
+            .arg(&spam)
+            .arg("--ham")
+            .arg(&ham)
+            .output()
+            .expect("run");
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+        stdout
+    };
+    let tsv = stats("tsv");
+    let row = |rule: &str| -> Vec<String> {
+        let line = (tsv.lines())
+            .find(|l| l.starts_with(&format!("{rule}\t")))
+            .unwrap_or_else(|| panic!("no {rule} in {tsv}"));
+        line.split('\t').map(String::from).collect()
+    };
+    let zorg = row("ZORG_PHRASE");
+    assert_eq!((&*zorg[1], &*zorg[2]), ("4", "0"), "{zorg:?}");
+    let weight: f64 = zorg[6]
         .parse()
-        .unwrap_or_else(|_| panic!("weight in {row}"));
+        .unwrap_or_else(|_| panic!("weight in {zorg:?}"));
     assert!(
-        weight > 0.0,
-        "a rule seen only in spam leans to spam: {row}"
+        weight > 0.0 && zorg[7] == "yes",
+        "a rule seen only in spam leans to spam, and counts: {zorg:?}"
+    );
+    // In every message of both classes: learned, but no evidence either way.
+    let any = row("ANY_SUBJECT");
+    let weight: f64 = any[6]
+        .parse()
+        .unwrap_or_else(|_| panic!("weight in {any:?}"));
+    assert!(
+        weight.abs() < 1.0 && any[7] == "no",
+        "a rule as common in ham as in spam has a weight that does not count: {any:?}"
+    );
+    let late = row("LATE_BUDGET");
+    assert_eq!((&*late[6], &*late[7]), ("-", "no"), "{late:?}");
+    let text = stats("text");
+    let line = (text.lines())
+        .find(|l| l.ends_with("ANY_SUBJECT"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains('(') && text.contains("does not count in scores"),
+        "{text}"
     );
 }
 
