@@ -207,15 +207,34 @@ fn stats(
     let (spam, n_spam, mut unreadable) = count(&args.spam);
     let (ham, n_ham, more) = count(&args.ham);
     unreadable.extend(more);
-    // Weights come from the database when there is one to read (a running daemon holds it).
-    let store = config
-        .db
-        .exists()
-        .then(|| crate::store::SledStore::open(&config.db, &config.store).ok())
-        .flatten();
+    // Weights come from the database when it can be read here (a `learn` that holds it is
+    // waited for, as by the other commands; a daemon is not asked); without them the hits
+    // still tell, and the warning says why every weight is `-`.
+    let store = if config.db.exists() {
+        let daemon_away = || crate::store::holding_daemon(&config.db).is_none();
+        crate::store::SledStore::open_waiting(&config.db, &config.store, daemon_away).map_err(|e| {
+            match e {
+                crate::store::Error::Locked { path } => format!(
+                    "another process holds {} (a daemon, a `spamnb watch`, or a `learn` \
+                     past --lock-wait), and rules stats reads weights from the database \
+                     itself",
+                    path.display()
+                ),
+                e => e.to_string(),
+            }
+        })
+    } else {
+        Err(format!(
+            "there is no database at {} (`spamnb learn` makes one)",
+            config.db.display()
+        ))
+    };
+    if let Err(why) = &store {
+        tracing::warn!("rules stats: no learned weights: {why}");
+    }
     let weight = |name: &str| -> Option<(f64, bool)> {
         let feature = format!("{RULE_PREFIX}{name}");
-        crate::model::feature_weight(&feature, store.as_ref()?, &config.model)
+        crate::model::feature_weight(&feature, store.as_ref().ok()?, &config.model)
     };
     let pct = |h: usize, n: usize| {
         if n == 0 {
@@ -302,7 +321,7 @@ fn stats(
                     config.model.min_token_weight, config.model.min_feature_messages
                 )?;
             }
-            if rows.iter().any(|r| r.weight.is_none()) {
+            if store.is_ok() && rows.iter().any(|r| r.weight.is_none()) {
                 writeln!(out, "(-: not learned in this database)")?;
             }
         }

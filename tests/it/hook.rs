@@ -200,47 +200,6 @@ fn learn_script_is_silent_when_it_learns_and_speaks_when_it_fails() {
     );
 }
 
-/// A process holding the database, killed if a failing test leaves it behind.
-struct Holder(std::process::Child);
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// A `spamnb learn` holding `db`, its message still to come on stdin (it opens the database
-/// before it reads stdin), and the pipe to send it through.
-fn hold(db: &Path) -> (Holder, std::process::ChildStdin) {
-    let mut learn = util::spamnb(db)
-        .args(["learn", "--ham", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let message = learn.stdin.take().unwrap();
-    let learn = Holder(learn);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while util::spamnb(db)
-        .args(["--lock-wait", "0", "stats"])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "spamnb learn never held the database"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    (learn, message)
-}
-
 /// procmail and maildrop give a filter no deadline: whatever holds up the verdict, the
 /// message goes on unchanged at `--timeout`. Here it is a database that another process
 /// holds for longer than `filter` was told to wait for it.
@@ -259,7 +218,7 @@ fn a_filter_without_a_verdict_in_time_passes_the_message_on() {
             .status
             .success()
     );
-    let (_learn, _message) = hold(&db);
+    let (_learn, _message) = util::hold(&db);
     let started = Instant::now();
     let out = util::run_with_stdin(
         util::spamnb(&db).args(["--lock-wait", "60", "filter", "--timeout", "1"]),
@@ -436,7 +395,7 @@ fn learn_script_gives_up_before_dovecots_timeout_while_another_process_holds_the
         .spawn()
         .unwrap();
     let mut log = BufReader::new(watch.stderr.take().unwrap());
-    let watch = Holder(watch);
+    let watch = util::Holder(watch);
     let mut line = String::new();
     while !line.contains("watching") {
         line.clear();
@@ -470,7 +429,7 @@ fn learn_script_gives_up_before_dovecots_timeout_while_another_process_holds_the
 
     // A `spamnb learn` that holds it a long time (its message still coming on stdin):
     // the hook waits its few seconds for it, then gives up with the reason.
-    let (learn, mut message) = hold(&db);
+    let (learn, mut message) = util::hold(&db);
     let (out, took) = run_learn_script(&script, "spam", &spam);
     let said = util::text(&out.stderr);
     assert!(

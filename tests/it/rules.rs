@@ -252,13 +252,36 @@ fn rules_stats_counts_hits_and_shows_learned_weights() {
     );
     let late = row("LATE_BUDGET");
     assert_eq!((&*late[6], &*late[7]), ("-", "no"), "{late:?}");
-    let text = stats("text");
-    let line = (text.lines())
+    let shown = stats("text");
+    let line = (shown.lines())
         .find(|l| l.ends_with("ANY_SUBJECT"))
-        .unwrap_or_else(|| panic!("{text}"));
+        .unwrap_or_else(|| panic!("{shown}"));
     assert!(
-        line.contains('(') && text.contains("does not count in scores"),
-        "{text}"
+        line.contains('(') && shown.contains("does not count in scores"),
+        "{shown}"
+    );
+
+    // A database it cannot read: the hits still, every weight `-`, and why on stderr, not
+    // a claim that nothing was learned.
+    let (_learn, _message) = crate::util::hold(&db);
+    let out = spamnb(&db)
+        .env("SPAMNB_RULES", &rules)
+        .args(["--lock-wait", "0", "rules", "stats", "--spam"])
+        .arg(&spam)
+        .arg("--ham")
+        .arg(&ham)
+        .output()
+        .expect("run");
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let zorg = (stdout.lines())
+        .find(|l| l.ends_with("ZORG_PHRASE"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        zorg.split_whitespace().nth(3) == Some("-")
+            && !stdout.contains("not learned")
+            && stderr.contains("no learned weights: another process holds"),
+        "{stdout}{stderr}"
     );
 }
 

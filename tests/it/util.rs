@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The `spamnb` binary under test, with a private config (none) and database.
 pub fn spamnb(db: &Path) -> Command {
@@ -135,4 +136,45 @@ pub fn header_text(message: &[u8], name: &str) -> Vec<String> {
         .iter()
         .map(|v| spamnb::message::unfold(v))
         .collect()
+}
+
+/// A process holding the database, killed if a failing test leaves it behind.
+pub struct Holder(pub std::process::Child);
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// A `spamnb learn` holding `db`, its message still to come on stdin (it opens the database
+/// before it reads stdin), and the pipe to send it through.
+pub fn hold(db: &Path) -> (Holder, std::process::ChildStdin) {
+    let mut learn = spamnb(db)
+        .args(["learn", "--ham", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let message = learn.stdin.take().unwrap();
+    let learn = Holder(learn);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while spamnb(db)
+        .args(["--lock-wait", "0", "stats"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "spamnb learn never held the database"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (learn, message)
 }
