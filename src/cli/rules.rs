@@ -173,7 +173,8 @@ struct Row<'a> {
     /// The weight learned for the rule's feature, `None` when it was never learned.
     weight: Option<f64>,
     /// Whether scores count that weight: one that leans too little either way
-    /// (`min_token_weight`) is not evidence, and the rule moves no verdict.
+    /// (`min_token_weight`), or was learned from too few messages (`min_feature_messages`),
+    /// is not evidence, and the rule moves no verdict.
     counted: bool,
 }
 
