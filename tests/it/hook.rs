@@ -294,28 +294,32 @@ fn without_threads(dir: &Path, db: &Path, args: &[&str], stdin: &[u8]) -> Output
     child.wait_with_output().unwrap()
 }
 
-/// A database with one message learned as ham, and that message.
-fn learned_once(db: &Path, dir: &Path) -> String {
+/// For the process-limit tests (`None`, skipped, unless run as root: root is exempt from
+/// the limit): a directory with a database in it, one message learned as ham, and that
+/// message.
+fn learned_once() -> Option<(tempfile::TempDir, PathBuf, String)> {
+    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
     let raw = util::message("quarterly report", "the figures are attached");
-    let learned = util::write(dir, "first", &raw);
-    let learn = util::spamnb(db)
+    let learned = util::write(dir.path(), "first", &raw);
+    let learn = util::spamnb(&db)
         .args(["learn", "--ham"])
         .arg(&learned)
         .output();
     assert!(learn.unwrap().status.success());
-    raw
+    Some((dir, db, raw))
 }
 
 /// Where this user may start no more threads, `filter` cannot open the database (nor start
 /// the thread of its deadline): it passes the message on at once and says why.
 #[test]
 fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
-    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
+    let Some((dir, db, raw)) = learned_once() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let raw = learned_once(&db, dir.path());
+    };
     let args = ["filter", "--timeout", "60"];
     let out = without_threads(dir.path(), &db, &args, raw.as_bytes());
     let said = util::text(&out.stderr);
@@ -332,12 +336,9 @@ fn a_filter_that_can_start_no_thread_passes_the_message_on_at_once() {
 /// once, naming the limit, and the database is as it was.
 #[test]
 fn a_command_that_can_start_no_thread_fails_naming_the_limit() {
-    if !util::root_or_skip("a process limit for another user (root is exempt from it)") {
+    let Some((dir, db, raw)) = learned_once() else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let raw = learned_once(&db, dir.path());
+    };
     let spam = util::message("cheap pills", "buy now");
     let args = ["learn", "--no-rules", "--spam", "-"];
     let out = without_threads(dir.path(), &db, &args, spam.as_bytes());
