@@ -324,16 +324,16 @@ const READ_AHEAD: usize = 64;
 /// with the advice that it will be read whole, so that the kernel reads them from disk at
 /// once rather than one after the other.
 fn read_ahead(inputs: &[Input]) -> Vec<Named> {
-    let opened: Vec<Option<io::Result<fs::File>>> = (inputs.iter())
+    let opened: Vec<Option<(&Path, io::Result<fs::File>)>> = (inputs.iter())
         .map(|input| match input {
-            Ok(MailSource::File(path)) => Some(open_ahead(path)),
+            Ok(MailSource::File(path)) => Some((path.as_path(), open_ahead(path))),
             _ => None,
         })
         .collect();
     (inputs.iter().zip(opened))
-        .flat_map(|(input, opened)| match (input, opened) {
-            (Ok(MailSource::File(path)), Some(opened)) => read_file(path, opened),
-            _ => read_input(input),
+        .flat_map(|(input, opened)| match opened {
+            Some((path, file)) => read_file(path, file),
+            None => read_input(input),
         })
         .collect()
 }
