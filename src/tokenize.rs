@@ -197,8 +197,15 @@ fn received_tokens(value: &str, out: &mut Features) {
         let part = part.to_ascii_lowercase();
         if part.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
             // Class-C network of an IPv4 address: the host part changes, the network doesn't.
-            if let Some((net, _)) = part.rsplit_once('.') {
-                out.add_joined(&["rcvd:ip:", net]);
+            // Other dotted numbers are the relays' software versions (`8.11.6` of
+            // sendmail's `(8.11.6/8.11.6)`, `SMTPSVC(5.0.2195.2966)`): a sign of the
+            // software that handled the mail, and no address.
+            match part.parse::<std::net::Ipv4Addr>() {
+                Ok(_) => {
+                    let net = part.rsplit_once('.').map_or(part.as_str(), |(net, _)| net);
+                    out.add_joined(&["rcvd:ip:", net]);
+                }
+                Err(_) => out.add_joined(&["rcvd:ver:", &part]),
             }
             continue;
         }
@@ -510,6 +517,26 @@ Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\
             "{:?}",
             plain.sorted()
         );
+    }
+
+    #[test]
+    fn received_versions_are_not_addresses() {
+        let raw = b"Received: from mx.example.net ([192.0.2.44]) by relay.example.org \
+(8.11.6/8.11.6) with ESMTP\nReceived: from h.example.com by example.com with Microsoft \
+SMTPSVC(5.0.2195.2966)\nSubject: hi\n\nhello there\n";
+        let f = tokens_of(raw, &TokenizerOptions::default());
+        for t in [
+            "rcvd:ip:192.0.2",
+            "rcvd:ver:8.11.6",
+            "rcvd:ver:5.0.2195.2966",
+        ] {
+            assert!(f.count(t) > 0, "missing {t}; got {:?}", f.sorted());
+        }
+        let ips: Vec<_> = f
+            .iter()
+            .filter(|(t, _)| t.starts_with("rcvd:ip:"))
+            .collect();
+        assert_eq!(ips.len(), 1, "only the address is one: {ips:?}");
     }
 
     #[test]
