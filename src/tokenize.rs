@@ -251,36 +251,45 @@ pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
             continue;
         }
         crate::segment::for_each_word(run, |word| {
-            let ascii = word.is_ascii();
-            let chars = if ascii {
-                word.len()
-            } else {
-                word.chars().count()
-            };
-            if chars < opts.min_token_chars {
-                return;
+            // Unicode lets a colon join letters (`c:a`), and header features are tagged
+            // `from:ann`: split, a body's `From:Ann` cannot pass for a header's words.
+            for word in word.split(':').filter(|w| !w.is_empty()) {
+                emit_word(word, opts, &mut buf, emit);
             }
-            if chars > opts.max_token_chars {
-                let first = word.chars().next().unwrap_or('?').to_lowercase();
-                emit(&format!("long:{first}:{}", chars / 10));
-                return;
-            }
-            buf.clear();
-            if ascii {
-                if opts.caps_tokens
-                    && word.bytes().any(|b| b.is_ascii_uppercase())
-                    && !word.bytes().any(|b| b.is_ascii_lowercase())
-                {
-                    emit(&format!("caps:{word}"));
-                }
-                buf.push_str(word);
-                buf.make_ascii_lowercase();
-            } else {
-                buf.extend(word.chars().flat_map(char::to_lowercase));
-            }
-            emit(&buf);
         });
     }
+}
+
+/// Emits `word` normalised: lowercased, or summarised when too long; nothing when too short.
+fn emit_word(word: &str, opts: &TokenizerOptions, buf: &mut String, emit: &mut dyn FnMut(&str)) {
+    let ascii = word.is_ascii();
+    let chars = if ascii {
+        word.len()
+    } else {
+        word.chars().count()
+    };
+    if chars < opts.min_token_chars {
+        return;
+    }
+    if chars > opts.max_token_chars {
+        let first = word.chars().next().unwrap_or('?').to_lowercase();
+        emit(&format!("long:{first}:{}", chars / 10));
+        return;
+    }
+    buf.clear();
+    if ascii {
+        if opts.caps_tokens
+            && word.bytes().any(|b| b.is_ascii_uppercase())
+            && !word.bytes().any(|b| b.is_ascii_lowercase())
+        {
+            emit(&format!("caps:{word}"));
+        }
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+    } else {
+        buf.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    emit(buf);
 }
 
 fn bigrams(run: &str, emit: &mut dyn FnMut(&str)) {
@@ -517,6 +526,18 @@ Message-ID: <123@shop.example.com>\nContent-Type: text/plain; charset=\"UTF-8\"\
             "{:?}",
             plain.sorted()
         );
+    }
+
+    #[test]
+    fn a_body_word_cannot_pass_for_a_header_feature() {
+        let raw = b"From: Bob <bob@example.org>\nSubject: fwd\n\nFrom:Ann mailto:ann sent this\n";
+        let f = tokens_of(raw, &TokenizerOptions::default());
+        for t in ["from", "ann", "mailto", "from:bob"] {
+            assert!(f.count(t) > 0, "missing {t}; got {:?}", f.sorted());
+        }
+        for t in ["from:ann", "mailto:ann"] {
+            assert_eq!(f.count(t), 0, "{t}; got {:?}", f.sorted());
+        }
     }
 
     #[test]
