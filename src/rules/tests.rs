@@ -1,7 +1,7 @@
 //! Rule kinds and built-in tests on messages written for them, each with a message that
 //! must match and one that must not.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::*;
 
@@ -1926,6 +1926,107 @@ fn our_rules_load_cleanly() {
             r.origin
         );
     }
+}
+
+/// A message written for `rules/`, with the rules it must hit and those it must miss.
+struct Example {
+    at: String,
+    hits: Vec<String>,
+    misses: Vec<String>,
+    raw: String,
+}
+
+/// The examples of one file: blocks that each open with a line `=== hits A B; misses C D`
+/// (either half may be left out), the message being the lines up to the next block. Lines
+/// before the first block are comments.
+fn read_examples(path: &Path) -> Vec<Example> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut examples: Vec<Example> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let Some(head) = line.strip_prefix("=== ") else {
+            if let Some(e) = examples.last_mut() {
+                e.raw.push_str(line);
+                e.raw.push('\n');
+            }
+            continue;
+        };
+        let mut e = Example {
+            at: format!("{}:{}", path.file_name().unwrap().to_string_lossy(), n + 1),
+            hits: Vec::new(),
+            misses: Vec::new(),
+            raw: String::new(),
+        };
+        for part in head.split(';') {
+            let mut words = part.split_whitespace();
+            let names = words.clone().skip(1).map(String::from);
+            match words.next() {
+                Some("hits") => e.hits.extend(names),
+                Some("misses") => e.misses.extend(names),
+                _ => panic!("{}: `=== hits A B; misses C D`, not `{line}`", e.at),
+            }
+        }
+        examples.push(e);
+    }
+    examples
+}
+
+/// Every rule of `rules/` on messages written for it, in `tests/rule-examples/` (a file of
+/// examples for each rule file, and a `local.cf` that trusts the examples' receiving
+/// server, as a site would): each reported rule hits one example and misses another, so a
+/// rule that cannot match what it describes, or matches what it should not, is caught
+/// here rather than by the corpus, in which today's scams do not appear at all.
+#[test]
+fn our_rules_hit_their_examples_and_miss_their_near_misses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let examples_dir = root.join("tests").join("rule-examples");
+    let (set, report) = RuleSet::load(&[root.join("rules"), examples_dir.clone()]);
+    assert!(!report.has_errors(), "{:?}", report.problems);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&examples_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    let examples: HashMap<PathBuf, Vec<Example>> = files
+        .iter()
+        .map(|f| (f.clone(), read_examples(f)))
+        .collect();
+
+    let mut failures = Vec::new();
+    for rule in set.rules().iter().filter(|r| r.reported) {
+        let stem = rule.origin.file.file_stem().unwrap().to_string_lossy();
+        let file = examples_dir.join(format!("{stem}.txt"));
+        let ours = examples.get(&file).map_or(&[][..], Vec::as_slice);
+        let names = |names: &[String]| names.contains(&rule.name);
+        let shown = file.strip_prefix(root).unwrap().display();
+        if !ours.iter().any(|e| names(&e.hits)) {
+            failures.push(format!("{}: no example in {shown} hits it", rule.name));
+        }
+        if !ours.iter().any(|e| names(&e.misses)) {
+            failures.push(format!("{}: no example in {shown} misses it", rule.name));
+        }
+    }
+    for file in &files {
+        for e in &examples[file] {
+            let found = set.evaluate(&Message::parse(e.raw.as_bytes(), LIMIT));
+            for name in e.hits.iter().chain(&e.misses) {
+                if set.rule(name).is_none_or(|r| !r.reported) {
+                    failures.push(format!("{}: no reported rule {name}", e.at));
+                }
+            }
+            for name in &e.hits {
+                if !found.contains(&name.as_str()) {
+                    failures.push(format!("{}: {name} should hit; hits {found:?}", e.at));
+                }
+            }
+            for name in &e.misses {
+                if found.contains(&name.as_str()) {
+                    failures.push(format!("{}: {name} should miss; hits {found:?}", e.at));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The list of message files the profiles read: one path a line, in the file that
