@@ -278,7 +278,11 @@ pub(super) fn html_facts(html: &str, extras: HtmlExtras) -> HtmlFacts {
     loop {
         let lt = memchr::memchr(b'<', rest.as_bytes()).unwrap_or(rest.len());
         let text = &rest[..lt];
-        facts.text_chars += non_space_bytes(text);
+        // A style sheet or a script is no text a reader sees, as SpamAssassin counts it:
+        // else an image alone passes for a mail of text behind a long enough <style>.
+        if hidden == 0 {
+            facts.text_chars += non_space_bytes(text);
+        }
         if let Some((_, shown, _)) = &mut link {
             shown.push_str(text);
         }
