@@ -446,6 +446,13 @@ static DOMAIN_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
         .expect("domain pattern is valid")
 });
 
+/// File name extensions that no top-level domain has, so that link text ending in one
+/// names a file (`zip` and `mov` are domains, and phishers' favourites: not here).
+const NOT_TOP_LEVEL_DOMAINS: &[&str] = &[
+    "pdf", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "rtf", "txt", "csv",
+    "jpg", "jpeg", "png", "gif", "htm", "html", "eml", "ics", "vcf", "mp3", "mp4",
+];
+
 impl<'m> Facts<'m> {
     /// `html_extras`: what of the HTML the tests read beyond tags, links and images.
     pub fn new(msg: &'m Message<'m>, html_extras: HtmlExtras) -> Facts<'m> {
@@ -607,6 +614,14 @@ impl Eval {
                 let Some(shown) = DOMAIN_IN_TEXT.captures(&a.text) else {
                     return false;
                 };
+                // A shared file's link shows its name, `report.pdf`: no domain.
+                let ending = shown[1].rsplit('.').next().unwrap_or_default();
+                if NOT_TOP_LEVEL_DOMAINS
+                    .iter()
+                    .any(|e| e.eq_ignore_ascii_case(ending))
+                {
+                    return false;
+                }
                 url_host(&a.href).is_some_and(|target| {
                     target.contains('.')
                         && base_domain(&shown[1].to_ascii_lowercase()) != base_domain(&target)
