@@ -459,8 +459,18 @@ pub fn is_mailto(url: &str) -> bool {
         .is_some_and(|s| s.eq_ignore_ascii_case("mailto:"))
 }
 
-/// The host part of a URL, lowercased, without port or credentials.
+/// Whether `url` is a `javascript:` or `data:` link: code or content, no place.
+pub fn is_script_or_data(url: &str) -> bool {
+    let scheme = url.split_once(':').map_or("", |(s, _)| s);
+    scheme.eq_ignore_ascii_case("javascript") || scheme.eq_ignore_ascii_case("data")
+}
+
+/// The host part of a URL, lowercased, without port or credentials; none for a
+/// `javascript:` or `data:` link.
 pub fn url_host(url: &str) -> Option<String> {
+    if is_script_or_data(url) {
+        return None;
+    }
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit('@').next()?;

@@ -24,8 +24,9 @@ use crate::segment::is_word_byte;
 const MAX_URLS: usize = 1000;
 
 /// URLs written in the text, and the targets of links, images and forms in the HTML,
-/// entities decoded, as a browser would follow them; `mailto:` links as written, for `uri`
-/// rules (as SpamAssassin lists them). Each once, in the order first found.
+/// entities decoded, as a browser would follow them; `mailto:`, `javascript:` and `data:`
+/// links as written, for `uri` rules (as SpamAssassin lists them). Each once, in the order
+/// first found.
 pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     let mut urls: Vec<String> = Vec::new();
     // A page of links names most of them many times: seen ones are found by hash, and
@@ -50,7 +51,11 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     }
     for value in attribute_values(html) {
         let target = as_followed(value);
-        if target.contains("://") || target.starts_with("www.") || super::is_mailto(&target) {
+        if target.contains("://")
+            || target.starts_with("www.")
+            || super::is_mailto(&target)
+            || super::is_script_or_data(&target)
+        {
             push(target);
         }
     }
@@ -225,7 +230,8 @@ mod tests {
     #[test]
     fn urls_are_found_once_as_followed_and_trimmed() {
         let html = "<a href=\"http://example.com/?a=1&amp;b=2\">http://example.com/?a=1&amp;b=2</a>\
-                    <a href=\"http://ex&#10;ample.net/\">x</a><a href=\"/relative\">y</a>";
+                    <a href=\"http://ex&#10;ample.net/\">x</a><a href=\"/relative\">y</a>\
+                    <a href=\"JavaScript:go()\">z</a><a href=\"#top\">up</a>";
         let urls = find_urls(
             "Visit www.example.org. Now: http://example.com/?a=1&b=2",
             html,
@@ -235,7 +241,8 @@ mod tests {
             [
                 "www.example.org",
                 "http://example.com/?a=1&b=2",
-                "http://example.net/"
+                "http://example.net/",
+                "JavaScript:go()"
             ]
         );
     }
