@@ -242,7 +242,7 @@ fn url_tokens(url: &str, out: &mut Features) {
     }
 }
 
-/// Calls `emit` with each normalised word of `text`.
+/// Calls `emit` with each normalised word of `text`, words cut at colons.
 pub fn words(text: &str, opts: &TokenizerOptions, emit: &mut dyn FnMut(&str)) {
     let mut buf = String::new();
     for (no_space, run) in script_runs(text) {

@@ -1997,12 +1997,12 @@ fn our_rules_hit_their_examples_and_miss_their_near_misses() {
         let stem = rule.origin.file.file_stem().unwrap().to_string_lossy();
         let file = examples_dir.join(format!("{stem}.txt"));
         let ours = examples.get(&file).map_or(&[][..], Vec::as_slice);
-        let names = |names: &[String]| names.contains(&rule.name);
+        let named = |list: &[String]| list.contains(&rule.name);
         let shown = file.strip_prefix(root).unwrap().display();
-        if !ours.iter().any(|e| names(&e.hits)) {
+        if !ours.iter().any(|e| named(&e.hits)) {
             failures.push(format!("{}: no example in {shown} hits it", rule.name));
         }
-        if !ours.iter().any(|e| names(&e.misses)) {
+        if !ours.iter().any(|e| named(&e.misses)) {
             failures.push(format!("{}: no example in {shown} misses it", rule.name));
         }
     }
