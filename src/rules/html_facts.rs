@@ -394,6 +394,8 @@ pub(super) fn html_facts(html: &str, extras: HtmlExtras) -> HtmlFacts {
                 if let Some((_, _, images)) = &mut link {
                     *images += 1;
                 }
+                // From the attribute, else from inline CSS (`style="width:600px"`), as
+                // mail written by today's tools gives it.
                 let dimension = |attr: &str| {
                     attribute_values(attributes, attr)
                         .filter_map(|v| {
@@ -402,6 +404,9 @@ pub(super) fn html_facts(html: &str, extras: HtmlExtras) -> HtmlFacts {
                             v[..digits].parse::<f64>().ok()
                         })
                         .last()
+                        .or_else(|| {
+                            attribute(attributes, "style").and_then(|s| css_pixels(s, attr))
+                        })
                         .unwrap_or(0.0)
                 };
                 facts.image_area += dimension("width") * dimension("height");
@@ -548,6 +553,26 @@ fn font_size(value: &str) -> Option<f64> {
     Some(FONT_SIZE_PIXELS[(size.clamp(1, 7) - 1) as usize])
 }
 
+/// A `style` attribute's `property` (`width`, `height`) in pixels: a number, bare or in
+/// `px`, of five digits at most. Other units, percentages among them, give none.
+fn css_pixels(style: &str, property: &str) -> Option<f64> {
+    style.split(';').rev().find_map(|declaration| {
+        let (name, value) = declaration.split_once(':')?;
+        if !name.trim().eq_ignore_ascii_case(property) {
+            return None;
+        }
+        let value = value.trim();
+        let value = value.split('!').next().unwrap_or(value).trim_end();
+        let number = match value.len().checked_sub(2) {
+            Some(at) if value.as_bytes()[at..].eq_ignore_ascii_case(b"px") => &value[..at],
+            _ => value,
+        };
+        (number.len() <= 5 && number.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| number.parse().ok())
+            .flatten()
+    })
+}
+
 /// The `font-size` of a `style` attribute, in pixels; relative sizes against the default.
 fn css_font_size(style: &str) -> Option<f64> {
     let lower = style.to_ascii_lowercase();
@@ -620,6 +645,30 @@ mod tests {
         stats: true,
         colors: false,
     };
+
+    #[test]
+    fn an_image_measured_in_inline_css_has_its_area() {
+        let area = |html: &str| html_facts(html, HtmlExtras::default()).image_area;
+        assert_eq!(
+            area("<img src=a style=\"width: 600px; height:800PX\">"),
+            480_000.0
+        );
+        assert_eq!(
+            area("<img src=a width=100 style='height:20px !important'>"),
+            2_000.0
+        );
+        // The attribute first; a percentage, an em or a max-width is no size in pixels.
+        assert_eq!(
+            area("<img src=a width=10 height=10 style='width:600px'>"),
+            100.0
+        );
+        assert_eq!(
+            area("<img src=a style='max-width:600px;width:50%;height:90px'>"),
+            0.0
+        );
+        assert_eq!(area("<img src=a style='width:3em;height:90'>"), 0.0);
+        assert_eq!(area("<img src=a style='width:6é;height:90'>"), 0.0);
+    }
 
     #[test]
     fn one_pass_reads_links_images_and_tags_as_a_lenient_reader_would() {
