@@ -213,12 +213,17 @@ static EZMLM_RECEIVED: LazyLock<Pattern> =
 static MSN_GROUPS: LazyLock<Pattern> =
     LazyLock::new(|| re(r"from groups\.msn\.com \(\S+\.msn\.com "));
 
-/// `%` and two capitals (or `_`, `-`): a mail merge's placeholder, `%FIRST_NAME`.
+/// `%` and two capitals (or `_`, `-`): a mail merge's placeholder, `%FIRST_NAME`. Not a
+/// URL's escape of one byte, `%EF` of `%EF%BB%BF` (two hex letters and no more), which
+/// SpamAssassin's test takes for one.
 fn has_placeholder(value: &str) -> bool {
     let bytes = value.as_bytes();
+    let name_byte = |at: usize| matches!(bytes.get(at), Some(b'A'..=b'Z' | b'_' | b'-'));
+    let hex_letter = |at: usize| matches!(bytes.get(at), Some(b'A'..=b'F'));
     memchr::memchr_iter(b'%', bytes).any(|at| {
         matches!(bytes.get(at + 1), Some(b'A'..=b'Z'))
-            && matches!(bytes.get(at + 2), Some(b'A'..=b'Z' | b'_' | b'-'))
+            && name_byte(at + 2)
+            && !(hex_letter(at + 1) && hex_letter(at + 2) && !name_byte(at + 3))
     })
 }
 

@@ -1395,7 +1395,11 @@ fn builtin_evals() {
         (
             "check_unresolved_template()",
             mail("X-Campaign: %CUSTOMER_ID\nSubject: a", "x"),
-            mail("X-Campaign: 100%\nSubject: save %PERCENT off", "x"),
+            mail(
+                "X-Campaign: 100%\nSubject: save %PERCENT off\n\
+                 List-Unsubscribe: <https://x.example/u?n=%EF%BB%BF%CE%A9>",
+                "x",
+            ),
         ),
         (
             "check_ratware_name_id()",
