@@ -12,7 +12,7 @@
 //! before the colon counts; a link's text has the link colour, not its parent's; and
 //! text over a background image is not judged, its colours being unknown.
 
-use super::html_facts::{attribute, attribute_values};
+use super::html_facts::{attribute, attribute_values, css_declarations};
 
 /// A colour where a page may give one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -450,12 +450,7 @@ fn attribute_color(value: &str) -> Color {
 fn apply_style(style: &str, fg: Color, bg: Color, behind: Color) -> (Color, Color) {
     let (mut text, mut back) = (Paint::Keep, Paint::Keep);
     let mut image = None;
-    for declaration in style.split(';') {
-        let Some((property, value)) = declaration.split_once(':') else {
-            continue;
-        };
-        let value = without_important(value);
-        let property = property.trim();
+    for (property, value) in css_declarations(style) {
         let is = |name: &str| property.eq_ignore_ascii_case(name);
         if is("color") {
             text = paint(value, true);
@@ -482,16 +477,6 @@ fn apply_style(style: &str, fg: Color, bg: Color, behind: Color) -> (Color, Colo
     // Transparent text shows the background: it cannot be read.
     let fg = if text == Paint::Transparent { bg } else { fg };
     (fg, bg)
-}
-
-/// A CSS value without its `!important`.
-fn without_important(value: &str) -> &str {
-    let value = value.trim();
-    let cut = value.len().saturating_sub("!important".len());
-    match value.get(cut..) {
-        Some(end) if end.eq_ignore_ascii_case("!important") => value[..cut].trim_end(),
-        _ => value,
-    }
 }
 
 fn has_url(value: &str) -> bool {

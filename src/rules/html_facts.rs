@@ -553,24 +553,40 @@ fn font_size(value: &str) -> Option<f64> {
     Some(FONT_SIZE_PIXELS[(size.clamp(1, 7) - 1) as usize])
 }
 
+/// A `style` attribute's declarations, in order: each property, trimmed, and its value
+/// without `!important`.
+pub(super) fn css_declarations(style: &str) -> impl Iterator<Item = (&str, &str)> {
+    style.split(';').filter_map(|declaration| {
+        let (property, value) = declaration.split_once(':')?;
+        Some((property.trim(), without_important(value)))
+    })
+}
+
+/// A CSS value, trimmed, without its `!important`.
+fn without_important(value: &str) -> &str {
+    let value = value.trim();
+    let cut = value.len().saturating_sub("!important".len());
+    match value.get(cut..) {
+        Some(end) if end.eq_ignore_ascii_case("!important") => value[..cut].trim_end(),
+        _ => value,
+    }
+}
+
 /// A `style` attribute's `property` (`width`, `height`) in pixels: a number, bare or in
 /// `px`, of five digits at most. Other units, percentages among them, give none.
 fn css_pixels(style: &str, property: &str) -> Option<f64> {
-    style.split(';').rev().find_map(|declaration| {
-        let (name, value) = declaration.split_once(':')?;
-        if !name.trim().eq_ignore_ascii_case(property) {
-            return None;
-        }
-        let value = value.trim();
-        let value = value.split('!').next().unwrap_or(value).trim_end();
-        let number = match value.len().checked_sub(2) {
-            Some(at) if value.as_bytes()[at..].eq_ignore_ascii_case(b"px") => &value[..at],
-            _ => value,
-        };
-        (number.len() <= 5 && number.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| number.parse().ok())
-            .flatten()
-    })
+    css_declarations(style)
+        .filter(|(name, _)| name.eq_ignore_ascii_case(property))
+        .filter_map(|(_, value)| {
+            let number = match value.len().checked_sub(2) {
+                Some(at) if value.as_bytes()[at..].eq_ignore_ascii_case(b"px") => &value[..at],
+                _ => value,
+            };
+            (number.len() <= 5 && number.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| number.parse().ok())
+                .flatten()
+        })
+        .last()
 }
 
 /// The `font-size` of a `style` attribute, in pixels; relative sizes against the default.
