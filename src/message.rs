@@ -725,6 +725,9 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             ("www.shop.example.", Some("www.shop.example")),
             ("http://[::1]/", Some("::1")),
             ("http:///", None),
+            // Code and content name no place: no `url:javascript` token, no listed host.
+            ("JavaScript:window.location='https://x.example/'", None),
+            ("data:text/html,<a href=http://x.example/>", None),
         ] {
             assert_eq!(url_host(url).as_deref(), host, "{url}");
         }
