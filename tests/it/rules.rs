@@ -260,6 +260,11 @@ fn rules_stats_counts_hits_and_shows_learned_weights() {
         line.contains('(') && shown.contains("does not count in scores"),
         "{shown}"
     );
+    // The footnote the held database below must not get.
+    assert!(
+        shown.contains("(-: not learned in this database)"),
+        "{shown}"
+    );
 
     // A database it cannot read: the hits still, every weight `-`, and why on stderr, not
     // a claim that nothing was learned.
