@@ -268,6 +268,9 @@ impl Client {
         let mut out = head.into_bytes();
         out.extend_from_slice(body.unwrap_or_default());
         stream.write_all(&out).map_err(io)?;
+        // As spamc does: the end of input ends a message whose last line has no newline,
+        // which the server otherwise waits on (it reads whole lines, as spamd does).
+        stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
         let mut reply = Vec::new();
         stream
             .take(MAX_REPLY as u64)

@@ -153,7 +153,7 @@ pub enum ProtocolError {
     #[error("(message of {0} bytes is above this server's limit of {1})")]
     TooLarge(u64, usize),
     #[error("(Content-Length mismatch: Expected {expected} bytes, got {got} bytes)")]
-    Truncated { expected: u64, got: usize },
+    LengthMismatch { expected: u64, got: usize },
     #[error("(Unable to set local and remove local in the same operation.)")]
     SetAndRemove,
 }
@@ -234,8 +234,23 @@ impl Decoder {
         }
         match head.content_length {
             Some(n) if self.buf.len() as u64 >= n => {
-                // Bytes past the announced length are not part of the request.
-                self.buf.truncate(n as usize);
+                let n = n as usize;
+                // spamd reads whole lines: a length that ends inside one is a client's
+                // miscount (characters for bytes, say), and the mail must not be scored, let
+                // alone handed back, cut there. A client that sent exactly that many bytes
+                // ends the line with its end of input (`finish`).
+                if n > 0 && self.buf[n - 1] != b'\n' {
+                    if self.buf.len() > n {
+                        return Err(ProtocolError::LengthMismatch {
+                            expected: n as u64,
+                            got: self.buf.len(),
+                        });
+                    }
+                    return Ok(Step::NeedMore);
+                }
+                // Bytes past the announced length, after a line's end, are not part of the
+                // request (spamd does not read them either).
+                self.buf.truncate(n);
                 Ok(Step::Request(self.take()))
             }
             None if self.buf.len() > self.max_message => Err(ProtocolError::TooLarge(
@@ -253,7 +268,7 @@ impl Decoder {
             None => Err(ProtocolError::BadRequestLine),
             Some(h) => match h.content_length {
                 Some(expected) if (self.buf.len() as u64) < expected && h.method.has_body() => {
-                    Err(ProtocolError::Truncated {
+                    Err(ProtocolError::LengthMismatch {
                         expected,
                         got: self.buf.len(),
                     })
@@ -324,7 +339,8 @@ fn request_line(line: &[u8]) -> Result<(Method, u32), ProtocolError> {
         .strip_prefix("SPAMC/")
         .and_then(|v| v.split_once('.'))
         .and_then(|(major, minor)| {
-            Some(major.parse::<u32>().ok()? * 10 + minor.parse::<u32>().ok()?.min(9))
+            let major = major.parse::<u32>().ok()?.checked_mul(10)?;
+            major.checked_add(minor.parse::<u32>().ok()?.min(9))
         })
         .ok_or(ProtocolError::BadRequestLine)?;
     let method = Method::parse(name).ok_or_else(|| {
@@ -516,6 +532,16 @@ mod tests {
     }
 
     #[test]
+    fn a_message_without_a_last_newline_ends_with_the_input() {
+        let wire = b"CHECK SPAMC/1.5\r\nContent-length: 21\r\n\r\nSubject: hi\r\n\r\nno end";
+        let mut d = Decoder::new(1024);
+        // The line may go on: the decoder waits, as spamd reading lines does...
+        assert_eq!(d.feed(wire).unwrap(), Step::NeedMore);
+        // ...until the client's end of input (spamc shuts its side once it has sent).
+        assert_eq!(d.finish().unwrap().body, b"Subject: hi\r\n\r\nno end");
+    }
+
+    #[test]
     fn decodes_in_every_chunk_size() {
         let body = b"Subject: hi\r\n\r\nhello\r\n";
         let wire = format!(
@@ -549,10 +575,10 @@ mod tests {
                 b"ab",
             ),
             (
-                "PROCESS SPAMC/1.2\nContent-length: 3\n\nabcdef",
+                "PROCESS SPAMC/1.2\nContent-length: 4\n\nabc\ndef",
                 Method::Process,
-                Some(3),
-                b"abc",
+                Some(4),
+                b"abc\n",
             ),
             (
                 "SYMBOLS SPAMC/1.5\r\n\r\nuntil eof",
@@ -624,13 +650,25 @@ mod tests {
             (&long, ProtocolError::HeadTooLong),
             (
                 "CHECK SPAMC/1.5\r\nContent-length: 10\r\n\r\nshort",
-                ProtocolError::Truncated {
+                ProtocolError::LengthMismatch {
                     expected: 10,
                     got: 5,
                 },
             ),
             (
                 "CHECK SPAMC/1.5\r\nContent-len",
+                ProtocolError::BadRequestLine,
+            ),
+            // A miscounted length ends inside a line: the mail is not cut there.
+            (
+                "PROCESS SPAMC/1.5\r\nContent-length: 19\r\n\r\nSubject: hi\r\n\r\nbody line one\r\n",
+                ProtocolError::LengthMismatch {
+                    expected: 19,
+                    got: 0,
+                },
+            ),
+            (
+                "CHECK SPAMC/429496730.5\r\n\r\n",
                 ProtocolError::BadRequestLine,
             ),
         ];
@@ -641,8 +679,16 @@ mod tests {
                     Err(e) => e,
                     Ok(r) => panic!("{wire:?} in chunks of {chunk}: decoded {r:?}"),
                 };
-                // An unterminated head ends as "no request line" at EOF.
-                if matches!(want, ProtocolError::BadRequestLine) {
+                // An unterminated head ends as "no request line" at EOF; how far past a
+                // miscounted length the decoder read depends on how the bytes came.
+                if let ProtocolError::LengthMismatch { expected, .. } = want
+                    && *expected == 19
+                {
+                    assert!(
+                        matches!(got, ProtocolError::LengthMismatch { expected: 19, got } if got > 19),
+                        "{wire:?} in chunks of {chunk}: {got}"
+                    );
+                } else if matches!(want, ProtocolError::BadRequestLine) {
                     assert!(
                         matches!(got, ProtocolError::BadRequestLine),
                         "{wire:?}: {got}"
