@@ -339,8 +339,7 @@ impl Session {
 
     /// The Received: field the MTA writes for this client, as Postfix and Sendmail write
     /// it (`from HELO (NAME [ADDRESS]) by HOST for <RECIPIENT>; DATE`, the recipient when
-    /// there is one), unless the header already begins with one for the client's address,
-    /// as an MTA that shows its own gives it.
+    /// there is one), unless the MTA showed its own (see `shows_own_received`).
     fn own_received(&self) -> Option<String> {
         let client = self.client.as_ref()?;
         let address = client.address.as_deref()?;
@@ -349,12 +348,7 @@ impl Session {
         } else {
             format!("[{address}]")
         };
-        let first = self.transaction.header.split(|&b| b == b'\n').next()?;
-        let shown = first
-            .get(..9)
-            .is_some_and(|n| n.eq_ignore_ascii_case(b"received:"))
-            && memchr::memmem::find(first, literal.as_bytes()).is_some();
-        if shown {
+        if self.shows_own_received(&literal) {
             return None;
         }
         let clean = |s: &str| -> String {
@@ -417,9 +411,7 @@ impl Session {
         }
         let mut out = Vec::new();
         if granted & action::CHANGE_HEADERS != 0 {
-            // Highest index first, so that a deletion never moves a field still to delete,
-            // whichever way the MTA counts deleted fields.
-            for (name, index) in self.transaction.forged.iter().rev() {
+            for (name, index) in forged_deletions(&self.transaction.forged) {
                 out.push(Response::ChangeHeader {
                     index: *index,
                     name: name.clone(),
@@ -504,6 +496,37 @@ impl Session {
         }
     }
 
+    /// Whether the header begins with the MTA's own Received: field for this client
+    /// (`literal`, its address in brackets). Sendmail shows milters the field it wrote;
+    /// Postfix does not, so that there the first field is always one the sender wrote, and
+    /// one naming the client's address and a trusted host would pass for the MTA's (a
+    /// welcomelist entry's). So Postfix (macro `v`) never shows it, and the field must say
+    /// it was written `by` this MTA (macro `j`) when its name is known.
+    fn shows_own_received(&self, literal: &str) -> bool {
+        let postfix = (self.macros.get("v")).is_some_and(|v| {
+            v.get(..7)
+                .is_some_and(|p| p.eq_ignore_ascii_case("postfix"))
+        });
+        if postfix {
+            return false;
+        }
+        // The first field with its folded lines: Sendmail writes `by` on the second.
+        let header = &self.transaction.header;
+        let end = (memchr::memchr_iter(b'\n', header))
+            .find(|&nl| !matches!(header.get(nl + 1), Some(b' ' | b'\t')))
+            .unwrap_or(header.len());
+        let first = &header[..end];
+        let by_this_mta = self
+            .macros
+            .get("j")
+            .is_none_or(|j| memchr::memmem::find(first, format!("by {j}").as_bytes()).is_some());
+        first
+            .get(..9)
+            .is_some_and(|n| n.eq_ignore_ascii_case(b"received:"))
+            && memchr::memmem::find(first, literal.as_bytes()).is_some()
+            && by_this_mta
+    }
+
     /// Whether a message is under way (begun and not yet ended or aborted).
     pub fn in_message(&self) -> bool {
         let t = &self.transaction;
@@ -514,6 +537,37 @@ impl Session {
     pub fn body_seen(&self) -> u64 {
         self.transaction.body_seen
     }
+}
+
+/// Forged `X-Spam-*` fields deleted from one message at most. Postfix's cleanup reads the
+/// header again for each deletion: 12,000 of them (a 150 KB message) made it give up and
+/// refuse all mail for a minute, and the sender could send it again.
+const MAX_FORGED_DELETIONS: usize = 64;
+
+/// The forged fields to delete, at most [`MAX_FORGED_DELETIONS`], those filters read
+/// (what spamnb and SpamAssassin write) before the rest; the last first, so that a
+/// deletion never moves a field still to delete, whichever way the MTA counts them.
+fn forged_deletions(forged: &[(String, u32)]) -> Vec<&(String, u32)> {
+    let read_by_filters = |name: &str| {
+        let name = name.to_ascii_lowercase();
+        [
+            "flag",
+            "status",
+            "level",
+            "class",
+            "report",
+            "score",
+            "checker-version",
+        ]
+        .iter()
+        .any(|n| name.strip_prefix("x-spam-") == Some(*n))
+    };
+    let (mut chosen, rest): (Vec<usize>, Vec<usize>) =
+        (0..forged.len()).partition(|&i| read_by_filters(&forged[i].0));
+    chosen.extend(rest);
+    chosen.truncate(MAX_FORGED_DELETIONS);
+    chosen.sort_unstable_by(|a, b| b.cmp(a));
+    chosen.into_iter().map(|i| &forged[i]).collect()
 }
 
 /// Macros sent with CONNECT and HELO describe the connection and outlive a message;
@@ -715,13 +769,44 @@ mod tests {
             ),
             "{out}"
         );
-        let shown = "from c.example (c.example [192.0.2.1]) by mx.example.org";
-        let out = scanned(
-            connect("c.example", Some("192.0.2.1")),
-            Some("c.example"),
-            vec![header("Received", shown), header("Subject", "s")],
-        );
-        assert_eq!(out.matches("Received:").count(), 1, "{out}");
+        // Sendmail shows its own field, `by` its name on a folded line.
+        let shown = "from c.example (c.example [192.0.2.1])\r\n\tby mx.example.org (8.17.1)";
+        let mta = |pairs: &[(&str, &str)]| Command::Macros {
+            stage: b'C',
+            pairs: (pairs.iter())
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        for macros in [vec![], vec![("j", "mx.example.org")]] {
+            let out = scanned(
+                connect("c.example", Some("192.0.2.1")),
+                Some("c.example"),
+                vec![
+                    mta(&macros),
+                    header("Received", shown),
+                    header("Subject", "s"),
+                ],
+            );
+            assert_eq!(out.matches("Received:").count(), 1, "{macros:?}: {out}");
+        }
+        // The sender wrote it: Postfix never shows its own, and another MTA's says
+        // `by` another host. The MTA's field goes on top, for rules to read.
+        for macros in [
+            vec![("j", "mx.example.org"), ("v", "Postfix 3.7.11")],
+            vec![("j", "gw.example.net")],
+        ] {
+            let out = scanned(
+                connect("c.example", Some("192.0.2.1")),
+                Some("c.example"),
+                vec![
+                    mta(&macros),
+                    header("Received", shown),
+                    header("Subject", "s"),
+                ],
+            );
+            assert_eq!(out.matches("Received:").count(), 2, "{macros:?}: {out}");
+            assert!(out.starts_with("Return-Path: <a@example.org>\r\nReceived: from c.example (c.example [192.0.2.1])\r\n\tby "), "{out}");
+        }
         let out = scanned(
             connect("[192.0.2.7]", Some("192.0.2.7")),
             Some("h.example"),
@@ -1061,6 +1146,21 @@ mod tests {
             assert_eq!(step, Step::Scan(want.to_vec()), "{sender}");
             s.finish(None);
         }
+    }
+
+    #[test]
+    fn forged_fields_are_deleted_up_to_a_bound_those_filters_read_first() {
+        let mut forged: Vec<(String, u32)> = (1..=200).map(|i| ("X-Spam-A".into(), i)).collect();
+        forged.insert(150, ("X-Spam-Flag".into(), 1));
+        forged.push(("x-spam-status".into(), 1));
+        let deleted = forged_deletions(&forged);
+        assert_eq!(deleted.len(), MAX_FORGED_DELETIONS);
+        let flag = deleted.iter().position(|(n, _)| n == "X-Spam-Flag");
+        let status = deleted.iter().position(|(n, _)| n == "x-spam-status");
+        assert_eq!((status, flag), (Some(0), Some(1)), "{deleted:?}");
+        // The others from the first, deleted from the last.
+        let others: Vec<u32> = deleted[2..].iter().map(|(_, i)| *i).collect();
+        assert_eq!(others, (1..=62).rev().collect::<Vec<u32>>());
     }
 
     #[test]
