@@ -267,7 +267,16 @@ impl Client {
         head.push_str("\r\n");
         let mut out = head.into_bytes();
         out.extend_from_slice(body.unwrap_or_default());
-        stream.write_all(&out).map_err(io)?;
+        if let Err(e) = stream.write_all(&out) {
+            // A daemon that refuses a request (too large, say) answers and hangs up before
+            // reading the rest: its answer says why, where the broken pipe does not.
+            let mut reply = Vec::new();
+            let _ = (&mut stream).take(MAX_REPLY as u64).read_to_end(&mut reply);
+            return match parse_response(&reply) {
+                Ok(r) => Ok(r),
+                Err(_) => Err(io(e)),
+            };
+        }
         // As spamc does: the end of input ends a message whose last line has no newline,
         // which the server otherwise waits on (it reads whole lines, as spamd does).
         stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
@@ -351,6 +360,32 @@ mod tests {
         assert!(matches!(e, ClientError::NoAnswer { .. }), "{e}");
         assert!(e.to_string().contains("did not answer within"), "{e}");
         holder.join().unwrap();
+    }
+
+    /// A daemon that refuses a request before reading it all (too large) is heard out: its
+    /// reason, not the broken pipe of the write it cut short.
+    #[test]
+    fn a_refusal_before_the_message_is_read_is_reported() {
+        use std::io::{BufRead, BufReader};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("control.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let refuser = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            BufReader::new(&conn).read_line(&mut line).unwrap();
+            (&conn)
+                .write_all(b"SPAMD/1.5 65 Bad header line: (message too large)\r\n")
+                .unwrap();
+        });
+        let client = Client {
+            path,
+            timeout: Duration::from_secs(5),
+        };
+        let big = vec![b'x'; 32 << 20];
+        let e = client.tell(&big, Some(Class::Spam), None).unwrap_err();
+        assert!(e.to_string().contains("message too large"), "{e}");
+        refuser.join().unwrap();
     }
 
     #[test]

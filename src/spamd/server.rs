@@ -18,6 +18,12 @@ use crate::daemon::{Admission, Context};
 /// Bytes read at a time: a whole spamc head, and big messages in few reads.
 const READ_CHUNK: usize = 16 * 1024;
 
+/// Largest message the control socket takes, whatever `spamd.max_message_bytes` says:
+/// that limit is for mail in transit, which is passed on unscored above it, while a
+/// `spamnb learn` through the daemon must learn what it learns without one (a big spam
+/// included) and only the CLI's user can reach that socket.
+const CONTROL_MAX_MESSAGE: usize = 64 << 20;
+
 /// Serves spamc, Exim and spamass-milter on `listener` until `shutdown`.
 pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationToken) {
     accept_loop(listener, ctx, shutdown, Protocol::Spamd).await;
@@ -71,7 +77,11 @@ async fn connection(
     let config = ctx.config();
     let read_timeout = config.daemon.read_timeout();
     let deadline = Instant::now() + config.daemon.session_timeout();
-    let mut decoder = Decoder::new(config.spamd.max_message_bytes);
+    let limit = match protocol {
+        Protocol::Control => config.spamd.max_message_bytes.max(CONTROL_MAX_MESSAGE),
+        _ => config.spamd.max_message_bytes,
+    };
+    let mut decoder = Decoder::new(limit);
     // Small until the client shows it has something to say: idle connections cost little.
     let mut buf = vec![0u8; 1024];
     let mut received = 0usize;

@@ -678,6 +678,19 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
         .unwrap();
     assert!(out.status.success(), "{}", util::text(&out.stderr));
     assert!(util::text(&out.stdout).starts_with(&format!("{}\t", big.display())));
+    // And it is learned whole, as without the daemon: the limit is for mail in transit.
+    let out = d
+        .cli()
+        .args(["learn", "--spam"])
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", util::text(&out.stderr));
+    assert!(
+        util::text(&out.stderr).contains("learned 1 as spam"),
+        "{}",
+        util::text(&out.stderr)
+    );
 
     // `spamnb filter` goes through the daemon too, and tags like spamd's PROCESS does.
     let msg = std::fs::read(&probe[0]).expect("probe");
