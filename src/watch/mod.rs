@@ -16,8 +16,9 @@
 //!   learned as ham), except a fresh delivery that spamnb itself flagged `X-Spam-Flag: YES`:
 //!   that is spamnb's own verdict filed by a Sieve rule, and learning it would only teach
 //!   the filter what it already believes;
-//! - a message moved into a ham folder is relearned as ham when it had been learned as spam
-//!   or carries `X-Spam-Flag: YES`; a fresh delivery into a ham folder teaches nothing;
+//! - a message moved into a ham folder is relearned as ham when it came from a spam folder
+//!   and had been learned as spam, or carries `X-Spam-Flag: YES`; a fresh delivery into a
+//!   ham folder teaches nothing;
 //! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
 //!   not unlearned.
 //!
@@ -886,11 +887,14 @@ pub fn decide(
         // spamnb's own verdict, filed into Junk by a delivery rule: nothing new to learn.
         FolderKind::Spam if moved_from.is_none() && own_spam_flag => None,
         FolderKind::Spam => Some(Class::Spam),
-        FolderKind::Ham
-            if moved_from.is_some() && (learned == Some(Class::Spam) || own_spam_flag) =>
-        {
+        // Rescued from a spam folder; or spamnb's own spam verdict, kept in a ham folder.
+        // Not a message learned as spam that came from elsewhere: the ledger is everyone's,
+        // and another user's Junk (or this user's copy there) does not make filing it here
+        // a rescue.
+        FolderKind::Ham if moved_from == Some(FolderKind::Spam) && learned == Some(Class::Spam) => {
             Some(Class::Ham)
         }
+        FolderKind::Ham if moved_from.is_some() && own_spam_flag => Some(Class::Ham),
         FolderKind::Ham => None,
     }
 }
@@ -932,6 +936,9 @@ mod tests {
             (Ham, Some(Spam), None, true, h),
             (Ham, Some(Ham), None, true, h),
             (Ham, Some(Spam), None, false, None),
+            // Learned as spam from someone else's Junk: filing it is no rescue.
+            (Ham, Some(Ham), s, false, None),
+            (Ham, Some(Neutral), s, false, None),
             (Ham, None, s, true, None),
             (Ham, None, None, false, None),
             (Neutral, Some(Spam), s, true, None),

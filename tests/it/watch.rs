@@ -351,6 +351,33 @@ fn moves_made_while_stopped_are_learned_once_at_start() {
 }
 
 #[test]
+fn filing_mail_another_user_junked_is_no_rescue() {
+    let mut f = Fixture::new(settings());
+    let bob = f._dir.path().join("bob");
+    maildir(&bob, &["", ".Junk", ".Trash", ".Archive"]);
+    f.settings.users.push(UserMaildir {
+        user: "bob".into(),
+        root: bob.clone(),
+    });
+    let a = mail(25);
+    let ann_copy = f.place("INBOX", "1700000025.A.host:2,S", &a);
+    let bob_copy = bob.join("cur").join("1700000025.B.host:2,S");
+    std::fs::write(&bob_copy, &a).unwrap();
+    f.start();
+    f.stop();
+    f.move_to(&ann_copy, "Junk");
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Spam));
+    // Bob files his copy: it was never in his Junk, so ann's lesson stands.
+    std::fs::rename(&bob_copy, bob.join(".Archive/cur/1700000025.B.host:2,S")).unwrap();
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Spam));
+    assert_eq!(f.messages(), [0, 1]);
+}
+
+#[test]
 fn a_burst_over_the_limit_learns_only_the_limit() {
     let mut f = Fixture::new(WatchSettings {
         burst_limit: 5,
