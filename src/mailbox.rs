@@ -238,14 +238,15 @@ fn split_mbox(mbox: impl io::BufRead) -> Vec<Vec<u8>> {
 /// mailbox: left in, it would make a message's digest differ from its copy in a file or a
 /// Maildir. When every message but the last ends with one, the writer added them, and each
 /// message loses it (the last too, if it has one). A writer that does not add them leaves
-/// messages whose own last line may be empty; one message alone does not say which writer
-/// it had, and keeps its bytes, as the same message read as a file does.
+/// messages whose own last line may be empty, and they keep it. One message alone does not
+/// say which writer it had: it is taken as RFC 4155 says, as mail clients write a message
+/// saved to a file, and loses its last empty line.
 fn drop_separator_lines(messages: &mut [Vec<u8>]) {
     let Some((_, all_but_last)) = messages.split_last() else {
         return;
     };
     let separated = |m: &Vec<u8>| separator_len(m).is_some();
-    if all_but_last.is_empty() || !all_but_last.iter().all(separated) {
+    if !all_but_last.iter().all(separated) {
         return;
     }
     for message in messages {
@@ -413,15 +414,17 @@ fn read_in_order(inputs: &[Input]) -> Vec<Named> {
     out
 }
 
-/// A message as a one-message mbox holds it: its `From ` envelope line, and the `>` that
-/// quotes each `From ` line of its body, belong to the mailbox, not to the message, and go
-/// as [`split_mbox`] drops them. Bytes without an envelope line are the message as they are.
+/// A message as a one-message mbox holds it: its `From ` envelope line, the `>` that quotes
+/// each `From ` line of its body, and the empty line after it belong to the mailbox, not to
+/// the message, and go as [`split_mbox`] drops them. Bytes without an envelope line are the
+/// message as they are.
 fn strip_envelope(mut raw: Vec<u8>) -> Vec<u8> {
     let envelope = raw.len() - crate::message::without_envelope_line(&raw).len();
     if envelope == 0 {
         return raw;
     }
     raw.drain(..envelope);
+    raw.truncate(raw.len() - separator_len(&raw).unwrap_or(0));
     unquote_from_lines(raw)
 }
 
@@ -686,6 +689,17 @@ mod tests {
                 "From a@b Mon Jan  1 00:00:00 2024\r\nS: a\r\n\r\n>From me\r\n",
                 "S: a\r\n\r\nFrom me\r\n",
             ),
+            // Saved as RFC 4155 has it, ending with an empty line: the file's copy.
+            (
+                "From a@b Mon Jan  1 00:00:00 2024\nSubject: a\n\nbody\n\n",
+                "Subject: a\n\nbody\n",
+            ),
+            (
+                "From a@b Mon Jan  1 00:00:00 2024\r\nS: a\r\n\r\nbody\r\n\r\n",
+                "S: a\r\n\r\nbody\r\n",
+            ),
+            // Without an envelope, the message's own empty last line is its own.
+            ("Subject: a\n\nbody\n\n", "Subject: a\n\nbody\n\n"),
         ];
         for (raw, want) in cases {
             let got = strip_envelope(raw.as_bytes().to_vec());
