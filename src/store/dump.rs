@@ -33,7 +33,13 @@ const HEADER_V2: &str = "spamnb-export 2";
 /// The header of dumps written before the `end` record.
 const HEADER_V1: &str = "spamnb-export 1";
 
+/// Writes the dump of `store`, as one moment of it: lessons that come meanwhile (a daemon
+/// learning) wait for it, or the totals would not count what the ledger holds.
 pub fn export(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
+    store.holding_writes(&mut || export_held(store, out))
+}
+
+fn export_held(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
     let totals = store.totals();
     writeln!(out, "{HEADER}")?;
     writeln!(out, "digest {}", store.digest_kind().name())?;
@@ -306,6 +312,59 @@ mod tests {
         let mut dump = Vec::new();
         export(&store, &mut dump).unwrap();
         (store, String::from_utf8(dump).unwrap())
+    }
+
+    /// A lesson that comes while an export is written waits for it: the dump's totals
+    /// count what its ledger holds.
+    #[test]
+    fn an_export_is_one_moment_of_a_store_that_goes_on_learning() {
+        use std::sync::mpsc;
+        /// Tells when the totals are out, then takes its time over the rest.
+        struct Stalling(Vec<u8>, Option<mpsc::Sender<()>>);
+        impl Write for Stalling {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.extend_from_slice(b);
+                let totals_out =
+                    self.0.ends_with(b"\n") && self.0.windows(7).any(|w| w == b"totals ");
+                if totals_out && let Some(tell) = self.1.take() {
+                    tell.send(()).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _) = learned(dir.path());
+        let (tell, told) = mpsc::channel();
+        let dump = std::thread::scope(|s| {
+            let store = &store;
+            let learner = s.spawn(move || {
+                told.recv().unwrap();
+                let lesson = Lesson {
+                    digest: [99; 16],
+                    target: Some(Class::Spam),
+                    features: ["late"].into_iter().collect(),
+                    user: None,
+                    tentative: false,
+                };
+                store.learn(&[lesson]).unwrap();
+            });
+            let mut out = Stalling(Vec::new(), Some(tell));
+            export(store, &mut out).unwrap();
+            learner.join().unwrap();
+            String::from_utf8(out.0).unwrap()
+        });
+        let spam_entries = dump.lines().filter(|l| l.contains(" spam ")).count();
+        assert!(dump.contains("totals 3 3\n"), "{dump}");
+        assert_eq!(spam_entries, 3, "{dump}");
+        assert_eq!(
+            store.totals().messages,
+            [3, 4],
+            "and the lesson was learned after"
+        );
     }
 
     fn contents(store: &SledStore) -> (Totals, Vec<String>, Vec<String>) {

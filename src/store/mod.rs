@@ -363,6 +363,12 @@ pub trait Store: CountSource + Send + Sync {
         Err(Error::Write("this store keeps no notes".into()))
     }
 
+    /// Runs `read` with every write held off: reads that must agree with each other (an
+    /// export's totals, tokens and ledger) while a daemon goes on learning.
+    fn holding_writes(&self, read: &mut dyn FnMut() -> Result<(), Error>) -> Result<(), Error> {
+        read()
+    }
+
     /// Removes the counts of every feature seen in fewer than `min_messages` learned
     /// messages, rule hits excepted, and takes them off the totals, in one atomic write
     /// (with `dry_run`, only counts them). What was removed is gone: forgetting or

@@ -869,6 +869,11 @@ impl Store for SledStore {
         Ok(())
     }
 
+    fn holding_writes(&self, read: &mut dyn FnMut() -> Result<(), Error>) -> Result<(), Error> {
+        let _writer = self.writer.lock().expect("writer lock is never poisoned");
+        read()
+    }
+
     fn prune(&self, min_messages: u32, dry_run: bool) -> Result<Pruned, Error> {
         let _writer = self.writer.lock().expect("writer lock is never poisoned");
         let mut pending = self
