@@ -29,13 +29,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::layout::{
-    BucketEntries, FixedEntries, LEDGER, META_DIGEST, META_SCHEMA, META_TOTALS, PENDING, TOKEN,
-    bucket_key, bucket_of, bucket_of_key, decode_ledger, decode_totals, encode_entry,
-    encode_ledger, encode_totals, find_entry, ledger_key, note_key, pending_key, pending_seq,
+    BucketEntries, FixedEntries, LEDGER, META_DIGEST, META_GENERATION, META_SCHEMA, META_TOTALS,
+    PENDING, TOKEN, bucket_key, bucket_of, bucket_of_key, decode_ledger, decode_totals,
+    encode_entry, encode_ledger, encode_totals, find_entry, ledger_key, note_key, pending_key,
+    pending_seq,
 };
 use super::{
     CountReader, Error, LedgerEntry, Lesson, Outcome, Pruned, SCHEMA_VERSION, Stats, Store,
@@ -47,6 +49,8 @@ use crate::model::{Class, CountDelta, CountSource, TokenCounts, Totals};
 const MARKER_FILE: &str = "spamnb-database";
 const MARKER_TEXT: &str =
     "This directory is a spamnb database (sled). Back it up with `spamnb export`.\n";
+/// The marker's line that says how many writes of counts were made durable.
+const GENERATION_LINE: &str = "generation ";
 
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -141,6 +145,10 @@ pub struct SledStore {
     pending: RwLock<Pending>,
     /// How its ledger names a message; an import may change it.
     digest_kind: RwLock<DigestKind>,
+    /// Writes of counts committed (kept in the database), and how many the marker file
+    /// says were made durable: see [`SledStore::check_generation`].
+    generation: AtomicU64,
+    marked: AtomicU64,
     /// Declared after `db`, so dropped after it.
     _scratch: Option<ScratchDir>,
 }
@@ -218,9 +226,12 @@ impl SledStore {
             writer: Mutex::new(()),
             pending: RwLock::new(Pending::default()),
             digest_kind: RwLock::new(DigestKind::AsSent),
+            generation: AtomicU64::new(0),
+            marked: AtomicU64::new(0),
             _scratch: scratch,
         };
         let digest_kind = store.check_schema()?;
+        store.check_generation()?;
         *store
             .digest_kind
             .write()
@@ -393,6 +404,9 @@ impl SledStore {
         changed: Vec<(u64, TokenCounts)>,
     ) -> Result<(), Error> {
         batch.insert(META_TOTALS, encode_totals(&totals));
+        // Under the writer lock, as every commit is: no other can take the same number.
+        let generation = self.generation.load(Ordering::Relaxed) + 1;
+        batch.insert(META_GENERATION, &generation.to_le_bytes());
         // Readers of the totals wait out the write: one that finds a message in the ledger
         // then finds it in the totals too (the folder watcher's tests read both, and so
         // does `stats` through the daemon while it learns).
@@ -400,6 +414,7 @@ impl SledStore {
         self.db
             .apply_batch(batch)
             .map_err(|e| Error::Write(e.to_string()))?;
+        self.generation.store(generation, Ordering::Relaxed);
         if let Some(table) = self
             .table
             .write()
@@ -491,6 +506,50 @@ impl SledStore {
                 path: self.path.clone(),
                 reason: "it does not say how its ledger names messages".into(),
             })
+    }
+
+    /// Refuses a database that holds fewer writes of counts than its marker file says were
+    /// made durable: sled recovers a log cut short (a copy stopped halfway, a damaged disk)
+    /// by dropping what follows the cut, and a young database, one without a snapshot yet,
+    /// would open with its schema and nothing else, as if it had learned nothing. The marker
+    /// is written after each flush that made new counts durable, so it never runs ahead of
+    /// the database; a crash between the two leaves it behind, which is no harm.
+    fn check_generation(&self) -> Result<(), Error> {
+        let stored = match self.get(META_GENERATION)? {
+            Some(v) => u64::from_le_bytes(v.as_ref().try_into().map_err(|_| Error::Corrupt {
+                path: self.path.clone(),
+                reason: "its record of writes is garbled".into(),
+            })?),
+            None => 0,
+        };
+        let marker = std::fs::read_to_string(self.path.join(MARKER_FILE)).unwrap_or_default();
+        let marked = (marker.lines())
+            .find_map(|l| l.strip_prefix(GENERATION_LINE)?.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if stored < marked {
+            return Err(Error::Corrupt {
+                path: self.path.clone(),
+                reason: format!(
+                    "it holds {stored} of the {marked} writes of counts made to it: its files \
+                     were cut short or restored in part"
+                ),
+            });
+        }
+        self.generation.store(stored, Ordering::Relaxed);
+        self.marked.store(marked, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Rewrites the marker file with `generation`, whole or not at all.
+    fn write_marker(&self, generation: u64) -> Result<(), Error> {
+        let marker = self.path.join(MARKER_FILE);
+        let new = self.path.join(format!("{MARKER_FILE}.new"));
+        std::fs::write(
+            &new,
+            format!("{MARKER_TEXT}{GENERATION_LINE}{generation}\n"),
+        )?;
+        std::fs::rename(&new, &marker)?;
+        Ok(())
     }
 
     /// Schema 1 kept the counts in 4,096 buckets, by the top 12 bits of the feature's hash,
@@ -809,7 +868,11 @@ impl Store for SledStore {
     }
 
     fn flush(&self) -> Result<(), Error> {
+        let generation = self.generation.load(Ordering::Relaxed);
         self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
+        if self.marked.swap(generation, Ordering::Relaxed) < generation {
+            self.write_marker(generation)?;
+        }
         Ok(())
     }
 

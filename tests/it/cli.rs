@@ -616,6 +616,38 @@ fn unusable_databases_get_one_clear_message() {
         err.contains("is damaged") && err.contains("spamnb import"),
         "{err}"
     );
+
+    // A young database (no snapshot yet) whose log was cut short, as a copy stopped halfway
+    // leaves it: sled recovers what comes before the cut, which may be its schema alone,
+    // and it opened as a database that had learned nothing.
+    let mails: Vec<PathBuf> = (0..200)
+        .map(|i| {
+            let body = format!("offer number{i} cheap pills word{} now", i * 7);
+            write(tmp.path(), &format!("s{i}.eml"), message("deal", &body))
+        })
+        .collect();
+    for cut in [10, 50, 90] {
+        let young = tmp.path().join(format!("young{cut}"));
+        learn(&young, "spam", &refs(&mails));
+        let log = young.join("db");
+        let len = std::fs::metadata(&log).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&log)
+            .unwrap()
+            .set_len(len * cut / 100)
+            .unwrap();
+        let out = spamnb(&young).arg("stats").output().unwrap();
+        let err = text(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "cut to {cut}%: {err}{}",
+            text(&out.stdout)
+        );
+        assert!(err.contains("is damaged"), "{err}");
+    }
 }
 
 fn refs(v: &[PathBuf]) -> Vec<&Path> {
