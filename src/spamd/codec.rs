@@ -121,6 +121,8 @@ pub struct Head {
     pub message_class: Option<Class>,
     pub set: Targets,
     pub remove: Targets,
+    /// `Compress: zlib` (spamc -z): the body as sent is the message deflated.
+    pub compressed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +152,8 @@ pub enum ProtocolError {
     BadUser,
     #[error("(compression type not supported)")]
     Compressed,
+    #[error("(the compressed message is not zlib data, or is cut short)")]
+    BadCompressed,
     #[error("(message of {0} bytes is above this server's limit of {1})")]
     TooLarge(u64, usize),
     #[error("(Content-Length mismatch: Expected {expected} bytes, got {got} bytes)")]
@@ -239,7 +243,7 @@ impl Decoder {
                 // miscount (characters for bytes, say), and the mail must not be scored, let
                 // alone handed back, cut there. A client that sent exactly that many bytes
                 // ends the line with its end of input (`finish`).
-                if n > 0 && self.buf[n - 1] != b'\n' {
+                if n > 0 && self.buf[n - 1] != b'\n' && !head.compressed {
                     if self.buf.len() > n {
                         return Err(ProtocolError::LengthMismatch {
                             expected: n as u64,
@@ -251,7 +255,7 @@ impl Decoder {
                 // Bytes past the announced length, after a line's end, are not part of the
                 // request (spamd does not read them either).
                 self.buf.truncate(n);
-                Ok(Step::Request(self.take()))
+                Ok(Step::Request(self.take_inflated()?))
             }
             None if self.buf.len() > self.max_message => Err(ProtocolError::TooLarge(
                 self.buf.len() as u64,
@@ -273,9 +277,31 @@ impl Decoder {
                         got: self.buf.len(),
                     })
                 }
-                _ => Ok(self.take()),
+                _ => self.take_inflated(),
             },
         }
+    }
+
+    /// The request, its body inflated when it came compressed: no larger than the limit,
+    /// which holds for the message, not for the bytes that carried it.
+    fn take_inflated(&mut self) -> Result<Request, ProtocolError> {
+        let mut request = self.take();
+        if request.head.compressed {
+            use std::io::Read;
+            let mut message = Vec::new();
+            flate2::read::ZlibDecoder::new(request.body.as_slice())
+                .take(self.max_message as u64 + 1)
+                .read_to_end(&mut message)
+                .map_err(|_| ProtocolError::BadCompressed)?;
+            if message.len() > self.max_message {
+                return Err(ProtocolError::TooLarge(
+                    message.len() as u64,
+                    self.max_message,
+                ));
+            }
+            request.body = message;
+        }
+        Ok(request)
     }
 
     fn take(&mut self) -> Request {
@@ -360,6 +386,7 @@ fn head_of(method: Method, version: u32, lines: &[&[u8]]) -> Result<Head, Protoc
         message_class: None,
         set: Targets::default(),
         remove: Targets::default(),
+        compressed: false,
     };
     for line in lines {
         let line = String::from_utf8_lossy(line);
@@ -389,6 +416,7 @@ fn head_of(method: Method, version: u32, lines: &[&[u8]]) -> Result<Head, Protoc
             }
             "set" => head.set = Targets::parse(value),
             "remove" => head.remove = Targets::parse(value),
+            "compress" if value.eq_ignore_ascii_case("zlib") => head.compressed = true,
             "compress" => return Err(ProtocolError::Compressed),
             // Unknown headers are ignored, as spamd does.
             _ => {}
@@ -531,6 +559,49 @@ mod tests {
         d.finish()
     }
 
+    /// spamc -z sends the message deflated (zlib's format); it is scored as sent, and
+    /// the limit holds for the message, however small it was deflated.
+    #[test]
+    fn a_compressed_message_is_inflated_within_the_limit() {
+        use std::io::Write;
+        let deflate = |message: &[u8]| {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+            z.write_all(message).unwrap();
+            z.finish().unwrap()
+        };
+        let request = |body: &[u8]| {
+            let mut wire = format!(
+                "PROCESS SPAMC/1.5\r\nCompress: zlib\r\nContent-length: {}\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            wire.extend_from_slice(body);
+            wire
+        };
+        let message = b"Subject: hi\r\n\r\nno newline at the end";
+        let wire = request(&deflate(message));
+        for chunk in [1, 7, wire.len()] {
+            let r = decode_in_chunks(&wire, chunk, 1024).unwrap();
+            assert_eq!(r.body, message, "chunk {chunk}");
+        }
+        // Cut short anywhere, it is refused: PROCESS would hand the cut message back.
+        let whole = deflate(message);
+        for cut in 1..whole.len() {
+            assert_eq!(
+                decode_in_chunks(&request(&whole[..cut]), 1000, 1024),
+                Err(ProtocolError::BadCompressed),
+                "cut to {cut} of {}",
+                whole.len()
+            );
+        }
+        let bomb = deflate(&vec![b'x'; 4096]);
+        assert!(bomb.len() < 1024);
+        assert_eq!(
+            decode_in_chunks(&request(&bomb), 100, 1024),
+            Err(ProtocolError::TooLarge(1025, 1024))
+        );
+    }
+
     #[test]
     fn a_message_without_a_last_newline_ends_with_the_input() {
         let wire = b"CHECK SPAMC/1.5\r\nContent-length: 21\r\n\r\nSubject: hi\r\n\r\nno end";
@@ -633,8 +704,12 @@ mod tests {
                 ProtocolError::BadHeader,
             ),
             (
-                "CHECK SPAMC/1.5\r\nCompress: zlib\r\n\r\n",
+                "CHECK SPAMC/1.5\r\nCompress: gzip\r\n\r\n",
                 ProtocolError::Compressed,
+            ),
+            (
+                "CHECK SPAMC/1.5\r\nCompress: zlib\r\nContent-length: 5\r\n\r\nxxxxx",
+                ProtocolError::BadCompressed,
             ),
             (
                 "TELL SPAMC/1.5\r\nMessage-class: eggs\r\n\r\n",

@@ -424,6 +424,7 @@ mod tests {
             message_class: None,
             set: Default::default(),
             remove: Default::default(),
+            compressed: false,
         }
     }
 

@@ -68,6 +68,20 @@ fn spamc_gets_what_spamd_would_give() {
     assert!(tagged.contains("\nX-Spam-Flag: YES\n"), "{tagged}");
     assert!(tagged.contains("\nX-Spam-Status: Yes, score="), "{tagged}");
     assert!(tagged.contains("\nX-Spam-Report: score "), "{tagged}");
+    // spamc -z (built with zlib) sends it deflated: the same message comes back tagged.
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(spam).unwrap();
+    let deflated = z.finish().unwrap();
+    let mut wire = format!(
+        "PROCESS SPAMC/1.5\r\nCompress: zlib\r\nContent-length: {}\r\n\r\n",
+        deflated.len()
+    )
+    .into_bytes();
+    wire.extend_from_slice(&deflated);
+    let reply = ask(&d.spamd, &wire);
+    let (head, message) = reply.split_once("\r\n\r\n").expect("a reply");
+    assert!(head.starts_with("SPAMD/1.1 0 EX_OK\r\n"), "{reply}");
+    assert_eq!(message, tagged);
     let out = d.spamc(&["-E"], ham);
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stdout).contains("\nX-Spam-Flag: NO\n"));
