@@ -870,8 +870,15 @@ impl Store for SledStore {
     fn flush(&self) -> Result<(), Error> {
         let generation = self.generation.load(Ordering::Relaxed);
         self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
-        if self.marked.swap(generation, Ordering::Relaxed) < generation {
-            self.write_marker(generation)?;
+        // What was learned is durable whether or not the marker says so: a marker not
+        // written costs only the check at the next open, and fails no lesson.
+        if self.marked.swap(generation, Ordering::Relaxed) < generation
+            && let Err(e) = self.write_marker(generation)
+        {
+            tracing::warn!(
+                "{}: cannot record the writes made: {e}",
+                self.path.display()
+            );
         }
         Ok(())
     }
