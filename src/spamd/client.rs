@@ -269,7 +269,12 @@ impl Client {
         out.extend_from_slice(body.unwrap_or_default());
         if let Err(e) = stream.write_all(&out) {
             // A daemon that refuses a request (too large, say) answers and hangs up before
-            // reading the rest: its answer says why, where the broken pipe does not.
+            // reading the rest: its answer says why, where the broken pipe does not. (One
+            // that stopped reading is not waited on twice.)
+            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
+            if !matches!(e.kind(), BrokenPipe | ConnectionReset) {
+                return Err(io(e));
+            }
             let mut reply = Vec::new();
             let _ = (&mut stream).take(MAX_REPLY as u64).read_to_end(&mut reply);
             return match parse_response(&reply) {
