@@ -769,7 +769,9 @@ mod tests {
             ),
             "{out}"
         );
-        // Sendmail shows its own field, `by` its name on a folded line.
+        // Sendmail shows its own field, `by` its name on a folded line. Postfix never
+        // shows its own, and another MTA's says `by` another host: then the sender wrote
+        // it, and the MTA's own goes on top, for rules to read.
         let shown = "from c.example (c.example [192.0.2.1])\r\n\tby mx.example.org (8.17.1)";
         let mta = |pairs: &[(&str, &str)]| Command::Macros {
             stage: b'C',
@@ -777,23 +779,11 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         };
-        for macros in [vec![], vec![("j", "mx.example.org")]] {
-            let out = scanned(
-                connect("c.example", Some("192.0.2.1")),
-                Some("c.example"),
-                vec![
-                    mta(&macros),
-                    header("Received", shown),
-                    header("Subject", "s"),
-                ],
-            );
-            assert_eq!(out.matches("Received:").count(), 1, "{macros:?}: {out}");
-        }
-        // The sender wrote it: Postfix never shows its own, and another MTA's says
-        // `by` another host. The MTA's field goes on top, for rules to read.
-        for macros in [
-            vec![("j", "mx.example.org"), ("v", "Postfix 3.7.11")],
-            vec![("j", "gw.example.net")],
+        for (macros, fields) in [
+            (vec![], 1),
+            (vec![("j", "mx.example.org")], 1),
+            (vec![("j", "mx.example.org"), ("v", "Postfix 3.7.11")], 2),
+            (vec![("j", "gw.example.net")], 2),
         ] {
             let out = scanned(
                 connect("c.example", Some("192.0.2.1")),
@@ -804,8 +794,14 @@ mod tests {
                     header("Subject", "s"),
                 ],
             );
-            assert_eq!(out.matches("Received:").count(), 2, "{macros:?}: {out}");
-            assert!(out.starts_with("Return-Path: <a@example.org>\r\nReceived: from c.example (c.example [192.0.2.1])\r\n\tby "), "{out}");
+            assert_eq!(
+                out.matches("Received:").count(),
+                fields,
+                "{macros:?}: {out}"
+            );
+            let on_top = "Return-Path: <a@example.org>\r\nReceived: from c.example \
+                          (c.example [192.0.2.1])\r\n\tby ";
+            assert!(out.starts_with(on_top), "{out}");
         }
         let out = scanned(
             connect("[192.0.2.7]", Some("192.0.2.7")),
