@@ -13,8 +13,8 @@ pub(super) const META_SCHEMA: &[u8] = b"mschema";
 /// The name of the [`crate::message::DigestKind`] the ledger is keyed by (schema 4 on).
 pub(super) const META_DIGEST: &[u8] = b"mdigest";
 pub(super) const META_TOTALS: &[u8] = b"mtotals";
-/// How many writes of counts the database has taken, as the marker file last recorded it
-/// too: a database that holds fewer lost the last ones.
+/// The number of the last flush that made new counts durable, which the marker file
+/// records too: a database that holds a lower one lost what that flush made durable.
 pub(super) const META_GENERATION: &[u8] = b"mgeneration";
 /// Records of counts that small batches changed, not yet folded into the buckets: one a
 /// batch, keyed by a sequence number, holding bucket entries (zero counts: features gone).
