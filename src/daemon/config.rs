@@ -94,15 +94,31 @@ impl DaemonConfig {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        for (name, value) in [
-            ("daemon.max_connections", self.max_connections as u64),
-            ("daemon.max_sessions", self.max_sessions as u64),
-            ("daemon.read_timeout", self.read_timeout),
-            ("daemon.session_timeout", self.session_timeout),
+        // Upper bounds too: past them a number passed the check and then failed where it
+        // was used (a semaphore's permits, a deadline past what a clock can hold).
+        const DAY: u64 = 24 * 3600;
+        for (name, value, most) in [
+            (
+                "daemon.max_connections",
+                self.max_connections as u64,
+                1_000_000,
+            ),
+            ("daemon.max_sessions", self.max_sessions as u64, 100_000),
+            ("daemon.read_timeout", self.read_timeout, DAY),
+            ("daemon.session_timeout", self.session_timeout, DAY),
         ] {
             if value == 0 {
                 return Err(format!("{name} must be at least 1"));
             }
+            if value > most {
+                return Err(format!("{name} must be at most {most}, not {value}"));
+            }
+        }
+        if self.drain_timeout > DAY {
+            return Err(format!(
+                "daemon.drain_timeout must be at most {DAY}, not {}",
+                self.drain_timeout
+            ));
         }
         Ok(())
     }
@@ -224,9 +240,9 @@ pub fn validate(
     http: &HttpConfig,
 ) -> Result<(), String> {
     daemon.validate()?;
-    if spamd.max_message_bytes < 1024 {
+    if !(1024..=1 << 30).contains(&spamd.max_message_bytes) {
         return Err(format!(
-            "spamd.max_message_bytes must be at least 1024, not {}",
+            "spamd.max_message_bytes must be from 1024 to 1073741824 (1 GiB), not {}",
             spamd.max_message_bytes
         ));
     }
@@ -285,6 +301,22 @@ mod tests {
             (
                 "[spamd]\nmax_message_bytes = 10\n",
                 "spamd.max_message_bytes",
+            ),
+            (
+                "[spamd]\nmax_message_bytes = 1000000000000000\n",
+                "spamd.max_message_bytes must be from 1024",
+            ),
+            (
+                "[daemon]\nmax_connections = 4000000000000000000\n",
+                "daemon.max_connections must be at most",
+            ),
+            (
+                "[daemon]\nsession_timeout = 9223372036854775807\n",
+                "daemon.session_timeout must be at most",
+            ),
+            (
+                "[daemon]\ndrain_timeout = 100000000\n",
+                "daemon.drain_timeout must be at most",
             ),
             ("[spamd]\nlisten = [\"nowhere\"]\n", "is not an address"),
             ("[http]\nlisten = \"nowhere\"\n", "http.listen"),

@@ -58,7 +58,9 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 pub enum Listener {
     Tcp(TcpListener),
-    Unix(UnixListener, PathBuf),
+    /// The socket, its path, and the file it made there (device and inode): what its drop
+    /// may remove.
+    Unix(UnixListener, PathBuf, (u64, u64)),
 }
 
 /// Whether a connection may be trusted with more than scoring (learning over the spamd
@@ -80,15 +82,41 @@ impl Listener {
                     use std::os::unix::fs::FileTypeExt;
                     m.file_type().is_socket()
                 }) {
-                    if std::os::unix::net::UnixStream::connect(path).is_ok() {
-                        return Err(std::io::Error::new(
-                            std::io::ErrorKind::AddrInUse,
-                            "another process is listening on it",
-                        ));
+                    // Only a refused connection says nobody listens: one that may not be
+                    // made (its mode, say) is no sign the listener is gone.
+                    match std::os::unix::net::UnixStream::connect(path) {
+                        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                            std::fs::remove_file(path)?
+                        }
+                        Ok(_) => {
+                            return Err(std::io::Error::new(
+                                std::io::ErrorKind::AddrInUse,
+                                "another process is listening on it",
+                            ));
+                        }
+                        Err(e) => {
+                            return Err(std::io::Error::new(
+                                e.kind(),
+                                format!(
+                                    "a socket is there, and whether anyone listens on it cannot be told ({e}): remove it if it is stale"
+                                ),
+                            ));
+                        }
                     }
-                    std::fs::remove_file(path)?;
                 }
-                Ok(Listener::Unix(UnixListener::bind(path)?, path.clone()))
+                let listener = UnixListener::bind(path)?;
+                // Never for others, whatever the umask: the control socket teaches and
+                // exports the model. The owner and its group (a mail server's hook) keep
+                // what the umask gives them.
+                use std::os::unix::fs::{MetadataExt, PermissionsExt};
+                let made = std::fs::symlink_metadata(path)?;
+                let mode = made.mode() & 0o770;
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+                Ok(Listener::Unix(
+                    listener,
+                    path.clone(),
+                    (made.dev(), made.ino()),
+                ))
             }
         }
     }
@@ -100,7 +128,7 @@ impl Listener {
                 let _ = s.set_nodelay(true);
                 Ok((Box::new(s), Peer::Network(addr)))
             }
-            Listener::Unix(l, _) => {
+            Listener::Unix(l, _, _) => {
                 let (s, _) = l.accept().await?;
                 Ok((Box::new(s), Peer::Local))
             }
@@ -114,15 +142,20 @@ impl Listener {
                 l.local_addr()
                     .map_or_else(|_| "?".into(), |a| a.to_string()),
             ),
-            Listener::Unix(_, p) => Address::Unix(p.clone()),
+            Listener::Unix(_, p, _) => Address::Unix(p.clone()),
         }
     }
 }
 
 impl Drop for Listener {
     fn drop(&mut self) {
-        if let Listener::Unix(_, path) = self {
-            let _ = std::fs::remove_file(path);
+        // Only the file this listener made: another daemon may have taken the path since.
+        if let Listener::Unix(_, path, made) = self {
+            use std::os::unix::fs::MetadataExt;
+            let ours = std::fs::symlink_metadata(&*path).is_ok_and(|m| (m.dev(), m.ino()) == *made);
+            if ours {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 }
@@ -130,6 +163,30 @@ impl Drop for Listener {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A socket is for its owner and group only, whatever the umask; and a listener that
+    /// goes removes its own socket file, not one another daemon has put at the path since.
+    #[tokio::test]
+    async fn unix_sockets_are_kept_from_others_and_removed_only_by_their_maker() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let address = Address::Unix(path.clone());
+        let first = Listener::bind(&address).await.unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o007, 0, "{mode:o}");
+        // A live socket is not taken over.
+        assert!(Listener::bind(&address).await.is_err());
+        std::fs::remove_file(&path).unwrap();
+        let second = Listener::bind(&address).await.unwrap();
+        drop(first);
+        assert!(
+            path.exists(),
+            "the first listener removed the second's socket"
+        );
+        drop(second);
+        assert!(!path.exists());
+    }
 
     #[test]
     fn parses_postfix_spellings() {

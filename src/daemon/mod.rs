@@ -526,7 +526,8 @@ fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
 }
 
 /// Creates the directory for the default sockets, private to this user when it is ours
-/// to make, and refuses one that someone else owns (a planted directory in /tmp).
+/// to make, and refuses one that someone else owns or may write in (a planted directory in
+/// /tmp): whoever may write there may replace the sockets, root's too.
 fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let err = |source| Error::RuntimeDir {
@@ -546,9 +547,10 @@ fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
         Err(e) => return Err(err(e)),
     }
     let meta = std::fs::symlink_metadata(dir).map_err(err)?;
-    if !meta.is_dir() || (meta.uid() != me && me != 0) {
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
         return Err(err(std::io::Error::other(
-            "it exists but is not a directory owned by this user; remove it or set daemon.runtime_dir",
+            "it exists but is not a directory that this user owns and only it may write in; \
+             remove it or set daemon.runtime_dir",
         )));
     }
     Ok(())
@@ -595,4 +597,24 @@ pub fn init_logging(format: LogFormat, verbose: u8) {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whoever may write in the sockets' directory may replace them: a directory others
+    /// may write in is refused, as one someone else owns is.
+    #[test]
+    fn a_runtime_directory_others_may_write_in_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        make_runtime_dir(&run).unwrap();
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = make_runtime_dir(&run).unwrap_err();
+        assert!(e.to_string().contains("only it may write in"), "{e}");
+        std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o750)).unwrap();
+        make_runtime_dir(&run).unwrap();
+    }
 }

@@ -181,6 +181,9 @@ pub enum Step {
 }
 
 /// Decodes one request from bytes fed in any chunking.
+/// The most a decoder reserves for a body before its bytes come.
+const READ_AHEAD_LIMIT: usize = 1 << 20;
+
 #[derive(Debug)]
 pub struct Decoder {
     max_message: usize,
@@ -226,9 +229,11 @@ impl Decoder {
             }
             self.buf.drain(..used);
             if let Some(n) = head.content_length {
-                // Reserve what was announced, now that it is known to be within the limit.
-                self.buf
-                    .reserve((n as usize).saturating_sub(self.buf.len()));
+                // Reserve what was announced, now that it is known to be within the limit,
+                // up to a megabyte: past that the buffer grows as the bytes come, so that
+                // an announced length nobody sends holds no memory.
+                let announced = (n as usize).min(READ_AHEAD_LIMIT);
+                self.buf.reserve(announced.saturating_sub(self.buf.len()));
             }
             self.head = Some(head);
         }
