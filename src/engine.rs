@@ -38,7 +38,10 @@ impl Engine {
     /// [`Engine::check`], and when the model autolearns and the verdict is firm enough, the
     /// lesson that learns `raw` as the class it was given: tentative, so that it never
     /// overrides what a person taught. The features are extracted once for both.
+    /// The message is in transit: an [`crate::message::PREV_SUBJECT`] it carries is the
+    /// sender's, and is not read.
     pub fn check_autolearning(&self, raw: &[u8]) -> Result<(Verdict, Option<Lesson>), Error> {
+        let raw = &*crate::message::without_prev_subject(raw);
         let (verdict, mut features) = self.scored(raw)?;
         let Some(target) = self.model.autolearned_as(&verdict) else {
             return Ok((verdict, None));
@@ -117,5 +120,47 @@ impl SharedEngine {
 
     pub fn replace(&self, engine: Engine) {
         *self.0.write().expect("engine lock is never poisoned") = Arc::new(engine);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sender's `X-Spam-Prev-Subject` does not stand in for the Subject of mail in
+    /// transit; in stored mail it is spamnb's, and says what the subject was before its tag.
+    #[test]
+    fn mail_in_transit_is_scored_on_the_subject_it_carries() {
+        let store = crate::store::SledStore::open_empty(&Default::default()).unwrap();
+        let mut extractor = crate::config::Config::default().extractor;
+        extractor.rules = Some(Arc::new(crate::rules::RuleSet::built_in().0));
+        let engine = Engine {
+            extractor,
+            model: ModelConfig::default(),
+            store: Arc::new(store),
+        };
+        let raw = b"From: z@example.net\r\nSubject: cheap viagra here\r\n\
+            X-Spam-Prev-Subject: meeting\r\n notes\r\nTo: a@example.org\r\n\r\nhello\r\n";
+        let (in_transit, _) = engine.check_autolearning(raw).unwrap();
+        assert!(
+            in_transit.rules.iter().any(|r| r == "VIAGRA_ANY"),
+            "{:?}",
+            in_transit.rules
+        );
+        let stored = engine.check(raw).unwrap();
+        assert!(
+            !stored.rules.iter().any(|r| r == "VIAGRA_ANY"),
+            "{:?}",
+            stored.rules
+        );
+        assert_eq!(
+            &*crate::message::without_prev_subject(raw),
+            &b"From: z@example.net\r\nSubject: cheap viagra here\r\nTo: a@example.org\r\n\r\nhello\r\n"[..]
+        );
+        let body_only = b"Subject: x\r\n\r\nX-Spam-Prev-Subject: in the body\r\n";
+        assert!(matches!(
+            crate::message::without_prev_subject(body_only),
+            std::borrow::Cow::Borrowed(_)
+        ));
     }
 }

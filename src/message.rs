@@ -25,6 +25,48 @@ pub use html::to_text as html_to_text;
 /// empty when there was none. Learning and the ledger read the subject from it.
 pub const PREV_SUBJECT: &str = "X-Spam-Prev-Subject";
 
+/// `raw` without the [`PREV_SUBJECT`] fields of its header. On mail in transit such a
+/// field is the sender's, not spamnb's: read as the subject as sent, it put words of the
+/// sender's choosing in place of the Subject being delivered ("meeting notes" scored for
+/// "cheap pills"). Stored mail keeps it: there it is what spamnb tagged.
+pub fn without_prev_subject(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let mut lines = Vec::new();
+    let mut at = 0;
+    let mut dropping = false;
+    let mut dropped = false;
+    while at < raw.len() {
+        let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |i| at + i + 1);
+        let line = &raw[at..end];
+        if matches!(line, b"\n" | b"\r\n") {
+            break;
+        }
+        let continued = matches!(line.first(), Some(b' ' | b'\t'));
+        if !continued {
+            dropping = line.len() > PREV_SUBJECT.len()
+                && line[..PREV_SUBJECT.len()].eq_ignore_ascii_case(PREV_SUBJECT.as_bytes())
+                && matches!(
+                    line[PREV_SUBJECT.len()..].trim_ascii_start().first(),
+                    Some(b':')
+                );
+        }
+        if dropping {
+            dropped = true;
+        } else {
+            lines.push(at..end);
+        }
+        at = end;
+    }
+    if !dropped {
+        return std::borrow::Cow::Borrowed(raw);
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    for range in lines {
+        out.extend_from_slice(&raw[range]);
+    }
+    out.extend_from_slice(&raw[at..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
 /// forge them) and left out of a message's digest (so a tagged copy is the same message).
 pub fn is_own_header(name: &str) -> bool {
