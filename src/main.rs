@@ -1,10 +1,12 @@
 use std::process::ExitCode;
 
-use clap::Parser;
 use spamnb::cli;
 
 fn main() -> ExitCode {
-    let args = cli::Args::parse();
+    let args = match cli::parse() {
+        Ok(args) => args,
+        Err(code) => return code,
+    };
     if !args.command.sets_up_logging() {
         let default = ["warn", "info", "debug"][usize::from(args.verbose.min(2))];
         let filter = tracing_subscriber::EnvFilter::try_from_env("SPAMNB_LOG")

@@ -111,6 +111,21 @@ fn pass_on_after(
 }
 
 /// Writes the message to stdout, or says why it could not (EX_TEMPFAIL: the MTA keeps it).
+/// For a `filter` whose command line or environment does not parse: the message goes
+/// out unchanged, as on any other error of the filter.
+pub fn pass_through(why: &str) -> ExitCode {
+    eprintln!("spamnb filter: passing the message on unchanged: {why}");
+    let mut raw = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut raw) {
+        eprintln!("spamnb filter: cannot read the message from stdin: {e}");
+        return ExitCode::from(TEMPFAIL);
+    }
+    match write_out(&raw) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => ExitCode::from(code),
+    }
+}
+
 fn write_out(message: &[u8]) -> Result<(), u8> {
     let mut stdout = std::io::stdout().lock();
     stdout

@@ -133,6 +133,25 @@ pub enum Format {
     Json,
 }
 
+/// The command line, parsed; or, when it does not parse, the exit code after clap has
+/// said why. A `filter` that cannot parse its own (a bad `SPAMNB_FILTER_TIMEOUT` in a
+/// hook's environment) passes the message on unchanged: procmail without `w` delivered
+/// the empty output of a filter that failed, and maildrop deferred the mail.
+pub fn parse() -> Result<Args, ExitCode> {
+    use clap::CommandFactory;
+    let e = match Args::try_parse() {
+        Ok(args) => return Ok(args),
+        Err(e) => e,
+    };
+    let filtering = e.use_stderr()
+        && (Args::command().ignore_errors(true).try_get_matches())
+            .is_ok_and(|m| m.subcommand_name() == Some("filter"));
+    if filtering {
+        return Err(filter::pass_through(e.to_string().trim_end()));
+    }
+    e.exit()
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.command.handles_one_message() {
         malloc_in_one_arena();
