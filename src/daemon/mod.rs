@@ -453,10 +453,12 @@ fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
             if addresses(&new) != addresses(&old)
                 || new.daemon.max_connections != old.daemon.max_connections
                 || new.daemon.max_sessions != old.daemon.max_sessions
+                || new.milter.max_sessions != old.milter.max_sessions
                 || new.daemon.runtime_dir() != runtime
+                || new.store.cache_bytes != old.store.cache_bytes
             {
                 tracing::warn!(
-                    "reload: listeners and connection limits take a restart; the daemon keeps the ones it started with"
+                    "reload: listeners, connection limits and cache_mb take a restart; the daemon keeps the ones it started with"
                 );
             }
             if new.watch != old.watch {
@@ -464,8 +466,21 @@ fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
                     "reload: [watch] takes a restart; the folder watcher keeps the users and settings it started with"
                 );
             }
+            // What takes a restart stays as the daemon started, so that the next reload
+            // compares with what runs: it warns again while the file still differs, and not
+            // once the file is put back.
             let mut new = new;
             new.db = old.db.clone();
+            new.store = old.store.clone();
+            new.spamd.listen = old.spamd.listen.clone();
+            new.control.listen = old.control.listen.clone();
+            new.http.listen = old.http.listen.clone();
+            new.milter.listen = old.milter.listen.clone();
+            new.milter.max_sessions = old.milter.max_sessions;
+            new.daemon.max_connections = old.daemon.max_connections;
+            new.daemon.max_sessions = old.daemon.max_sessions;
+            new.daemon.runtime_dir = old.daemon.runtime_dir.clone();
+            new.watch = old.watch.clone();
             let engine = build(&new);
             ctx.replace(new, engine);
             ctx.metrics.reloaded(true);

@@ -503,6 +503,19 @@ fn sighup_reloads_and_a_broken_config_keeps_the_old_one() {
     }
     assert_eq!(threshold(&d), "6.5", "the rest of the file takes effect");
     assert!(!d.log().contains("folder watch: "), "{}", d.log());
+    // Reloaded again, the file still asks for what takes a restart: it says so again.
+    d.signal("HUP");
+    let wait = std::time::Instant::now();
+    while d.log().matches("reloaded the configuration").count() < 3 {
+        assert!(wait.elapsed() < Duration::from_secs(10), "{}", d.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        d.log().matches("[watch] takes a restart").count(),
+        2,
+        "{}",
+        d.log()
+    );
 }
 
 #[test]
