@@ -15,6 +15,10 @@ use super::listen::Listener;
 const MAX_HEAD: usize = 8 * 1024;
 /// Scrapers at once; more are closed, so the endpoint can never crowd out mail.
 const MAX_CLIENTS: usize = 16;
+/// How long a client has for its request: a scraper or a probe sends it at once, and
+/// sixteen idle connections held for the daemon's `read_timeout` (10 s) each kept
+/// `/health` from answering a liveness check.
+const HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationToken) {
     let limit = Arc::new(Semaphore::new(MAX_CLIENTS));
@@ -37,7 +41,7 @@ pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationTo
         let ctx = ctx.clone();
         ctx.tasks.clone().spawn(async move {
             let _permit = permit;
-            let timeout = ctx.config().daemon.read_timeout();
+            let timeout = ctx.config().daemon.read_timeout().min(HEAD_TIMEOUT);
             let Ok(Some(path)) = tokio::time::timeout(timeout, read_path(&mut stream)).await else {
                 return;
             };

@@ -378,6 +378,15 @@ fn hostile_clients_do_not_hurt_good_ones() {
     assert_eq!(still_open, 0, "idle connections outlived read_timeout");
     good(&d);
     assert!(d.http_get("/health").starts_with("HTTP/1.1 200 OK"));
+
+    // Idle connections to the HTTP endpoint hold its slots only briefly: a liveness
+    // check gets through within seconds, not the daemon's read_timeout (10 s here).
+    let idle_http: Vec<TcpStream> = (0..16)
+        .map(|_| TcpStream::connect(&d.http).expect("connect http"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(d.http_get("/health").starts_with("HTTP/1.1 200 OK"));
+    drop(idle_http);
 }
 
 #[test]
