@@ -402,14 +402,20 @@ impl Parsed {
                     .map(str::parse::<f64>)
                     .collect::<Result<Vec<f64>, _>>()
                 {
-                    Ok(scores) if matches!(scores.len(), 1 | 4) => {
+                    // `inf` and `NaN` parse as numbers: decisive, they made verdicts NaN.
+                    Ok(scores)
+                        if matches!(scores.len(), 1 | 4)
+                            && scores.iter().all(|s| s.is_finite()) =>
+                    {
                         let four = std::array::from_fn(|i| scores[i % scores.len()]);
                         self.score.insert(name.to_string(), four);
                     }
                     _ => self.problem(
                         origin,
                         Some(name.into()),
-                        Reason::Syntax(format!("score {name}: not one number or four: {value:?}")),
+                        Reason::Syntax(format!(
+                            "score {name}: not one finite number or four: {value:?}"
+                        )),
                     ),
                 },
                 "tflags" => {

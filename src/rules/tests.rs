@@ -294,6 +294,21 @@ fn score_zero_switches_a_rule_off_and_other_scores_are_ignored() {
     assert_eq!(s.rule("B").and_then(|r| r.score), Some(99.0));
 }
 
+/// `inf` and `NaN` parse as numbers, and a decisive rule scored so made verdicts NaN:
+/// such a score is a problem of the file, and the rule keeps no score.
+#[test]
+fn scores_that_are_no_finite_number_are_refused() {
+    let text = "body A /x/\nscore A inf\nbody B /x/\nscore B 1 NaN 1 1\n\
+                body C /x/\nscore C -1e400\nbody D /x/\nscore D 2.5\n";
+    let (set, report) = RuleSet::from_text(text, Path::new("scores.cf"));
+    let lines: Vec<usize> = report.problems.iter().map(|p| p.origin.line).collect();
+    assert_eq!(lines, [2, 4, 6], "{:?}", report.problems);
+    for name in ["A", "B", "C"] {
+        assert_eq!(set.rule(name).and_then(|r| r.score), None, "{name}");
+    }
+    assert_eq!(set.rule("D").and_then(|r| r.score), Some(2.5));
+}
+
 /// SpamAssassin's address lists become its decisive USER_IN_* rules: globs over the
 /// whole From address, case ignored, the old directive names too, an `un…` line taking an
 /// entry back; with no list, no rule.
