@@ -150,10 +150,23 @@ fn hex(c: char) -> String {
     format!("\\x{{{:X}}}", c as u32)
 }
 
+/// Whether a group's inline flags turn on `m` somewhere in `source` (`(?m)`, `(?im:`).
+fn inline_multiline(source: &str) -> bool {
+    source.match_indices("(?").any(|(at, _)| {
+        source[at + 2..]
+            .chars()
+            .take_while(|c| "imsx".contains(*c))
+            .any(|c| c == 'm')
+    })
+}
+
 /// Translates a Perl pattern. `flags` are Perl's (`i m s x`).
 pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     let chars: Vec<char> = p.source.chars().collect();
     let extended = p.flags.contains('x');
+    // Perl's `$` without `m` is its `\Z`: the end, or before a newline that ends the text.
+    // Rust's is the very end, and `full` and `rawbody` texts end with a newline.
+    let dollar_ends_lines = p.flags.contains('m') || inline_multiline(&p.source);
     let mut out = Out {
         plain: String::new(),
         full: String::new(),
@@ -544,6 +557,11 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                 continue;
             }
             c if c.is_whitespace() && extended => {}
+            '$' if !dollar_ends_lines => {
+                emit!("(?:\\n?\\z)");
+                out.not_literal();
+                last_quantifiable = false;
+            }
             '.' | '^' | '$' | '|' => {
                 emit!(c.to_string());
                 out.not_literal();
@@ -865,6 +883,10 @@ mod tests {
             (r"a\ b", "x", "a b", "ab"),
             (r"(?i:abc)", "", "ABC", "ab"),
             (r"x\Z", "", "x\n", "xy"),
+            // Without `m`, Perl's `$` takes a final newline too; with it, any line's end.
+            (r"endword$", "", "an endword\n", "endword\nmore"),
+            (r"^a$", "m", "b\na\nb", "ab"),
+            (r"(?m)^a$", "", "b\na\nb", "ab"),
             (r"\Qa.b\E", "", "a.b", "axb"),
             (r"(?#comment)z", "", "z", "y"),
         ] {
