@@ -59,6 +59,8 @@ pub(super) struct Matcher {
     /// Patterns run alone when triggered: (regex, entry, whether its triggers are
     /// prefixes, so that it is tried anchored at each trigger rather than on the whole text).
     pub(super) triggered: Vec<(MetaRegex, usize, bool)>,
+    /// Rules whose pattern was too large to compile, with why: never run, and reported.
+    pub(super) refused: Vec<(usize, String)>,
 }
 
 /// Patterns run anchored ([`AnchoredSet`]), with their entries, and the unanchored sets
@@ -215,24 +217,35 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
     best
 }
 
-/// `patterns` in sets of `chunk_size`.
-fn pattern_sets(patterns: &[Pattern], chunk_size: usize) -> Vec<(PatternSet, Vec<usize>)> {
+/// Sets of patterns, each with the entry of each of its patterns.
+type Sets = Vec<(PatternSet, Vec<usize>)>;
+
+/// `patterns` in sets of `chunk_size`, and the entries of those too large to compile even
+/// alone, with why.
+fn pattern_sets(patterns: &[Pattern], chunk_size: usize) -> (Sets, Vec<(usize, String)>) {
     let set = |chunk: &[Pattern]| {
         let hirs: Vec<&Hir> = chunk.iter().map(|p| &p.hir).collect();
         let sources = chunk.iter().map(|p| p.source.clone()).collect();
         let set = PatternSet::new(&hirs, sources, SIZE_LIMIT, DFA_LIMIT)?;
         Ok::<_, String>((set, chunk.iter().map(|p| p.entry).collect()))
     };
-    let mut sets = Vec::new();
+    let (mut sets, mut refused) = (Vec::new(), Vec::new());
     for chunk in patterns.chunks(chunk_size) {
         match set(chunk) {
             Ok(built) => sets.push(built),
-            // Every pattern compiled alone; a set can still exceed a limit. Fall back to
-            // one set per pattern rather than lose rules.
-            Err(_) => sets.extend(chunk.chunks(1).filter_map(|one| set(one).ok())),
+            // A set can exceed a limit that its patterns alone do not: then one set per
+            // pattern rather than lose rules. One that fails alone is reported.
+            Err(_) => {
+                for one in chunk {
+                    match set(std::slice::from_ref(one)) {
+                        Ok(built) => sets.push(built),
+                        Err(e) => refused.push((one.entry, e)),
+                    }
+                }
+            }
         }
     }
-    sets
+    (sets, refused)
 }
 
 /// A regex rule compiled on its own, before it joins a matcher: all of compiling that needs
@@ -378,8 +391,14 @@ impl MatcherBuilder {
         let (counting, rest) = std::mem::take(&mut self.patterns)
             .into_iter()
             .partition::<Vec<_>, _>(|p| small && counts_far(&p.hir));
-        let mut sets = pattern_sets(&rest, chunk_size);
-        sets.extend(pattern_sets(&counting, 1));
+        let (mut sets, mut refused) = pattern_sets(&rest, chunk_size);
+        let (counting_sets, counting_refused) = pattern_sets(&counting, 1);
+        sets.extend(counting_sets);
+        refused.extend(counting_refused);
+        let refused = refused
+            .into_iter()
+            .map(|(entry, why)| (self.entries[entry].rule, why))
+            .collect();
         let mut literals = Vec::new();
         for (ci, lits) in self.literal.into_iter().enumerate() {
             if lits.is_empty() {
@@ -424,6 +443,7 @@ impl MatcherBuilder {
             literals,
             triggers,
             triggered,
+            refused,
         }
     }
 }
@@ -450,7 +470,7 @@ impl Matcher {
     #[cfg(test)]
     pub(super) fn unanchored(mut self) -> Matcher {
         for a in std::mem::take(&mut self.anchored) {
-            self.sets.extend(pattern_sets(&a.patterns, a.chunk_size));
+            self.sets.extend(pattern_sets(&a.patterns, a.chunk_size).0);
         }
         self
     }
@@ -500,7 +520,7 @@ impl Matcher {
             if done.is_err() {
                 fallbacks.push(
                     a.fallback
-                        .get_or_init(|| pattern_sets(&a.patterns, a.chunk_size)),
+                        .get_or_init(|| pattern_sets(&a.patterns, a.chunk_size).0),
                 );
             }
         }

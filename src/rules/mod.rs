@@ -328,6 +328,21 @@ impl RuleSet {
         let mut matchers = in_parallel(builders, MatcherBuilder::build);
         let [body, rawbody, uri, full] = <[Matcher; 4]>::try_from(matchers.split_off(keys.len()))
             .expect("four text matchers were built");
+        // A pattern too large for the automaton even alone never runs: skipped, with why,
+        // not counted as loaded while it could not hit.
+        for m in matchers.iter().chain([&body, &rawbody, &uri, &full]) {
+            for (id, why) in &m.refused {
+                let r = &mut set.rules[*id];
+                r.reported = false;
+                let reason = Reason::Regex(format!("too large to compile: {why}"));
+                report
+                    .skipped
+                    .push((r.name.clone(), r.kind, r.origin.clone(), reason));
+                if let Some(n) = report.loaded.get_mut(&r.kind) {
+                    *n -= 1;
+                }
+            }
+        }
         let n_rules = set.rules.len();
         set.headers = keys
             .into_iter()

@@ -998,6 +998,21 @@ fn every_address_of_a_header() {
     assert!(hits(&s, &mail("To: x@b.example (y@b.example)", "hi")).is_empty());
 }
 
+/// A pattern too large for the automaton, even alone, is skipped and reported, and the
+/// others of its text run: it was counted as loaded and never ran.
+#[test]
+fn a_pattern_too_large_to_compile_is_skipped_and_said() {
+    let big = "(?:(?:(?:(?:a{40}){40}){40}){40})?zqx";
+    let text = format!("body BIG /{big}/\nheader HBIG Subject =~ /{big}/\nbody SMALL /zqx/\n");
+    let (set, report) = RuleSet::from_text(&text, Path::new("big.cf"));
+    let mut skipped: Vec<&str> = report.skipped.iter().map(|(n, ..)| n.as_str()).collect();
+    skipped.sort();
+    assert_eq!(skipped, ["BIG", "HBIG"], "{:?}", report.skipped);
+    assert!(report.has_errors());
+    assert_eq!(report.loaded.get(&Kind::Body), Some(&1));
+    assert_eq!(hits(&set, &mail("Subject: zqx", "zqx")), ["SMALL"]);
+}
+
 #[test]
 fn syntax_errors_among_good_rules() {
     let text = "body GOOD1 /fine/\n\
