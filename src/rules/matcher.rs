@@ -217,6 +217,9 @@ fn triggers(hir: &regex_syntax::hir::Hir) -> Option<(bool, Vec<Vec<u8>>)> {
     best
 }
 
+/// Plain strings longer than this are found by an NFA, not a DFA (see `build`).
+const LONG_LITERAL: usize = 1024;
+
 /// Sets of patterns, each with the entry of each of its patterns.
 type Sets = Vec<(PatternSet, Vec<usize>)>;
 
@@ -404,8 +407,12 @@ impl MatcherBuilder {
             if lits.is_empty() {
                 continue;
             }
+            // A DFA over one long string takes time in the square of its length to build
+            // (100 KB: 20 s); an NFA does not, and long strings are rare.
+            let long = lits.iter().any(|(l, _)| l.len() > LONG_LITERAL);
             let ac = AhoCorasick::builder()
                 .ascii_case_insensitive(ci == 1)
+                .kind(long.then_some(aho_corasick::AhoCorasickKind::ContiguousNFA))
                 .build(lits.iter().map(|(l, _)| l));
             if let Ok(ac) = ac {
                 literals.push((ac, lits.iter().map(|(_, e)| *e).collect()));

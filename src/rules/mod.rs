@@ -569,6 +569,12 @@ fn compile_rule(
     } else {
         std::borrow::Cow::Borrowed(def.text.as_str())
     };
+    if text.len() > parse::MAX_RULE_TEXT {
+        return Err(Reason::Syntax(format!(
+            "longer than {} KB, its tags replaced",
+            parse::MAX_RULE_TEXT >> 10
+        )));
+    }
     if let Some(call) = text.strip_prefix("eval:") {
         return eval::compile(call, def.kind, &parsed.auth, &parsed.lists)
             .map(CompiledRule::Eval)

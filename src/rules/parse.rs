@@ -193,6 +193,11 @@ impl Tags {
         let mut rest = text;
         let mut prev_was_tag = false;
         while let Some(at) = rest.find(start) {
+            // Past the limit the rule is refused (`compile_rule`): no need to grow further,
+            // and a few kilobytes of tags can ask for gigabytes.
+            if out.len() > MAX_RULE_TEXT {
+                return out;
+            }
             let after = &rest[at + start.len()..];
             let Some(close) = after.find(end) else { break };
             let name = &after[..close];
@@ -230,6 +235,10 @@ impl Tags {
         out
     }
 }
+
+/// The longest rule text compiled, its tags replaced: SpamAssassin's longest line is
+/// 10 KB, up to 256 KB with its tags replaced; a 4 MB pattern took a gigabyte to compile.
+pub const MAX_RULE_TEXT: usize = 512 << 10;
 
 impl Parsed {
     pub fn get(&self, name: &str) -> Option<&RuleDef> {
@@ -753,8 +762,9 @@ body\n\
         let deep = 100_000;
         let cond = format!("{}version >= 3.0{}", "(".repeat(deep), ")".repeat(deep));
         let nots = format!("{}plugin(X)", "!".repeat(deep));
-        // A flat chain builds a tree as deep as it is long: only its length stops it.
-        let chain = vec!["A"; deep].join(" && ");
+        // A flat chain builds a tree as deep as it is long: only its length stops it
+        // (under the length of text any rule may have).
+        let chain = vec!["A"; 10_000].join(" && ");
         let nested = format!("{}A{}", "(".repeat(150), ")".repeat(150));
         // (rule file, the word of the reason it is skipped for)
         for (text, why) in [

@@ -160,6 +160,10 @@ fn inline_multiline(source: &str) -> bool {
     })
 }
 
+/// How far past a `{` or `[:` the translator looks for its end: further than any
+/// quantifier's count or class name reaches.
+const MAX_LOOKAHEAD: usize = 64;
+
 /// Translates a Perl pattern. `flags` are Perl's (`i m s x`).
 pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     let chars: Vec<char> = p.source.chars().collect();
@@ -238,7 +242,9 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                 }
                 '[' => {
                     if chars.get(i + 1) == Some(&':') {
-                        let rest: String = chars[i..].iter().collect();
+                        // A class name is short: looking no further keeps a long pattern
+                        // of `[:` from costing its length at each one.
+                        let rest: String = chars[i..].iter().take(MAX_LOOKAHEAD).collect();
                         if let Some(end) = rest.find(":]") {
                             emit!(rest[..end + 2]);
                             i += rest[..end + 2].chars().count();
@@ -472,7 +478,8 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
             }
             '{' => {
                 // A quantifier when it looks like one, else a literal brace (as in Perl).
-                let rest: String = chars[i..].iter().collect();
+                // Its count is short: see `MAX_LOOKAHEAD`.
+                let rest: String = chars[i..].iter().take(MAX_LOOKAHEAD).collect();
                 let end = rest.find('}');
                 let body = end.map(|e| &rest[1..e]);
                 let is_quant = body.is_some_and(|b| {

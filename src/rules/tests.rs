@@ -1013,6 +1013,49 @@ fn a_pattern_too_large_to_compile_is_skipped_and_said() {
     assert_eq!(hits(&set, &mail("Subject: zqx", "zqx")), ["SMALL"]);
 }
 
+/// A rule longer than any real one, as written or once its tags are replaced, is
+/// refused before it is compiled: 34 KB of tags asked for 11 GB.
+#[test]
+fn rules_too_long_to_be_real_are_refused_quickly() {
+    let started = std::time::Instant::now();
+    let tags = format!(
+        "replace_tag A {}\nbody T /{}/\nreplace_rules T\n",
+        "[xy]".repeat(1000),
+        "<A>".repeat(10_000)
+    );
+    let long = format!("body L /x{}/\nbody OK /fine/\n", ".{".repeat(300_000));
+    let (set, report) = RuleSet::from_text(&(tags + &long), Path::new("long.cf"));
+    let mut skipped: Vec<&str> = report.skipped.iter().map(|(n, ..)| n.as_str()).collect();
+    skipped.sort();
+    assert_eq!(skipped, ["L", "T"], "{:?}", report.skipped);
+    assert_eq!(hits(&set, &mail("Subject: s", "fine")), ["OK"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Long patterns below that length load in time linear in it: the translator looked
+/// for the end of each `{` and `[:` over the rest of the pattern, and a long plain string
+/// built a DFA in the square of its length (100 KB: 20 s).
+#[test]
+fn long_patterns_load_in_linear_time() {
+    let started = std::time::Instant::now();
+    let text = format!(
+        "body BRACES /x{}/\nbody PLAIN /{}/\n",
+        ".{".repeat(100_000),
+        "a".repeat(200_000)
+    );
+    let (_, report) = RuleSet::from_text(&text, Path::new("long.cf"));
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn syntax_errors_among_good_rules() {
     let text = "body GOOD1 /fine/\n\
