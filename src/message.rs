@@ -30,18 +30,17 @@ pub const PREV_SUBJECT: &str = "X-Spam-Prev-Subject";
 /// sender's choosing in place of the Subject being delivered ("meeting notes" scored for
 /// "cheap pills"). Stored mail keeps it: there it is what spamnb tagged.
 pub fn without_prev_subject(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    let mut lines = Vec::new();
-    let mut at = 0;
+    // Copied only from the first such field on: most mail has none, and costs no copy.
+    let mut copy: Option<Vec<u8>> = None;
     let mut dropping = false;
-    let mut dropped = false;
+    let mut at = 0;
     while at < raw.len() {
         let end = memchr::memchr(b'\n', &raw[at..]).map_or(raw.len(), |i| at + i + 1);
         let line = &raw[at..end];
         if matches!(line, b"\n" | b"\r\n") {
             break;
         }
-        let continued = matches!(line.first(), Some(b' ' | b'\t'));
-        if !continued {
+        if !matches!(line.first(), Some(b' ' | b'\t')) {
             dropping = line.len() > PREV_SUBJECT.len()
                 && line[..PREV_SUBJECT.len()].eq_ignore_ascii_case(PREV_SUBJECT.as_bytes())
                 && matches!(
@@ -49,22 +48,20 @@ pub fn without_prev_subject(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
                     Some(b':')
                 );
         }
-        if dropping {
-            dropped = true;
-        } else {
-            lines.push(at..end);
+        match (&mut copy, dropping) {
+            (None, true) => copy = Some(raw[..at].to_vec()),
+            (Some(copy), false) => copy.extend_from_slice(line),
+            _ => {}
         }
         at = end;
     }
-    if !dropped {
-        return std::borrow::Cow::Borrowed(raw);
+    match copy {
+        None => std::borrow::Cow::Borrowed(raw),
+        Some(mut copy) => {
+            copy.extend_from_slice(&raw[at..]);
+            std::borrow::Cow::Owned(copy)
+        }
     }
-    let mut out = Vec::with_capacity(raw.len());
-    for range in lines {
-        out.extend_from_slice(&raw[range]);
-    }
-    out.extend_from_slice(&raw[at..]);
-    std::borrow::Cow::Owned(out)
 }
 
 /// The headers spamnb writes itself. They are removed from incoming mail (a sender could
