@@ -39,13 +39,10 @@ pub struct FilterArgs {
 const TEMPFAIL: u8 = 75;
 
 pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
-    let mut raw = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut raw) {
-        // What was read is incomplete; passing it on would truncate the mail.
-        eprintln!("spamnb filter: cannot read the message from stdin: {e}");
-        return ExitCode::from(TEMPFAIL);
-    }
-    let raw = Arc::new(raw);
+    let raw = match read_message() {
+        Ok(raw) => Arc::new(raw),
+        Err(code) => return code,
+    };
     let written = Arc::new(AtomicBool::new(false));
     if filter.timeout > 0 {
         let deadline = pass_on_after(
@@ -110,22 +107,34 @@ fn pass_on_after(
         .map(drop)
 }
 
-/// Writes the message to stdout, or says why it could not (EX_TEMPFAIL: the MTA keeps it).
 /// For a `filter` whose command line or environment does not parse: the message goes
 /// out unchanged, as on any other error of the filter.
 pub fn pass_through(why: &str) -> ExitCode {
     eprintln!("spamnb filter: passing the message on unchanged: {why}");
-    let mut raw = Vec::new();
-    if let Err(e) = std::io::stdin().read_to_end(&mut raw) {
-        eprintln!("spamnb filter: cannot read the message from stdin: {e}");
-        return ExitCode::from(TEMPFAIL);
-    }
+    let raw = match read_message() {
+        Ok(raw) => raw,
+        Err(code) => return code,
+    };
     match write_out(&raw) {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => ExitCode::from(code),
     }
 }
 
+/// The message on stdin, whole; EX_TEMPFAIL when it could not be read whole, for what was
+/// read is incomplete and passing it on would truncate the mail.
+fn read_message() -> Result<Vec<u8>, ExitCode> {
+    let mut raw = Vec::new();
+    match std::io::stdin().read_to_end(&mut raw) {
+        Ok(_) => Ok(raw),
+        Err(e) => {
+            eprintln!("spamnb filter: cannot read the message from stdin: {e}");
+            Err(ExitCode::from(TEMPFAIL))
+        }
+    }
+}
+
+/// Writes the message to stdout, or says why it could not (EX_TEMPFAIL: the MTA keeps it).
 fn write_out(message: &[u8]) -> Result<(), u8> {
     let mut stdout = std::io::stdout().lock();
     stdout
