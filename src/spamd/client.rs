@@ -5,7 +5,9 @@
 //! Blocking std I/O on purpose: the CLI has no runtime, and a unix socket round trip per
 //! message is far below the cost of reading and scoring it.
 
+use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
 use std::io::{Read, Write};
+use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -267,30 +269,27 @@ impl Client {
         head.push_str("\r\n");
         let mut out = head.into_bytes();
         out.extend_from_slice(body.unwrap_or_default());
-        if let Err(e) = stream.write_all(&out) {
-            // A daemon that refuses a request (too large, say) answers and hangs up before
-            // reading the rest: its answer says why, where the broken pipe does not. (One
-            // that stopped reading is not waited on twice.)
-            use std::io::ErrorKind::{BrokenPipe, ConnectionReset};
-            if !matches!(e.kind(), BrokenPipe | ConnectionReset) {
-                return Err(io(e));
-            }
-            let mut reply = Vec::new();
-            let _ = (&mut stream).take(MAX_REPLY as u64).read_to_end(&mut reply);
-            return match parse_response(&reply) {
-                Ok(r) => Ok(r),
-                Err(_) => Err(io(e)),
-            };
-        }
-        // As spamc does: the end of input ends a message whose last line has no newline,
-        // which the server otherwise waits on (it reads whole lines, as spamd does).
-        stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
+        // As spamc does, the sending side is shut once the request is out: the end of
+        // input ends a message whose last line has no newline, which the server otherwise
+        // waits on (it reads whole lines, as spamd does).
+        let sent = (stream.write_all(&out)).and_then(|()| stream.shutdown(Shutdown::Write));
+        // A daemon that refuses a request (too large, say) answers and hangs up before
+        // reading the rest: its answer says why, where the broken pipe does not. One that
+        // stopped reading is not waited on a second time.
+        let sent = match sent {
+            Err(e) if !matches!(e.kind(), BrokenPipe | ConnectionReset) => return Err(io(e)),
+            sent => sent,
+        };
         let mut reply = Vec::new();
-        stream
-            .take(MAX_REPLY as u64)
-            .read_to_end(&mut reply)
-            .map_err(io)?;
-        parse_response(&reply).map_err(|reason| self.garbled(reason))
+        let read = (&mut stream).take(MAX_REPLY as u64).read_to_end(&mut reply);
+        match (sent, parse_response(&reply)) {
+            (Err(e), Err(_)) => Err(io(e)),
+            (Err(_), Ok(refusal)) => Ok(refusal),
+            (Ok(()), parsed) => {
+                read.map_err(io)?;
+                parsed.map_err(|reason| self.garbled(reason))
+            }
+        }
     }
 }
 
