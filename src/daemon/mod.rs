@@ -443,44 +443,32 @@ fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
                     old.db.display()
                 );
             }
-            let runtime = old.daemon.runtime_dir();
-            let addresses = |c: &Config| -> Vec<Address> {
-                binds(c, &runtime)
-                    .into_iter()
-                    .map(|(_, b)| b.address)
-                    .collect()
-            };
-            if addresses(&new) != addresses(&old)
-                || new.daemon.max_connections != old.daemon.max_connections
-                || new.daemon.max_sessions != old.daemon.max_sessions
-                || new.milter.max_sessions != old.milter.max_sessions
-                || new.daemon.runtime_dir() != runtime
-                || new.store.cache_bytes != old.store.cache_bytes
-            {
-                tracing::warn!(
-                    "reload: listeners, connection limits and cache_mb take a restart; the daemon keeps the ones it started with"
-                );
-            }
-            if new.watch != old.watch {
-                tracing::warn!(
-                    "reload: [watch] takes a restart; the folder watcher keeps the users and settings it started with"
-                );
-            }
             // What takes a restart stays as the daemon started, so that the next reload
             // compares with what runs: it warns again while the file still differs, and not
             // once the file is put back.
             let mut new = new;
-            new.db = old.db.clone();
-            new.store = old.store.clone();
-            new.spamd.listen = old.spamd.listen.clone();
-            new.control.listen = old.control.listen.clone();
-            new.http.listen = old.http.listen.clone();
-            new.milter.listen = old.milter.listen.clone();
-            new.milter.max_sessions = old.milter.max_sessions;
-            new.daemon.max_connections = old.daemon.max_connections;
-            new.daemon.max_sessions = old.daemon.max_sessions;
-            new.daemon.runtime_dir = old.daemon.runtime_dir.clone();
-            new.watch = old.watch.clone();
+            new.db.clone_from(&old.db);
+            let restart = [
+                keep(&mut new.spamd.listen, &old.spamd.listen),
+                keep(&mut new.control.listen, &old.control.listen),
+                keep(&mut new.http.listen, &old.http.listen),
+                keep(&mut new.milter.listen, &old.milter.listen),
+                keep(&mut new.milter.max_sessions, &old.milter.max_sessions),
+                keep(&mut new.daemon.max_connections, &old.daemon.max_connections),
+                keep(&mut new.daemon.max_sessions, &old.daemon.max_sessions),
+                keep(&mut new.daemon.runtime_dir, &old.daemon.runtime_dir),
+                keep(&mut new.store.cache_bytes, &old.store.cache_bytes),
+            ];
+            if restart.contains(&true) {
+                tracing::warn!(
+                    "reload: listeners, connection limits and cache_mb take a restart; the daemon keeps the ones it started with"
+                );
+            }
+            if keep(&mut new.watch, &old.watch) {
+                tracing::warn!(
+                    "reload: [watch] takes a restart; the folder watcher keeps the users and settings it started with"
+                );
+            }
             let engine = build(&new);
             ctx.replace(new, engine);
             ctx.metrics.reloaded(true);
@@ -492,6 +480,13 @@ fn reload(ctx: &Context, build: &EngineBuilder, load: &ConfigLoader) {
         }
     }
     notify::notify("READY=1");
+}
+
+/// Puts `old` back in place of `new`, a setting that takes a restart; whether they differed.
+fn keep<T: PartialEq + Clone>(new: &mut T, old: &T) -> bool {
+    let differed = new != old;
+    new.clone_from(old);
+    differed
 }
 
 #[derive(Debug, Clone, Copy)]
