@@ -332,15 +332,8 @@ impl RuleSet {
         // not counted as loaded while it could not hit.
         for m in matchers.iter().chain([&body, &rawbody, &uri, &full]) {
             for (id, why) in &m.refused {
-                let r = &mut set.rules[*id];
-                r.reported = false;
                 let reason = Reason::Regex(format!("too large to compile: {why}"));
-                report
-                    .skipped
-                    .push((r.name.clone(), r.kind, r.origin.clone(), reason));
-                if let Some(n) = report.loaded.get_mut(&r.kind) {
-                    *n -= 1;
-                }
+                unload(&mut set.rules[*id], report, reason);
             }
         }
         let n_rules = set.rules.len();
@@ -812,16 +805,19 @@ fn order_metas(
         }
     }
     for id in pending.into_keys() {
-        let r = &mut rules[id];
-        r.reported = false;
-        report
-            .skipped
-            .push((r.name.clone(), r.kind, r.origin.clone(), Reason::MetaCycle));
-        if let Some(n) = report.loaded.get_mut(&Kind::Meta) {
-            *n -= 1;
-        }
+        unload(&mut rules[id], report, Reason::MetaCycle);
     }
     out
+}
+
+/// Takes back a rule counted as loaded that turned out not to run, and says why.
+fn unload(rule: &mut Rule, report: &mut LoadReport, why: Reason) {
+    rule.reported = false;
+    let skipped = (rule.name.clone(), rule.kind, rule.origin.clone(), why);
+    report.skipped.push(skipped);
+    if let Some(n) = report.loaded.get_mut(&rule.kind) {
+        *n -= 1;
+    }
 }
 
 #[cfg(test)]

@@ -160,6 +160,9 @@ fn inline_multiline(source: &str) -> bool {
     })
 }
 
+/// Perl's `\Z`, and its `$` without `m`: the end, or before a newline that ends the text.
+const PERL_END: &str = "(?:\\n?\\z)";
+
 /// How far past a `{` or `[:` the translator looks for its end: further than any
 /// quantifier's count or class name reaches.
 const MAX_LOOKAHEAD: usize = 64;
@@ -565,7 +568,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
             }
             c if c.is_whitespace() && extended => {}
             '$' if !dollar_ends_lines => {
-                emit!("(?:\\n?\\z)");
+                emit!(PERL_END);
                 out.not_literal();
                 last_quantifiable = false;
             }
@@ -702,7 +705,7 @@ fn escape_literal(c: char) -> String {
 fn letter_escape(c: char, rest: &[char]) -> Result<(String, usize, Option<char>), Unsupported> {
     Ok(match c {
         'd' | 'D' | 'w' | 'W' | 's' | 'S' | 'b' | 'B' | 'A' | 'z' => (format!("\\{c}"), 0, None),
-        'Z' => ("(?:\\n?\\z)".into(), 0, None),
+        'Z' => (PERL_END.into(), 0, None),
         'n' => ("\\n".into(), 0, Some('\n')),
         'r' => ("\\r".into(), 0, Some('\r')),
         't' => ("\\t".into(), 0, Some('\t')),
