@@ -482,7 +482,7 @@ impl SledStore {
                     .apply_batch(batch)
                     .map_err(|e| Error::Write(e.to_string()))?;
                 self.db.flush().map_err(|e| Error::Write(e.to_string()))?;
-                std::fs::write(&marker, MARKER_TEXT)?;
+                self.write_marker(0)?;
                 return Ok(DigestKind::AsSent);
             }
             None => {
@@ -503,7 +503,7 @@ impl SledStore {
             }
         }
         if !created {
-            std::fs::write(&marker, MARKER_TEXT)?;
+            self.write_marker(0)?;
         }
         let kind = self.get(META_DIGEST)?;
         kind.and_then(|k| DigestKind::from_name(std::str::from_utf8(&k).ok()?))
