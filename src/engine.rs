@@ -38,10 +38,10 @@ impl Engine {
     /// [`Engine::check`], and when the model autolearns and the verdict is firm enough, the
     /// lesson that learns `raw` as the class it was given: tentative, so that it never
     /// overrides what a person taught. The features are extracted once for both.
-    /// The message is in transit: an [`crate::message::PREV_SUBJECT`] it carries is the
-    /// sender's, and is not read.
+    /// The message is in transit: it is scored as its sender sent it, without the tag of an
+    /// earlier pass of spamnb (see [`crate::spam_headers::as_sent`]).
     pub fn check_autolearning(&self, raw: &[u8]) -> Result<(Verdict, Option<Lesson>), Error> {
-        let raw = &*crate::message::without_prev_subject(raw);
+        let raw = &*crate::spam_headers::as_sent(raw, &self.model.subject_tag);
         let (verdict, mut features) = self.scored(raw)?;
         let Some(target) = self.model.autolearned_as(&verdict) else {
             return Ok((verdict, None));

@@ -41,12 +41,7 @@ pub fn without_prev_subject(raw: &[u8]) -> std::borrow::Cow<'_, [u8]> {
             break;
         }
         if !matches!(line.first(), Some(b' ' | b'\t')) {
-            dropping = line.len() > PREV_SUBJECT.len()
-                && line[..PREV_SUBJECT.len()].eq_ignore_ascii_case(PREV_SUBJECT.as_bytes())
-                && matches!(
-                    line[PREV_SUBJECT.len()..].trim_ascii_start().first(),
-                    Some(b':')
-                );
+            dropping = starts_field(line, PREV_SUBJECT);
         }
         match (&mut copy, dropping) {
             (None, true) => copy = Some(raw[..at].to_vec()),
@@ -211,6 +206,37 @@ impl<'a> Message<'a> {
 /// need a header or two without parsing the message.
 pub fn raw_head(raw: &[u8]) -> &[u8] {
     &raw[..body_offset(raw).unwrap_or(raw.len())]
+}
+
+/// Whether header line `line` starts the field `name` (`Name:`, or `Name :` as old mail
+/// writes it).
+fn starts_field(line: &[u8], name: &str) -> bool {
+    line.len() > name.len()
+        && line[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+        && matches!(line[name.len()..].trim_ascii_start().first(), Some(b':'))
+}
+
+/// Where the first `name` field of `raw`'s header block is, its folded lines and line
+/// end included.
+pub fn first_field_span(raw: &[u8], name: &str) -> Option<std::ops::Range<usize>> {
+    let mut start = None;
+    let mut at = 0;
+    while at < raw.len() {
+        let end = line_end(raw, at);
+        let line = &raw[at..end];
+        let folded = matches!(line[0], b' ' | b'\t');
+        if let Some(start) = start.filter(|_| !folded) {
+            return Some(start..at);
+        }
+        if matches!(line, b"\n" | b"\r\n") {
+            break;
+        }
+        if !folded && starts_field(line, name) {
+            start = Some(at);
+        }
+        at = end;
+    }
+    start.map(|start| start..at)
 }
 
 /// Where the line that starts at `from` ends: past its LF, or at the end of `bytes`.

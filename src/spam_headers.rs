@@ -1,7 +1,12 @@
 //! The headers spamnb writes, in SpamAssassin's conventions so that existing Sieve,
 //! procmail and maildrop rules keep working, and the rewrite of a message that carries them.
 
-use crate::message::{PREV_SUBJECT, is_own_header};
+use std::borrow::Cow;
+
+use crate::message::{
+    PREV_SUBJECT, first_field_span, is_own_header, raw_head, raw_header_values, unfold,
+    without_prev_subject,
+};
 use crate::model::{Decision, ModelConfig, ReportHeader, Verdict};
 
 /// `X-Spam-Flag`, `X-Spam-Status`, `X-Spam-Level`, `X-Spam-Class` and, as
@@ -56,6 +61,75 @@ pub fn subject_tag(verdict: &Verdict, model: &ModelConfig) -> Option<String> {
             .subject_tag
             .replace("_SCORE_", &format!("{:.1}", shown(verdict.score)))
     })
+}
+
+/// Whether `subject` is what spamnb's tag made of the subject `sent`: the tag `template`
+/// (`[model] subject_tag`) renders, at any score, then `sent`. All three unfolded.
+pub fn is_tagging_of(subject: &str, sent: &str, template: &str) -> bool {
+    let template = unfold(template.as_bytes());
+    let mut pieces = template.split("_SCORE_");
+    let Some(mut rest) = pieces.next().and_then(|p| subject.strip_prefix(p)) else {
+        return false;
+    };
+    for piece in pieces {
+        let Some(after) = past_score(rest).and_then(|r| r.strip_prefix(piece)) else {
+            return false;
+        };
+        rest = after;
+    }
+    !template.is_empty()
+        && match rest.strip_prefix(' ') {
+            Some(tail) => tail == sent,
+            None => rest.is_empty() && sent.is_empty(),
+        }
+}
+
+/// `text` past the score it starts with, as `subject_tag` renders one: `9.1`, `-0.4`.
+fn past_score(text: &str) -> Option<&str> {
+    let unsigned = text.strip_prefix('-').unwrap_or(text);
+    let digits = unsigned.bytes().take_while(u8::is_ascii_digit).count();
+    let fraction = unsigned[digits..].strip_prefix('.')?;
+    (digits > 0 && fraction.starts_with(|c: char| c.is_ascii_digit())).then(|| &fraction[1..])
+}
+
+/// `raw` as its sender sent it, for scoring and tagging in transit. Its [`PREV_SUBJECT`]
+/// fields go: there they are the sender's, and read as the subject they would put words
+/// of the sender's choosing in place of the Subject being delivered. When the Subject is
+/// exactly spamnb's tag (`template`, at any score) before such a field's value, though, an
+/// earlier pass of spamnb wrote both (the milter, then `filter` at delivery): the Subject
+/// goes back to the field's value (none, when it is empty), so that the tag is neither
+/// scored as the sender's words nor tagged again. A sender gains nothing by it: the only
+/// words it takes away are a tag of spamnb's own shape.
+pub fn as_sent<'a>(raw: &'a [u8], template: &str) -> Cow<'a, [u8]> {
+    let mut copy = match without_prev_subject(raw) {
+        Cow::Borrowed(raw) => return Cow::Borrowed(raw),
+        Cow::Owned(copy) => copy,
+    };
+    let head = raw_head(raw);
+    let (Some(prev), Some(subject)) = (
+        raw_header_values(head, PREV_SUBJECT).first().copied(),
+        raw_header_values(head, "Subject").first().copied(),
+    ) else {
+        return Cow::Owned(copy);
+    };
+    if !is_tagging_of(&unfold(subject), &unfold(prev), template) {
+        return Cow::Owned(copy);
+    }
+    if let Some(span) = first_field_span(&copy, "Subject") {
+        let eol: &[u8] = if copy[..span.end].ends_with(b"\r\n") {
+            b"\r\n"
+        } else {
+            b"\n"
+        };
+        let sent = prev.trim_ascii();
+        let field = if sent.is_empty() {
+            Vec::new()
+        } else {
+            [b"Subject: ", sent, eol].concat()
+        };
+        copy.splice(span, field);
+    }
+    Cow::Owned(copy)
 }
 
 /// What a report line shows of a feature: the line stays within 78 characters.
@@ -121,10 +195,11 @@ fn fold(name: &str, value: &str) -> String {
 }
 
 /// `raw` as spamnb passes it on with `verdict`: its headers added, a spam subject tagged
-/// as the model says.
+/// as the model says, a subject spamnb tagged before put back first (see [`as_sent`]).
 pub fn tagged(raw: &[u8], verdict: &Verdict, model: &ModelConfig) -> Vec<u8> {
     let tag = subject_tag(verdict, model);
-    rewrite(raw, &spam_headers(verdict, model), tag.as_deref())
+    let raw = as_sent(raw, &model.subject_tag);
+    rewrite(&raw, &spam_headers(verdict, model), tag.as_deref())
 }
 
 /// `raw` with every incoming `X-Spam-*` header removed (a sender can forge them) and
@@ -368,6 +443,79 @@ mod tests {
     /// A tagged subject starts with the tag, folded as it was, and the subject as sent is
     /// kept unfolded; a forged record of one is gone; a message with no subject gets one.
     /// Either way the message reads, and is named in the ledger, as it was sent.
+    #[test]
+    fn only_a_tag_of_spamnb_s_shape_is_taken_for_one() {
+        let t = "[SPAM _SCORE_]";
+        assert!(is_tagging_of("[SPAM 9.1] cheap pills", "cheap pills", t));
+        assert!(is_tagging_of("[SPAM -0.4] cheap pills", "cheap pills", t));
+        assert!(is_tagging_of("[SPAM 12.0]", "", t));
+        assert!(is_tagging_of("***SPAM*** hi", "hi", " ***SPAM***  "));
+        // The sender's words before the subject as sent are no tag.
+        assert!(!is_tagging_of("cheap pills meeting", "meeting", t));
+        assert!(!is_tagging_of("[SPAM 9] meeting", "meeting", t));
+        assert!(!is_tagging_of("[SPAM x.1] meeting", "meeting", t));
+        assert!(!is_tagging_of("[SPAM 9.1] cheap meeting", "meeting", t));
+        assert!(!is_tagging_of("[SPAM 9.1]meeting", "meeting", t));
+        assert!(!is_tagging_of("[SPAM 9.1]", "meeting", t));
+        // No tag configured: nothing is one.
+        assert!(!is_tagging_of(" meeting", "meeting", ""));
+    }
+
+    #[test]
+    fn mail_in_transit_is_read_as_sent() {
+        let t = "[SPAM _SCORE_]";
+        let tagged = b"From: a@b\r\nSubject: [SPAM 8.2] =?utf-8?q?cheap?=\r\n pills\r\n\
+X-Spam-Prev-Subject: =?utf-8?q?cheap?= pills\r\nTo: c@d\r\n\r\nbody\r\n";
+        assert_eq!(
+            &*as_sent(tagged, t),
+            &b"From: a@b\r\nSubject: =?utf-8?q?cheap?= pills\r\nTo: c@d\r\n\r\nbody\r\n"[..]
+        );
+        // Another tag, or none configured: the field goes, the Subject stays.
+        let kept = b"From: a@b\r\nSubject: [SPAM 8.2] =?utf-8?q?cheap?=\r\n pills\r\n\
+To: c@d\r\n\r\nbody\r\n";
+        assert_eq!(&*as_sent(tagged, "***SPAM***"), &kept[..]);
+        assert_eq!(&*as_sent(tagged, ""), &kept[..]);
+        // A forged field beside words of the sender's: the field goes, the words stay.
+        let forged =
+            b"Subject: cheap pills meeting notes\nX-Spam-Prev-Subject: meeting notes\n\nx\n";
+        assert_eq!(
+            &*as_sent(forged, t),
+            &b"Subject: cheap pills meeting notes\n\nx\n"[..]
+        );
+        // A tag over no subject: the Subject was not sent.
+        let added = b"Subject: [SPAM 5.0]\nX-Spam-Prev-Subject:\nFrom: a@b\n\nx\n";
+        assert_eq!(&*as_sent(added, t), &b"From: a@b\n\nx\n"[..]);
+        let plain = b"Subject: hi\n\nX-Spam-Prev-Subject: body\n";
+        assert!(matches!(as_sent(plain, t), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_message_filtered_twice_is_tagged_once() {
+        let model = ModelConfig {
+            subject_tag: "[SPAM _SCORE_]".into(),
+            ..ModelConfig::default()
+        };
+        let raw = b"From: a@b\nSubject: cheap pills\n\nbody\n";
+        let once = tagged(raw, &verdict(Decision::Spam, 9.14, &[]), &model);
+        let twice = tagged(&once, &verdict(Decision::Spam, 7.0, &[]), &model);
+        let headers = |raw: &[u8]| String::from_utf8(raw_head(raw).to_vec()).unwrap();
+        assert!(
+            headers(&twice).starts_with("From: a@b\nSubject: [SPAM 7.0] cheap pills\n"),
+            "{}",
+            headers(&twice)
+        );
+        assert_eq!(
+            raw_header_values(&twice, PREV_SUBJECT),
+            [&b"cheap pills"[..]],
+            "{}",
+            headers(&twice)
+        );
+        // Found to be ham the second time, it goes on with the subject as sent.
+        let ham = tagged(&once, &verdict(Decision::Ham, -3.0, &[]), &model);
+        assert!(headers(&ham).starts_with("From: a@b\nSubject: cheap pills\nX-Spam-Flag: NO\n"));
+        assert!(raw_header_values(&ham, PREV_SUBJECT).is_empty());
+    }
+
     #[test]
     fn a_spam_subject_is_tagged_and_kept_as_it_was() {
         let model = ModelConfig {

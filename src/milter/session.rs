@@ -11,7 +11,7 @@ use super::codec::{Command, ProtocolError, Response, VERSION, action, step};
 use super::{MilterSettings, SpamAction};
 use crate::message::{PREV_SUBJECT, is_own_header, raw_header_values, unfold};
 use crate::model::{Decision, ModelConfig, Verdict};
-use crate::spam_headers::{spam_headers, subject_tag};
+use crate::spam_headers::{is_tagging_of, spam_headers, subject_tag};
 
 /// Header bytes kept for scoring. Postfix's own `header_size_limit` is 100 KiB per header;
 /// mail with more header than this is scored on its first 256 KiB of it.
@@ -60,6 +60,9 @@ struct Transaction {
     has_return_path: bool,
     /// Whether a Subject came, kept in `header` or not.
     has_subject: bool,
+    /// The first incoming [`PREV_SUBJECT`]: the subject as sent, when an earlier pass of
+    /// spamnb tagged the Subject (see [`crate::spam_headers::as_sent`]).
+    prev_subject: Option<Vec<u8>>,
     body: Vec<u8>,
     /// The RCPT TO addresses, as the client wrote them.
     recipients: Vec<String>,
@@ -283,6 +286,9 @@ impl Session {
                 .entry(name_text.to_ascii_lowercase())
                 .or_insert(0);
             *count += 1;
+            if name_text.trim_ascii().eq_ignore_ascii_case(PREV_SUBJECT) && *count == 1 {
+                t.prev_subject = Some(value.to_vec());
+            }
             t.forged.push((name_text.into_owned(), *count));
             return;
         }
@@ -332,6 +338,13 @@ impl Session {
             raw.extend_from_slice(received.as_bytes());
         }
         raw.extend_from_slice(&t.header);
+        if let Some(prev) = &t.prev_subject {
+            // For the engine to tell an earlier pass's tag; it scores neither.
+            raw.extend_from_slice(PREV_SUBJECT.as_bytes());
+            raw.extend_from_slice(b": ");
+            raw.extend_from_slice(prev.trim_ascii_start());
+            raw.extend_from_slice(b"\r\n");
+        }
         raw.extend_from_slice(b"\r\n");
         raw.extend_from_slice(&t.body);
         raw
@@ -426,6 +439,7 @@ impl Session {
                 value
             }
         };
+        let mut subject_tagged = false;
         if granted & action::ADD_HEADERS != 0 {
             for (name, value) in spam_headers(verdict, model) {
                 out.push(Response::AddHeader {
@@ -434,6 +448,7 @@ impl Session {
                 });
             }
             if let Some((subject, sent)) = self.tagged_subject(verdict, model, granted) {
+                subject_tagged = true;
                 out.push(match sent {
                     Some(_) => Response::ChangeHeader {
                         index: 1,
@@ -450,6 +465,24 @@ impl Session {
                     value: with_space(sent.unwrap_or_default()),
                 });
             }
+        }
+        // A subject an earlier pass tagged goes back as sent when this one does not tag
+        // it (an empty value removes the field, as one that was not sent).
+        if !subject_tagged
+            && granted & action::CHANGE_HEADERS != 0
+            && let (Some(sent), true) = self.sent_subject(&model.subject_tag)
+            && std::str::from_utf8(sent).is_ok()
+        {
+            let sent = unfold(sent);
+            out.push(Response::ChangeHeader {
+                index: 1,
+                name: "Subject".into(),
+                value: if sent.is_empty() {
+                    sent
+                } else {
+                    with_space(sent)
+                },
+            });
         }
         let mut disposition = Disposition::Tagged;
         if is_spam
@@ -476,9 +509,7 @@ impl Session {
         granted: u32,
     ) -> Option<(String, Option<String>)> {
         let tag = subject_tag(verdict, model)?;
-        let sent = raw_header_values(&self.transaction.header, "Subject")
-            .first()
-            .copied();
+        let (sent, _) = self.sent_subject(&model.subject_tag);
         match sent {
             None if self.transaction.has_subject => None,
             None => Some((tag, None)),
@@ -493,6 +524,22 @@ impl Session {
                 };
                 Some((subject, Some(sent)))
             }
+        }
+    }
+
+    /// The first Subject as sent, and whether the message carries it tagged by an earlier
+    /// pass of spamnb, when it is the incoming [`PREV_SUBJECT`]'s value (see
+    /// [`crate::spam_headers::as_sent`]).
+    fn sent_subject(&self, template: &str) -> (Option<&[u8]>, bool) {
+        let t = &self.transaction;
+        let subject = raw_header_values(&t.header, "Subject").first().copied();
+        match (subject, &t.prev_subject) {
+            (Some(subject), Some(prev))
+                if is_tagging_of(&unfold(subject), &unfold(prev), template) =>
+            {
+                (Some(prev.trim_ascii()), true)
+            }
+            _ => (subject, false),
         }
     }
 
@@ -919,6 +966,70 @@ mod tests {
             next.starts_with("Received: from c.example ") && next.ends_with(" +0000\r\n\r\n"),
             "{next}"
         );
+    }
+
+    #[test]
+    fn a_subject_an_earlier_pass_tagged_is_tagged_once_or_put_back() {
+        let model = ModelConfig {
+            subject_tag: "[SPAM _SCORE_]".into(),
+            ..ModelConfig::default()
+        };
+        for (decision, score, want) in [
+            (Decision::Spam, 7.0, " [SPAM 7.0] cheap pills"),
+            (Decision::Ham, -3.0, " cheap pills"),
+        ] {
+            let mut s = postfix_session(MilterSettings::default());
+            run(
+                &mut s,
+                vec![
+                    Command::Mail(vec!["<a@example.org>".into()]),
+                    header("Subject", " [SPAM 9.1] cheap pills"),
+                    header("X-Spam-Prev-Subject", " cheap pills"),
+                    Command::EndOfHeaders,
+                    Command::Body(b"body\r\n".to_vec()),
+                ],
+            );
+            let Step::Scan(scanned) = end_of_message(&mut s) else {
+                panic!("no scan")
+            };
+            // The engine is shown the field, and reads the subject as sent.
+            let as_sent = crate::spam_headers::as_sent(&scanned, &model.subject_tag);
+            assert_eq!(
+                crate::message::raw_header_values(&as_sent, "Subject"),
+                [&b"cheap pills"[..]],
+                "{}",
+                String::from_utf8_lossy(&scanned)
+            );
+            let (responses, _) = s.finish(Some((&verdict(decision, score), &model)));
+            let subjects: Vec<_> = responses
+                .iter()
+                .filter(|r| {
+                    matches!(r, Response::ChangeHeader { name, .. }
+                        | Response::AddHeader { name, .. } if name.contains("ubject"))
+                })
+                .collect();
+            let mut expected = vec![Response::ChangeHeader {
+                index: 1,
+                name: "X-Spam-Prev-Subject".into(),
+                value: String::new(),
+            }];
+            expected.push(Response::ChangeHeader {
+                index: 1,
+                name: "Subject".into(),
+                value: want.into(),
+            });
+            if decision == Decision::Spam {
+                expected.push(Response::AddHeader {
+                    name: "X-Spam-Prev-Subject".into(),
+                    value: " cheap pills".into(),
+                });
+            }
+            assert_eq!(
+                subjects,
+                expected.iter().collect::<Vec<_>>(),
+                "{decision:?}"
+            );
+        }
     }
 
     #[test]

@@ -412,6 +412,24 @@ fn filter_tags_and_fails_open() {
             && subject_tagged.contains("\nX-Spam-Prev-Subject: cheap pills\n"),
         "{subject_tagged}"
     );
+    // Filtered twice (the milter, then `filter` at delivery), it is tagged once, and
+    // scored as the first time: the tag is not read as its words.
+    let out = run_with_stdin(
+        spamnb(&db).env("SPAMNB_CONFIG", &tagging).arg("filter"),
+        subject_tagged.as_bytes(),
+    );
+    let twice = text(&out.stdout);
+    let status = |m: &str| {
+        m.lines()
+            .find(|l| l.starts_with("X-Spam-Status:"))
+            .map(str::to_owned)
+    };
+    assert!(
+        twice.starts_with("Subject: [meeting agenda] cheap pills\n")
+            && twice.matches("X-Spam-Prev-Subject: cheap pills\n").count() == 1
+            && status(&twice) == status(&subject_tagged),
+        "{twice}"
+    );
     let again = write(tmp.path(), "tagged.eml", &subject_tagged);
     let first = write(tmp.path(), "first.eml", forged);
     let rows = check_tsv(&db, &[&first, &again]);
