@@ -221,7 +221,12 @@ impl SledStore {
             .path(path)
             .cache_capacity(opts.cache_bytes)
             .flush_every_ms(Some(1000));
-        let db = match crate::quiet_panic::catch_quietly(|| config.open()) {
+        let open = || crate::quiet_panic::catch_quietly(|| config.open());
+        let db = match open() {
+            Ok(Err(sled::Error::Corruption { .. })) if remove_unfinished_snapshots(path) => open(),
+            opened => opened,
+        };
+        let db = match db {
             Ok(Ok(db)) => db,
             Ok(Err(e)) => return Err(open_error(path, e)),
             Err(panic) => return Err(open_panic_error(path, panic.as_ref())),
@@ -1162,6 +1167,38 @@ fn can_start_a_thread() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Removes the snapshot files sled began and never finished (`snap.*.generating`), and
+/// says whether there were any. sled reads the last-named snapshot file, finished or not,
+/// so one left by a process stopped while writing it (a full disk, a kill, a power cut)
+/// had a whole database taken for a damaged one. Only under sled's own lock on the
+/// database (an flock on its `db` file): never a file that a live process is writing.
+fn remove_unfinished_snapshots(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(lock) = std::fs::File::open(path.join("db")) else {
+        return false;
+    };
+    // SAFETY: flock on a descriptor this function owns; released when `lock` closes.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return false;
+    }
+    let mut removed = false;
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let unfinished = name
+            .to_str()
+            .is_some_and(|n| n.starts_with("snap.") && n.ends_with(".generating"));
+        if unfinished && std::fs::remove_file(entry.path()).is_ok() {
+            tracing::warn!(
+                "{}: removed {}, a snapshot that sled began and never finished",
+                path.display(),
+                name.to_string_lossy()
+            );
+            removed = true;
+        }
+    }
+    removed
+}
+
 fn open_error(path: &Path, e: sled::Error) -> Error {
     let reason = e.to_string();
     if reason.contains("could not acquire lock") {
@@ -1806,6 +1843,29 @@ pub(crate) mod tests {
             writer.join().unwrap();
             assert_eq!(store.token("a").unwrap().messages[spam], 10 * 100 + 30);
         }
+    }
+
+    #[test]
+    fn a_snapshot_left_unfinished_is_no_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+            store.learn(&[lesson(1, Some(Class::Spam), "a b")]).unwrap();
+            store.flush().unwrap();
+        }
+        // As sled leaves it when the disk fills while it writes one: empty, and named
+        // after every finished one.
+        let unfinished = dir.path().join("snap.FFFFFFFFFFFFFFFF.generating");
+        std::fs::write(&unfinished, b"").unwrap();
+        let store = reopen(dir.path());
+        assert_eq!(store.token("b").unwrap().messages, [0, 1]);
+        assert!(!unfinished.exists());
+        // Not while another process may be writing it: the database is held.
+        drop(store);
+        let _held = SledStore::open(dir.path(), &StoreOptions::default()).unwrap();
+        std::fs::write(&unfinished, b"").unwrap();
+        assert!(!remove_unfinished_snapshots(dir.path()));
+        assert!(unfinished.exists());
     }
 
     #[test]
