@@ -1056,6 +1056,32 @@ fn long_patterns_load_in_linear_time() {
     );
 }
 
+/// Metas read each other in chains: ordered in linear time (10,000 took 2.8 s), each
+/// after what it reads, whatever the order of the file, and what waits on a cycle skipped.
+#[test]
+fn meta_chains_order_in_linear_time() {
+    let started = std::time::Instant::now();
+    let n = 10_000;
+    let mut text = String::from("body B0 /zqx/\n");
+    // Written last first, so that no meta's reads are ready before it.
+    for i in (1..=n).rev() {
+        text.push_str(&format!("meta M{i} M{} || B0\n", i - 1));
+    }
+    text.push_str("meta M0 B0\nmeta C1 C2 && M5\nmeta C2 C1\nmeta AFTER C1 || M0\n");
+    let (set, report) = RuleSet::from_text(&text, Path::new("chain.cf"));
+    let mut skipped: Vec<&str> = report.skipped.iter().map(|(n, ..)| n.as_str()).collect();
+    skipped.sort();
+    assert_eq!(skipped, ["AFTER", "C1", "C2"], "{:?}", report.skipped);
+    let hit = hits(&set, &mail("Subject: s", "zqx"));
+    assert_eq!(hit.len(), n + 2, "{hit:?}");
+    assert!(hit.iter().any(|h| h == &format!("M{n}")));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn syntax_errors_among_good_rules() {
     let text = "body GOOD1 /fine/\n\
