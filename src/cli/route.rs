@@ -12,6 +12,7 @@ use anyhow::Context;
 use rayon::prelude::*;
 
 use crate::config::Config;
+use crate::daemon::Reading;
 use crate::engine::Engine;
 use crate::model::{Class, Verdict};
 use crate::spamd::client::{Client, ClientError};
@@ -192,11 +193,11 @@ impl Route {
             Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?),
-            Route::Daemon { client, scanned } => {
-                each(raws, |raw| ask_daemon(client, *scanned, raw, false))
-                    .into_iter()
-                    .collect()
-            }
+            Route::Daemon { client, scanned } => each(raws, |raw| {
+                ask_daemon(client, *scanned, raw, Reading::Stored)
+            })
+            .into_iter()
+            .collect(),
         }
     }
 
@@ -216,10 +217,13 @@ impl Route {
                 }
                 Ok(verdict)
             }
-            // A message longer than scoring reads goes as a question: the daemon would
-            // learn the cut copy, which no later correction of the delivered one would find.
             Route::Daemon { client, scanned } => {
-                ask_daemon(client, *scanned, raw, raw.len() < *scanned)
+                let reading = if raw.len() > *scanned {
+                    Reading::InTransitCut
+                } else {
+                    Reading::InTransit
+                };
+                ask_daemon(client, *scanned, raw, reading)
             }
         }
     }
@@ -301,9 +305,9 @@ fn ask_daemon(
     client: &Client,
     scanned: usize,
     raw: &[u8],
-    in_transit: bool,
+    reading: Reading,
 ) -> anyhow::Result<Verdict> {
-    retry(|| client.verdict(&raw[..raw.len().min(scanned)], in_transit))
+    retry(|| client.verdict(&raw[..raw.len().min(scanned)], reading))
         .with_context(|| format!("scoring through the daemon at {}", client.path().display()))
 }
 

@@ -55,6 +55,19 @@ use crate::engine::{Engine, SharedEngine};
 use crate::model::Verdict;
 use crate::store::{PidFile, SledStore};
 
+/// How a message is read when scored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Stored mail: a question, which teaches nothing.
+    Stored,
+    /// Mail being delivered, read as its sender sent it (see
+    /// [`crate::spam_headers::as_sent`]); autolearning may learn it.
+    InTransit,
+    /// The start of a longer message being delivered: read so, and never learned, since
+    /// no later correction of the whole message would find the cut copy.
+    InTransitCut,
+}
+
 /// What every session of every protocol shares.
 pub struct Context {
     /// Shared with the folder watcher, which learns through the daemon's own store.
@@ -151,12 +164,12 @@ impl Context {
     /// verdict and its latency. The engine is the one current when this is called; it
     /// comes back with the verdict, so that a reply states the thresholds that decided it
     /// even when SIGHUP swaps the configuration meanwhile.
-    /// `in_transit`: the message is being delivered, and autolearning may learn it.
+    /// `reading`: as stored mail, or in transit, where autolearning may learn it.
     pub async fn check(
         &self,
         protocol: Protocol,
         raw: Arc<[u8]>,
-        in_transit: bool,
+        reading: Reading,
     ) -> Result<Scored, CheckError> {
         // One deadline for the wait for a slot and the scoring together: past it the
         // message goes on unscored (fail open) and the caller is not held up further.
@@ -172,10 +185,10 @@ impl Context {
             // The slot stays taken until the scoring ends, even when nobody waits for it
             // any more: the CPU is busy either way.
             let _slot = slot;
-            if in_transit {
-                scorer.check_autolearning(&raw)
-            } else {
-                scorer.check(&raw).map(|verdict| (verdict, None))
+            match reading {
+                Reading::Stored => scorer.check(&raw).map(|verdict| (verdict, None)),
+                Reading::InTransit => scorer.check_autolearning(&raw),
+                Reading::InTransitCut => scorer.check_autolearning(&raw).map(|(v, _)| (v, None)),
             }
         });
         let (verdict, lesson) = tokio::time::timeout_at(deadline, scoring)

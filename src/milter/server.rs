@@ -15,7 +15,7 @@ use super::codec::{self, Command, DEFAULT_MAX_FRAME, Response};
 use super::session::{Disposition, Session, Step};
 use crate::daemon::listen::{Listener, Stream};
 use crate::daemon::metrics::Protocol;
-use crate::daemon::{CheckError, Context, Scored};
+use crate::daemon::{CheckError, Context, Reading, Scored};
 
 /// Serves milter connections from `listener` until `shutdown` (the daemon's contract, see
 /// [`crate::daemon`]). Sessions in the middle of a message finish it; idle ones close.
@@ -178,7 +178,12 @@ async fn score(
     // Context::check scores on the blocking pool (CPU work and sled reads must not stall
     // other sessions' I/O) within a scoring slot, and records the latency.
     let started = std::time::Instant::now();
-    match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into(), true)).await {
+    let reading = if session.body_cut() {
+        Reading::InTransitCut
+    } else {
+        Reading::InTransit
+    };
+    match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into(), reading)).await {
         Ok(Ok(scored)) => {
             let verdict = &scored.verdict;
             tracing::info!(

@@ -581,6 +581,11 @@ impl Session {
     }
 
     /// Body bytes of the current message, scanned or not.
+    /// Whether the body was cut at `max_body_bytes`: what is scored is only its start.
+    pub fn body_cut(&self) -> bool {
+        self.transaction.body_seen > self.transaction.body.len() as u64
+    }
+
     pub fn body_seen(&self) -> u64 {
         self.transaction.body_seen
     }
@@ -1147,6 +1152,7 @@ mod tests {
             s.handle(Command::Body(b"12345".to_vec())).expect("body"),
             Step::Reply(vec![Response::Continue])
         );
+        assert!(!s.body_cut());
         assert_eq!(
             s.handle(Command::Body(b"6789abcdef".to_vec()))
                 .expect("body"),
@@ -1158,6 +1164,7 @@ mod tests {
             Step::Reply(vec![Response::Continue])
         );
         assert_eq!(s.body_seen(), 19);
+        assert!(s.body_cut(), "what is scored is only the body's start");
         assert_eq!(
             end_of_message(&mut s),
             Step::Scan(b"\r\n123456789a".to_vec())

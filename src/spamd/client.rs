@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::session::{LedgerAsk, OUTCOME_HEADER, PruneRequest};
+use crate::daemon::Reading;
 use crate::message::DigestKind;
 use crate::model::{Class, Verdict};
 use crate::store::Outcome;
@@ -84,11 +85,14 @@ impl Client {
         }
     }
 
-    /// The full verdict on `raw`, as the daemon's engine gives it; `in_transit`: `raw` is
-    /// being delivered, and the daemon may autolearn it.
-    pub fn verdict(&self, raw: &[u8], in_transit: bool) -> Result<Verdict, ClientError> {
-        let method = if in_transit { "DELIVER" } else { "VERDICT" };
-        let r = self.request(method, &[], Some(raw))?;
+    /// The full verdict on `raw`, as the daemon's engine gives it, read as `reading` says.
+    pub fn verdict(&self, raw: &[u8], reading: Reading) -> Result<Verdict, ClientError> {
+        let (method, headers) = match reading {
+            Reading::Stored => ("VERDICT", vec![]),
+            Reading::InTransit => ("DELIVER", vec![]),
+            Reading::InTransitCut => ("DELIVER", vec![("Cut", "yes".to_string())]),
+        };
+        let r = self.request(method, &headers, Some(raw))?;
         if r.code != 0 {
             return Err(self.refused(&r));
         }
@@ -360,7 +364,9 @@ mod tests {
             path,
             timeout: Duration::from_millis(200),
         };
-        let e = client.verdict(b"Subject: x\n\nx\n", false).unwrap_err();
+        let e = client
+            .verdict(b"Subject: x\n\nx\n", Reading::Stored)
+            .unwrap_err();
         assert!(matches!(e, ClientError::NoAnswer { .. }), "{e}");
         assert!(e.to_string().contains("did not answer within"), "{e}");
         holder.join().unwrap();

@@ -123,6 +123,9 @@ pub struct Head {
     pub remove: Targets,
     /// `Compress: zlib` (spamc -z): the body as sent is the message deflated.
     pub compressed: bool,
+    /// `Cut: yes`, spamnb's own: the body is the start of a longer message in transit,
+    /// scored but never learned (no correction of the whole message would find it).
+    pub cut: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -392,6 +395,7 @@ fn head_of(method: Method, version: u32, lines: &[&[u8]]) -> Result<Head, Protoc
         set: Targets::default(),
         remove: Targets::default(),
         compressed: false,
+        cut: false,
     };
     for line in lines {
         let line = String::from_utf8_lossy(line);
@@ -423,6 +427,7 @@ fn head_of(method: Method, version: u32, lines: &[&[u8]]) -> Result<Head, Protoc
             "remove" => head.remove = Targets::parse(value),
             "compress" if value.eq_ignore_ascii_case("zlib") => head.compressed = true,
             "compress" => return Err(ProtocolError::Compressed),
+            "cut" => head.cut = value.eq_ignore_ascii_case("yes"),
             // Unknown headers are ignored, as spamd does.
             _ => {}
         }

@@ -9,7 +9,7 @@ use super::codec::{Code, Head, Method, ProtocolError, Reply, Request, SpamLine};
 use crate::config::Config;
 use crate::daemon::listen::Peer;
 use crate::daemon::metrics::Protocol;
-use crate::daemon::{CheckError, Context, Scored};
+use crate::daemon::{CheckError, Context, Reading, Scored};
 use crate::message::escape_control;
 use crate::model::{Class, Decision, ModelConfig, Verdict};
 use crate::spam_headers::tagged;
@@ -62,8 +62,14 @@ async fn check(request: Request, ctx: &Context, protocol: Protocol) -> Reply {
     let raw: Arc<[u8]> = body.into();
     // Mail in transit teaches; a `spamnb check` through the control socket is a question,
     // and teaches nothing.
-    let in_transit = protocol != Protocol::Control || head.method == Method::Deliver;
-    match ctx.check(protocol, raw.clone(), in_transit).await {
+    let reading = if protocol == Protocol::Control && head.method != Method::Deliver {
+        Reading::Stored
+    } else if head.cut {
+        Reading::InTransitCut
+    } else {
+        Reading::InTransit
+    };
+    match ctx.check(protocol, raw.clone(), reading).await {
         Ok(Scored { verdict, engine }) => {
             tracing::info!(
                 method = head.method.name(),
@@ -425,6 +431,7 @@ mod tests {
             set: Default::default(),
             remove: Default::default(),
             compressed: false,
+            cut: false,
         }
     }
 

@@ -1228,4 +1228,29 @@ fn filter_autolearns_firm_verdicts_directly_and_through_the_daemon() {
     assert!(out.status.success(), "{}", util::text(&out.stderr));
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(learned(&mut d.cli()), [before[0] + 1, before[1]]);
+
+    // A message longer than scoring reads goes cut: still read as mail in transit, so a
+    // forged X-Spam-Prev-Subject does not stand in for its Subject, and never learned.
+    let long = |raw: &[u8], forged: bool| {
+        let at = raw.windows(2).position(|w| w == b"\n\n").expect("a body") + 1;
+        let mut out = raw[..at].to_vec();
+        if forged {
+            out.extend_from_slice(b"X-Spam-Prev-Subject: meeting notes for the team\n");
+        }
+        out.extend_from_slice(&raw[at..]);
+        out.extend(b"plain padding line\n".repeat(90_000));
+        out
+    };
+    let status = |out: &[u8]| {
+        let out = util::text(out);
+        out.lines()
+            .find(|l| l.starts_with("X-Spam-Status:"))
+            .map(str::to_owned)
+    };
+    let plain = util::run_with_stdin(d.cli().arg("filter"), &long(&firm[2], false));
+    let forged = util::run_with_stdin(d.cli().arg("filter"), &long(&firm[2], true));
+    assert!(status(&plain.stdout).is_some(), "{}", d.log());
+    assert_eq!(status(&plain.stdout), status(&forged.stdout), "{}", d.log());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(learned(&mut d.cli()), [before[0] + 1, before[1]]);
 }
