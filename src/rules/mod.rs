@@ -50,9 +50,6 @@ use self::target::joined;
 use crate::message::Message;
 use crate::segment::is_word_byte;
 
-/// URLs of a message looked at by `uri` rules.
-const MAX_URLS: usize = 200;
-
 /// Where built-in rules say they come from, in reports and `--explain`.
 pub const BUILT_IN_DIR: &str = "(built in)";
 
@@ -481,15 +478,17 @@ impl RuleSet {
 /// What rules of `kind` (body, rawbody, uri or full) read in `msg`; `body` is its
 /// [`body_text`], made once by the caller.
 fn texts<'m>(kind: Kind, msg: &'m Message, body: &'m str) -> impl Iterator<Item = &'m [u8]> {
-    let (whole, plain, urls): (Option<&[u8]>, &[std::ops::Range<usize>], usize) = match kind {
-        Kind::Body => (Some(body.as_bytes()), &[], 0),
+    // Every link the message keeps (it bounds them): a cap of the rules' own let two
+    // hundred empty anchors hide the one that mattered.
+    let (whole, plain, urls): (Option<&[u8]>, &[std::ops::Range<usize>], &[String]) = match kind {
+        Kind::Body => (Some(body.as_bytes()), &[], &[]),
         // As SpamAssassin reads it: text parts and the HTML's markup, not HTML rendered.
-        Kind::Rawbody => (Some(msg.html.as_bytes()), &msg.plain, 0),
-        Kind::Uri => (None, &[], MAX_URLS),
-        _ => (Some(msg.raw), &[], 0),
+        Kind::Rawbody => (Some(msg.html.as_bytes()), &msg.plain, &[]),
+        Kind::Uri => (None, &[], &msg.urls),
+        _ => (Some(msg.raw), &[], &[]),
     };
     let plain = plain.iter().map(|r| &msg.text.as_bytes()[r.clone()]);
-    let urls = msg.urls.iter().take(urls).map(|u| u.as_bytes());
+    let urls = urls.iter().map(|u| u.as_bytes());
     whole.into_iter().chain(plain).chain(urls)
 }
 

@@ -72,6 +72,45 @@ pub struct Hop {
     pub records_client: bool,
 }
 
+/// The longest text between brackets read as an address: `IPv6:` and 45 characters.
+const MAX_BRACKETED: usize = 64;
+
+/// The parenthesized comments of `text`, each to the next `)` (a comment inside a
+/// comment is read on its own too), and where each starts. One pass from the end: a
+/// forged line of `((((` costs no more than its length.
+fn comments(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut close = text.len();
+    for (at, b) in text.bytes().enumerate().rev() {
+        match b {
+            b')' => close = at,
+            b'(' => out.push((at, &text[at + 1..close])),
+            _ => {}
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// Each `[address]` of `text` that is not a HELO (`helo=[…]`), and where its `[` is: read
+/// to the `]` or the end of its comment, and never past an address's length, so that
+/// `[[[[` costs its length.
+fn bracketed(text: &str) -> impl Iterator<Item = (usize, IpAddr)> + '_ {
+    (memchr::memchr_iter(b'[', text.as_bytes()))
+        .filter(|&at| !text[..at].ends_with("helo="))
+        .filter_map(|at| {
+            let rest = &text.as_bytes()[at + 1..];
+            let near = &rest[..rest.len().min(MAX_BRACKETED + 1)];
+            let end = match memchr::memchr2(b']', b')', near) {
+                Some(end) => end,
+                None if rest.len() <= MAX_BRACKETED => rest.len(),
+                None => return None,
+            };
+            let inside = std::str::from_utf8(&rest[..end]).ok()?;
+            Some((at, inside.trim_start_matches("IPv6:").parse().ok()?))
+        })
+}
+
 impl Hop {
     /// The relay that handed the mail to the server that wrote `received` (one Received:
     /// field); none for a line that names none (local submission, LMTP).
@@ -85,26 +124,25 @@ impl Hop {
         let line = received.trim_start();
         let from = line.strip_prefix("from ")?;
         let (from, after) = from.split_once(" by ").unwrap_or((from, ""));
-        // The parenthesized comments, each to its closing parenthesis.
-        let mut comments: Vec<(usize, &str)> = (from.match_indices('('))
-            .map(|(at, _)| (at, from[at + 1..].split(')').next().unwrap_or_default()))
-            .collect();
+        let mut comments = comments(from);
         let records_client = !line.contains("with local for")
             && (comments.iter()).any(|&(_, comment)| is_client_record(comment));
         // qmail's record of the greeting names no relay.
         comments.retain(|(_, c)| !c.starts_with("HELO ") && !c.starts_with("helo "));
-        // The first `[address]` that is not a HELO (`helo=[…]`).
-        let bracketed = |text: &str| {
-            (text.match_indices('['))
-                .filter(|&(at, _)| !text[..at].ends_with("helo="))
-                .find_map(|(at, _)| {
-                    let inside = text[at + 1..].split(']').next()?;
-                    inside.trim_start_matches("IPv6:").parse().ok()
-                })
+        // Comments overlap (each runs to the next `)`): the `[address]`es are read once,
+        // and each comment takes the first that starts inside it.
+        let addresses: Vec<(usize, IpAddr)> = bracketed(from).collect();
+        let in_comment = (comments.iter().rev()).find_map(|&(at, c)| {
+            let first = addresses.partition_point(|&(a, _)| a <= at);
+            (addresses.get(first))
+                .filter(|&&(a, _)| a <= at + c.len())
+                .map(|&(_, ip)| (at, c, ip))
+        });
+        let bare = || {
+            (comments.iter().rev())
+                .filter(|(_, c)| c.len() <= MAX_BRACKETED)
+                .find_map(|&(_, c)| c.trim().parse::<IpAddr>().ok())
         };
-        let in_comment =
-            (comments.iter().rev()).find_map(|&(at, c)| bracketed(c).map(|ip: IpAddr| (at, c, ip)));
-        let bare = || (comments.iter().rev()).find_map(|&(_, c)| c.trim().parse::<IpAddr>().ok());
         // Outside the comments, Exim without reverse DNS writes `from [ADDRESS]
         // (helo=…)`, others `from HELO [ADDRESS]`; qmail writes `from ADDRESS (HELO …)`.
         let outside = || -> String {
@@ -121,7 +159,7 @@ impl Hop {
         };
         let address = (in_comment.map(|(_, _, ip)| ip))
             .or_else(bare)
-            .or_else(|| bracketed(&outside()))
+            .or_else(|| bracketed(&outside()).next().map(|(_, ip)| ip))
             .or_else(qmail);
         // Only a name the server looked up: never the HELO name the client chose.
         let name = in_comment.and_then(|(at, comment, _)| {
@@ -522,5 +560,34 @@ mod tests {
             assert_eq!((hop.name, hop.address), want, "{received}");
         }
         assert_eq!(Hop::of_received("by mx.example.net; Tue, 1 Dec 2026"), None);
+    }
+
+    /// Each `(` made a comment to the next `)`, and each `[` in it was read to the next
+    /// `]`: a forged line of `([([…` cost the cube of its length (50 KB: eight minutes).
+    #[test]
+    fn a_received_line_of_parentheses_is_read_in_linear_time() {
+        for piece in ["(", "([", "[", "(x [1.2.3.4"] {
+            let line = format!(
+                "from x {} by mx.example.org",
+                piece.repeat(50_000 / piece.len())
+            );
+            let started = std::time::Instant::now();
+            let _ = Hop::of_received(&line);
+            // Linear takes a millisecond; this guards against the cube, it measures nothing.
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(1),
+                "{piece:?}: {:?}",
+                started.elapsed()
+            );
+        }
+        let nested = Hop::of_received(
+            "from mail.example.com (mail.example.com (via relay) [192.0.2.7]) by mx.example.org",
+        )
+        .expect("a hop");
+        assert_eq!(
+            nested.address,
+            Some("192.0.2.7".parse().unwrap()),
+            "{nested:?}"
+        );
     }
 }

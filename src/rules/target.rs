@@ -70,22 +70,16 @@ impl Target {
         })
     }
 
-    /// The first mail address in a header value.
+    /// The first mail address in a header value, in angle brackets or bare. Never one
+    /// written in a quoted display name or a comment: those are the sender's free text,
+    /// which no check authenticates (`"<boss@partner.example>" <spam@evil.example>`
+    /// would pass for the partner), so such values go to mail-parser's address parser.
     pub fn address(value: &str) -> Option<String> {
-        if let Some(start) = value.find('<') {
-            let rest = &value[start + 1..];
-            let end = rest.find('>').unwrap_or(rest.len());
-            return Some(rest[..end].trim().to_string());
+        if value.contains(['"', '(']) {
+            return parsed_addresses(value).into_iter().next();
         }
-        value
-            .split([' ', ',', ';'])
-            .find(|w| w.contains('@'))
-            .map(|w| {
-                w.trim_matches(|c| c == '"' || c == '(' || c == ')')
-                    .to_string()
-            })
+        plain_address(value)
     }
-
     /// The text, borrowed from the message when it is one header value as it stands (most
     /// are): a header rule set reads a dozen of them from every message.
     pub(super) fn text<'m>(&'m self, msg: &'m Message) -> Option<Cow<'m, str>> {
@@ -193,6 +187,19 @@ impl Part {
     }
 }
 
+/// The first mail address in a value with no quotes or comments.
+fn plain_address(value: &str) -> Option<String> {
+    if let Some(start) = value.find('<') {
+        let rest = &value[start + 1..];
+        let end = rest.find('>').unwrap_or(rest.len());
+        return Some(rest[..end].trim().to_string());
+    }
+    value
+        .split([' ', ',', ';'])
+        .find(|w| w.contains('@'))
+        .map(|w| w.trim_matches(')').to_string())
+}
+
 /// Every mail address in an address list value, as mail-parser reads the list (quoted
 /// names with commas, groups, comments); the first address by [`Target::address`] when
 /// it reads none.
@@ -204,11 +211,21 @@ fn addresses(value: &str) -> Vec<String> {
         .is_some_and(|at| !value[at + 1..].contains('@'))
         && !value.contains(['"', ',', ';', '(', '\\', ':']);
     if simple {
-        return Target::address(value).into_iter().collect();
+        return plain_address(value).into_iter().collect();
     }
+    let parsed = parsed_addresses(value);
+    if parsed.is_empty() {
+        Target::address(value).into_iter().collect()
+    } else {
+        parsed
+    }
+}
+
+/// The mail addresses mail-parser reads in an address list value.
+fn parsed_addresses(value: &str) -> Vec<String> {
     // The parser reads a field to its line end.
     let field = format!("{value}\n");
-    let parsed = match MessageStream::new(field.as_bytes()).parse_address() {
+    match MessageStream::new(field.as_bytes()).parse_address() {
         HeaderValue::Address(list) => list
             .iter()
             .filter_map(|a| a.address())
@@ -216,11 +233,6 @@ fn addresses(value: &str) -> Vec<String> {
             .map(String::from)
             .collect(),
         _ => Vec::new(),
-    };
-    if parsed.is_empty() {
-        Target::address(value).into_iter().collect()
-    } else {
-        parsed
     }
 }
 

@@ -2868,3 +2868,49 @@ fn base64(data: &[u8]) -> String {
     }
     out
 }
+
+/// `:addr` is the address the mail is from, never text in a quoted display name or a
+/// comment: the sender writes those freely, and a decisive welcome rule hit on them.
+#[test]
+fn addr_is_the_address_not_a_bracketed_text_in_the_display_name_or_a_comment() {
+    let s = set(
+        "header LOCAL_PARTNER From:addr =~ /\\@partner\\.example$/i\n\
+                 header LOCAL_HOST From:host =~ /^partner\\.example$/i\n",
+    );
+    for from in [
+        "\"<boss@partner.example>\" <spam@evil.example>",
+        "spam@evil.example (<boss@partner.example>)",
+        "\"boss@partner.example\" spam@evil.example",
+    ] {
+        let raw = format!("From: {from}\nTo: a@b.example\nSubject: hi\n\nhello\n");
+        assert_eq!(hits(&s, &raw), Vec::<String>::new(), "From: {from}");
+    }
+    for from in [
+        "\"Boss, The\" <boss@partner.example>",
+        "boss@partner.example (The Boss)",
+        "<boss@partner.example>",
+    ] {
+        let raw = format!("From: {from}\nTo: a@b.example\nSubject: hi\n\nhello\n");
+        assert_eq!(
+            hits(&s, &raw),
+            ["LOCAL_PARTNER", "LOCAL_HOST"],
+            "From: {from}"
+        );
+    }
+}
+
+/// `uri` rules read every link the message keeps: two hundred empty anchors first hid
+/// the one that mattered.
+#[test]
+fn uri_rules_see_a_link_after_two_hundred_others() {
+    let s = set("uri LOCAL_BAD_LINK /evil\\.example/\n");
+    let mut html = String::new();
+    for i in 0..200 {
+        html.push_str(&format!("<a href=\"http://host{i}.example.org/\"></a>"));
+    }
+    html.push_str("<a href=\"http://evil.example/buy\">click</a>");
+    let raw = format!(
+        "From: a@b.example\nSubject: hi\nMIME-Version: 1.0\nContent-Type: text/html\n\n{html}\n"
+    );
+    assert_eq!(hits(&s, &raw), ["LOCAL_BAD_LINK"]);
+}
