@@ -404,10 +404,23 @@ impl Session {
     }
 
     fn answer(&self, verdict: Option<(&Verdict, &ModelConfig)>) -> (Vec<Response>, Disposition) {
-        let Some((verdict, model)) = verdict else {
-            return (vec![Response::Continue], Disposition::PassedUnscored);
-        };
         let granted = self.negotiated.map_or(0, |n| n.actions);
+        let mut out = Vec::new();
+        // Forged fields go whatever the verdict: left on mail passed on unscored, a
+        // forged `X-Spam-Status: No` would read as spamnb's own after delivery.
+        if granted & action::CHANGE_HEADERS != 0 {
+            for (name, index) in forged_deletions(&self.transaction.forged) {
+                out.push(Response::ChangeHeader {
+                    index: *index,
+                    name: name.clone(),
+                    value: String::new(),
+                });
+            }
+        }
+        let Some((verdict, model)) = verdict else {
+            out.push(Response::Continue);
+            return (out, Disposition::PassedUnscored);
+        };
         let leading_space = self
             .negotiated
             .is_some_and(|n| n.steps & step::HEADER_LEADING_SPACE != 0);
@@ -421,16 +434,6 @@ impl Session {
                 vec![Response::ReplyCode(self.settings.reject_reply())],
                 Disposition::Rejected,
             );
-        }
-        let mut out = Vec::new();
-        if granted & action::CHANGE_HEADERS != 0 {
-            for (name, index) in forged_deletions(&self.transaction.forged) {
-                out.push(Response::ChangeHeader {
-                    index: *index,
-                    name: name.clone(),
-                    value: String::new(),
-                });
-            }
         }
         let with_space = |value: String| {
             if leading_space {
@@ -596,13 +599,15 @@ impl Session {
 /// refuse all mail for a minute, and the sender could send it again.
 const MAX_FORGED_DELETIONS: usize = 64;
 
-/// The forged fields to delete, at most [`MAX_FORGED_DELETIONS`], those filters read
-/// (what spamnb and SpamAssassin write) before the rest; the last first, so that a
-/// deletion never moves a field still to delete, whichever way the MTA counts them.
+/// The forged fields to delete, at most [`MAX_FORGED_DELETIONS`]: [`PREV_SUBJECT`] first
+/// (learning reads it as the subject as sent), then the first of each name that filters
+/// read (what spamnb and SpamAssassin write), then their other copies, then the rest;
+/// the last first, so that a deletion never moves a field still to delete, whichever way
+/// the MTA counts them.
 fn forged_deletions(forged: &[(String, u32)]) -> Vec<&(String, u32)> {
-    let read_by_filters = |name: &str| {
-        let name = name.to_ascii_lowercase();
-        [
+    let rank = |(name, index): &(String, u32)| {
+        let name = name.trim().to_ascii_lowercase();
+        let read_by_filters = [
             "flag",
             "status",
             "level",
@@ -612,11 +617,16 @@ fn forged_deletions(forged: &[(String, u32)]) -> Vec<&(String, u32)> {
             "checker-version",
         ]
         .iter()
-        .any(|n| name.strip_prefix("x-spam-") == Some(*n))
+        .any(|n| name.strip_prefix("x-spam-") == Some(*n));
+        match (name.eq_ignore_ascii_case(PREV_SUBJECT), read_by_filters) {
+            (true, _) => 0,
+            (false, true) if *index == 1 => 1,
+            (false, true) => 2,
+            (false, false) => 3,
+        }
     };
-    let (mut chosen, rest): (Vec<usize>, Vec<usize>) =
-        (0..forged.len()).partition(|&i| read_by_filters(&forged[i].0));
-    chosen.extend(rest);
+    let mut chosen: Vec<usize> = (0..forged.len()).collect();
+    chosen.sort_by_key(|&i| rank(&forged[i]));
     chosen.truncate(MAX_FORGED_DELETIONS);
     chosen.sort_unstable_by(|a, b| b.cmp(a));
     chosen.into_iter().map(|i| &forged[i]).collect()
@@ -1275,6 +1285,53 @@ mod tests {
         // The others from the first, deleted from the last.
         let others: Vec<u32> = deleted[2..].iter().map(|(_, i)| *i).collect();
         assert_eq!(others, (1..=62).rev().collect::<Vec<u32>>());
+
+        // Copies of one read name cannot push out the field learning reads, nor the
+        // first of another read name.
+        let mut forged: Vec<(String, u32)> =
+            (1..=100).map(|i| ("X-Spam-Level".into(), i)).collect();
+        forged.push(("X-Spam-Prev-Subject".into(), 1));
+        forged.push(("X-Spam-Status".into(), 1));
+        let deleted = forged_deletions(&forged);
+        assert_eq!(deleted.len(), MAX_FORGED_DELETIONS);
+        for field in [
+            ("X-Spam-Prev-Subject", 1),
+            ("X-Spam-Status", 1),
+            ("X-Spam-Level", 1),
+        ] {
+            assert!(
+                deleted.iter().any(|(n, i)| (n.as_str(), *i) == field),
+                "{field:?} not in {deleted:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn forged_fields_go_even_when_the_message_passes_unscored() {
+        let mut s = postfix_session(MilterSettings::default());
+        run(
+            &mut s,
+            vec![
+                Command::Mail(vec!["<a@example.org>".into()]),
+                header("X-Spam-Status", " No, score=-8.0"),
+                header("X-Spam-Flag", " NO"),
+                Command::EndOfHeaders,
+                Command::Body(b"body\r\n".to_vec()),
+            ],
+        );
+        end_of_message(&mut s);
+        let (responses, d) = s.finish(None);
+        assert_eq!(d, Disposition::PassedUnscored);
+        let deleted: Vec<_> = (responses.iter())
+            .filter_map(|r| match r {
+                Response::ChangeHeader { name, value, .. } if value.is_empty() => {
+                    Some(name.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(deleted, ["X-Spam-Flag", "X-Spam-Status"], "{responses:?}");
+        assert_eq!(responses.last(), Some(&Response::Continue));
     }
 
     #[test]
