@@ -438,6 +438,11 @@ pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig
         |f, n, w| contributions.push((f, n, w)),
         &mut joint,
     );
+    // The class priors alone are no evidence about this message: with ten times more ham
+    // learned, words never seen would have made a verdict of ham.
+    if contributions.is_empty() {
+        return Verdict::unsure(rules, "no feature of this message has been learned".into());
+    }
     let parts = combine(
         joint[Class::Spam.index()] - joint[Class::Ham.index()],
         &contributions,
@@ -829,5 +834,39 @@ mod tests {
         assert_eq!(tc.occurrences, [0, 3]);
         apply(&mut tc, Class::Spam, 5, -1);
         assert_eq!(tc, TokenCounts::default());
+    }
+
+    #[test]
+    fn a_message_with_no_evidence_is_not_ham_by_the_prior_alone() {
+        struct Table(Totals, std::collections::HashMap<&'static str, TokenCounts>);
+        impl CountSource for Table {
+            fn totals(&self) -> Totals {
+                self.0
+            }
+            fn token(&self, feature: &str) -> Option<TokenCounts> {
+                self.1.get(feature).copied()
+            }
+        }
+        let meeting = TokenCounts {
+            occurrences: [500, 0],
+            messages: [500, 0],
+        };
+        let counts = Table(
+            Totals {
+                messages: [1000, 50],
+                occurrences: [500, 0],
+                presences: [500, 0],
+                vocabulary: 1,
+            },
+            [("meeting", meeting)].into_iter().collect(),
+        );
+        let unseen: Features = ["qwzrt", "plokmj", "vbnzx"].into_iter().collect();
+        let v = classify(&unseen, &counts, &ModelConfig::default());
+        assert_eq!(
+            v.decision,
+            Decision::Unsure,
+            "score {} from no feature",
+            v.score
+        );
     }
 }
