@@ -86,11 +86,10 @@ use crate::store::Outcome;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error(
-        "cannot watch {path}: {source}; if the limit of inotify watches is reached, raise fs.inotify.max_user_watches"
-    )]
+    #[error("cannot watch {path}: {source}; raise fs.inotify.max_user_watches")]
     Watch {
-        path: PathBuf,
+        /// Shown with its control characters escaped: a folder's name is a user's choice.
+        path: String,
         source: notify::Error,
     },
     #[error("cannot start watching files: {0}")]
@@ -534,7 +533,7 @@ impl Watcher {
             if self.users[user].found {
                 info!(
                     "folder watch: the Maildir {} of {} is there now; watching it",
-                    self.users[user].root.display(),
+                    shown(&self.users[user].root),
                     self.users[user].user
                 );
                 self.rescan_user(user)?;
@@ -561,7 +560,7 @@ impl Watcher {
                 };
                 warn!(
                     "folder watch: the Maildir {} of {} {why}; it is looked for again every {}s",
-                    root.display(),
+                    shown(&root),
                     self.users[user].user,
                     self.settings.look_for_maildirs.as_secs()
                 );
@@ -601,14 +600,27 @@ impl Watcher {
         if self.watched.contains(dir) {
             return Ok(());
         }
-        self.notify
-            .watch(dir, RecursiveMode::NonRecursive)
-            .map_err(|source| Error::Watch {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        self.watched.insert(dir.to_path_buf());
-        Ok(())
+        match self.notify.watch(dir, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                self.watched.insert(dir.to_path_buf());
+                Ok(())
+            }
+            // The system's limit stops every user's watching: that is the operator's to
+            // raise. One folder that cannot be watched stops no one else's.
+            Err(source) if matches!(source.kind, notify::ErrorKind::MaxFilesWatch) => {
+                Err(Error::Watch {
+                    path: shown(dir),
+                    source,
+                })
+            }
+            Err(e) => {
+                warn!(
+                    "folder watch: cannot watch {}: {e}; mail moved there is not followed",
+                    shown(dir)
+                );
+                Ok(())
+            }
+        }
     }
 
     fn rescan_all(&mut self) -> Result<(), Error> {
@@ -919,6 +931,22 @@ pub fn carries_spam_flag(raw: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    /// A folder's name is its user's choice: one with a line break in it wrote log lines
+    /// of its own through the watcher's error.
+    #[test]
+    fn a_folder_name_forges_no_log_line() {
+        let e = Error::Watch {
+            path: shown(Path::new(
+                "/m/.evil\n2026-12-06T23:40:00Z  INFO spamnb: FORGED\u{1b}[2K",
+            )),
+            source: notify::Error::generic("no room"),
+        };
+        let said = e.to_string();
+        assert!(!said.contains(['\n', '\u{1b}']), "{said}");
+        assert!(said.contains("max_user_watches"), "{said}");
+    }
+
     use super::*;
     use FolderKind::*;
 
