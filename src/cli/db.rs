@@ -1,8 +1,8 @@
 //! `spamnb stats`, `export` and `import`: looking into, saving and restoring the database.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -118,17 +118,56 @@ fn print(text: &str) -> anyhow::Result<()> {
 pub fn export(config: &Config, args: &ExportArgs) -> anyhow::Result<ExitCode> {
     // The database here, or through the daemon that holds it.
     let route = super::route::Route::open(config, Missing::Empty)?;
-    let mut out: Box<dyn Write> = match &args.file {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
+    match &args.file {
+        Some(p) => export_to(&route, p)?,
+        None => write_dump(&route, std::io::stdout().lock()).context("writing the export")?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the dump beside `path` and renames it over `path` only once it is whole and on
+/// disk: an export that fails (a full disk, a read error midway) leaves the backup made
+/// before it as it was. What is not a regular file (a pipe, `/dev/stdout`) holds no backup
+/// and is written in place.
+fn export_to(route: &super::route::Route, path: &Path) -> anyhow::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let f = File::create(path).with_context(|| format!("cannot open {}", path.display()))?;
+        return write_dump(route, f).context("writing the export");
+    }
+    // A link to the backup stays a link: the file it names is the one replaced.
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let Some(name) = path.file_name() else {
+        anyhow::bail!("{} names no file to export to", path.display());
     };
-    route.export(&mut out).context("writing the export")?;
+    let mut partial = name.to_os_string();
+    partial.push(format!(".{}.partial", std::process::id()));
+    let partial = path.with_file_name(partial);
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&partial)
+        .with_context(|| format!("cannot create {}", partial.display()))?;
+    let written = (|| -> anyhow::Result<()> {
+        // A backup kept private stays private.
+        if let Ok(old) = std::fs::metadata(&path) {
+            file.set_permissions(old.permissions())?;
+        }
+        write_dump(route, &file)?;
+        file.sync_all()?;
+        Ok(std::fs::rename(&partial, &path)?)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    written.with_context(|| format!("writing the export to {}", path.display()))
+}
+
+fn write_dump(route: &super::route::Route, out: impl Write) -> anyhow::Result<()> {
+    let mut out = BufWriter::new(out);
+    route.export(&mut out)?;
     // Dropping a BufWriter would flush it and lose the error: a full disk must not leave
     // a cut dump behind an exit status of success.
-    out.flush().context("writing the export")?;
-    Ok(ExitCode::SUCCESS)
+    Ok(out.flush()?)
 }
 
 pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {

@@ -1,5 +1,6 @@
 //! The command line: learn, check, filter, stats, export and import, run as a user would.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -968,6 +969,72 @@ fn import_refuses_a_cut_dump() {
         s["database"] = copy.display().to_string().into();
         s
     });
+}
+
+/// `spamnb export FILE` truncated FILE before it wrote: an export that failed midway (a
+/// full disk, here a limit on the size of the files it writes) left neither the backup made
+/// before it nor a new one. Through the daemon, so that the limit meets the dump alone: sled
+/// writes as much as its log holds when it opens a database.
+#[test]
+fn a_failed_export_keeps_the_previous_backup() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let d = crate::daemon::Daemon::start(
+        tmp.path(),
+        &tmp.path().join("db"),
+        &crate::daemon::Sections::default(),
+    );
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    let run = |args: &[&OsStr]| {
+        let out = d.cli().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    };
+    run(&["learn".as_ref(), "--ham".as_ref(), ham.as_ref()]);
+    let backups = tmp.path().join("backups");
+    std::fs::create_dir(&backups).unwrap();
+    let dump = backups.join("model.txt");
+    run(&["export".as_ref(), dump.as_ref()]);
+    let before = std::fs::read(&dump).unwrap();
+    run(&["learn".as_ref(), "--spam".as_ref(), spam.as_ref()]);
+    let limit = before.len() as u64 + 100;
+    let mut cmd = d.cli();
+    cmd.arg("export").arg(&dump);
+    // SAFETY: between fork and exec only setrlimit and signal run, both async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let size = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            // A write past the limit then fails, as on a full disk, instead of killing.
+            if libc::signal(libc::SIGXFSZ, libc::SIG_IGN) == libc::SIG_ERR
+                || libc::setrlimit(libc::RLIMIT_FSIZE, &size) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert!(
+        std::fs::read(&dump).unwrap() == before,
+        "the backup was changed"
+    );
+    let left: Vec<_> = std::fs::read_dir(&backups)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["model.txt"], "the failed export left files behind");
+    // Without the limit it is replaced, and a backup kept private stays so.
+    std::fs::set_permissions(&dump, std::fs::Permissions::from_mode(0o600)).unwrap();
+    run(&["export".as_ref(), dump.as_ref()]);
+    let after = std::fs::metadata(&dump).unwrap();
+    assert!(after.len() > limit, "{} bytes", after.len());
+    assert_eq!(after.permissions().mode() & 0o777, 0o600);
 }
 
 /// sled panics at open on some damaged files (a truncated `db`; blobs gone before it
