@@ -223,6 +223,16 @@ impl Config {
                 "scan_limit must be at least 1024 bytes, not {scan_limit}"
             )));
         }
+        // sled panics on a cache of no bytes, which `cache_mb << 20` wraps to from 2^44 up.
+        let cache_bytes = match raw.cache_mb {
+            None => defaults.store.cache_bytes,
+            Some(mb) => mb.checked_mul(1 << 20).filter(|_| mb >= 1).ok_or_else(|| {
+                invalid(format!(
+                    "cache_mb must be between 1 and {} (megabytes), not {mb}",
+                    u64::MAX >> 20
+                ))
+            })?,
+        };
         crate::daemon::config::validate(&raw.daemon, &raw.spamd, &raw.http).map_err(invalid)?;
         raw.milter.validate().map_err(invalid)?;
         let watch = raw
@@ -234,9 +244,7 @@ impl Config {
             source: Some(path.into()),
             db: raw.db.unwrap_or(defaults.db),
             store: StoreOptions {
-                cache_bytes: raw
-                    .cache_mb
-                    .map_or(defaults.store.cache_bytes, |mb| mb << 20),
+                cache_bytes,
                 ..defaults.store
             },
             extractor: Extractor {
@@ -317,5 +325,21 @@ mod tests {
         // Thresholds beyond the autolearning ones are fine while it is off.
         assert!(Config::parse("[model]\nspam_threshold = 10.0\n", p).is_ok());
         assert!(Config::parse("[model]\nsubject_tag = \"[SPAM _SCORE_]\"\n", p).is_ok());
+    }
+
+    /// `cache_mb = 0`, or any value from 2^44 up (which `mb << 20` wrapped to 0), passed
+    /// validation; sled then panicked on open and every command called a whole database
+    /// damaged.
+    #[test]
+    fn a_cache_of_no_bytes_is_refused() {
+        let p = Path::new("spamnb.toml");
+        for text in ["cache_mb = 0\n", "cache_mb = 17592186044416\n"] {
+            match Config::parse(text, p) {
+                Err(e) => assert!(e.to_string().contains("cache_mb must be"), "{text:?}: {e}"),
+                Ok(c) => panic!("{text:?} accepted: {} bytes", c.store.cache_bytes),
+            }
+        }
+        let c = Config::parse("cache_mb = 17592186044415\n", p).unwrap();
+        assert_eq!(c.store.cache_bytes, u64::MAX >> 20 << 20);
     }
 }
