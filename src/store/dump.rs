@@ -10,7 +10,8 @@
 //! end TOKEN_RECORDS LEDGER_RECORDS
 //! ```
 //! Features are percent-escaped (`%`, whitespace and control characters) so each record
-//! is one line. Token totals and vocabulary are recomputed on import, not trusted.
+//! is one line. Token totals and vocabulary are recomputed on import, not trusted, and a
+//! feature given twice is refused.
 //! `digest` says how the ledger's digests were taken ([`DigestKind`]); dumps before
 //! version 3 have none, and were taken of the whole message.
 //!
@@ -85,6 +86,8 @@ fn export_held(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
 pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> {
     let mut totals = Totals::default();
     let mut tokens: Vec<(String, TokenCounts)> = Vec::new();
+    // The line of each of `tokens`, to name one given twice.
+    let mut token_lines: Vec<usize> = Vec::new();
     let mut ledger: Vec<(Digest, LedgerEntry)> = Vec::new();
     let mut version = None;
     let mut digest_kind = None;
@@ -144,6 +147,7 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                     unescape(feature).ok_or_else(|| bad("bad escape in feature"))?,
                     counts,
                 ));
+                token_lines.push(n);
             }
             ["ledger", hex, class, at, user] => {
                 let digest = parse_digest(hex).ok_or_else(|| bad("bad digest"))?;
@@ -185,6 +189,7 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
         Some(1) => check_ledger_matches_totals(&ledger, &totals, seen_totals)?,
         Some(_) => check_end(end, seen_totals, [token_records, ledger.len() as u64])?,
     }
+    check_each_feature_once(&tokens, &token_lines)?;
     let digest_kind = match (version, digest_kind) {
         (Some(3), None) => {
             return Err(Error::Import {
@@ -236,6 +241,29 @@ fn check_ledger_matches_totals(
         return Ok(());
     };
     Err(Error::CutOff { reason })
+}
+
+/// A feature given twice (a dump edited by hand, or two dumps joined) would be stored once
+/// and counted twice in the totals: refused, at the first line that gives one again.
+fn check_each_feature_once(tokens: &[(String, TokenCounts)], lines: &[usize]) -> Result<(), Error> {
+    // Sorting where they are, rather than a set of every feature: a dump holds millions.
+    let mut order: Vec<usize> = (0..tokens.len()).collect();
+    order.sort_unstable_by(|&a, &b| tokens[a].0.cmp(&tokens[b].0).then(a.cmp(&b)));
+    let again = order
+        .windows(2)
+        .filter(|w| tokens[w[0]].0 == tokens[w[1]].0)
+        .min_by_key(|w| w[1]);
+    match again {
+        Some(&[first, again]) => Err(Error::Import {
+            line: lines[again],
+            reason: format!(
+                "feature {} was given on line {} already",
+                escape(&tokens[again].0),
+                lines[first]
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 fn number(s: &str) -> Option<u64> {
@@ -489,5 +517,33 @@ mod tests {
         }
         assert_eq!(unescape("%G0"), None);
         assert_eq!(unescape("%4"), None);
+    }
+
+    /// A dump that gave a feature twice was imported with the feature stored once and
+    /// counted twice in the totals.
+    #[test]
+    fn a_dump_that_gives_a_feature_twice_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, dump) = learned(&dir.path().join("a"));
+        let lines: Vec<&str> = dump.lines().collect();
+        let (at, first) = (lines.iter().enumerate())
+            .find(|(_, l)| l.starts_with("token "))
+            .unwrap();
+        let feature = first.rsplit(' ').next().unwrap();
+        let tokens = dump.lines().filter(|l| l.starts_with("token ")).count();
+        let twice = dump
+            .replace(
+                &format!("{first}\n"),
+                &format!("{first}\ntoken 500 0 500 0 {feature}\n"),
+            )
+            .replace(&format!("end {tokens} "), &format!("end {} ", tokens + 1));
+        let copy = open(&dir.path().join("b"));
+        let result = import(&copy, &mut twice.as_bytes());
+        let wanted = format!("feature {feature} was given on line {} already", at + 1);
+        assert!(
+            matches!(&result, Err(Error::Import { line, reason }) if *line == at + 2 && *reason == wanted),
+            "{result:?}"
+        );
+        assert_eq!(copy.totals(), Totals::default());
     }
 }
