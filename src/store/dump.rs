@@ -20,7 +20,8 @@
 //! record, written last, says how many records came before it, and an import without it,
 //! or whose counts differ, is refused. Version 1 dumps have no `end`; they are imported
 //! when their ledger holds exactly the messages their totals count, as a whole dump's
-//! does and a cut one's (missing ledger records, which come last) does not.
+//! does and a cut one's (missing ledger records, which come last) does not. A later dump
+//! whose totals and ledger disagree is whole but edited, and refused too.
 
 use std::io::{BufRead, Write};
 
@@ -91,7 +92,8 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
     let mut ledger: Vec<(Digest, LedgerEntry)> = Vec::new();
     let mut version = None;
     let mut digest_kind = None;
-    let mut seen_totals = false;
+    // The line of the `totals` record, once read.
+    let mut totals_line = None;
     // Token records read, those of zero counts (not kept) included: what `end` counts.
     let mut token_records = 0u64;
     let mut end = None;
@@ -129,7 +131,7 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                     number(ham).ok_or_else(|| bad("bad count"))?,
                     number(spam).ok_or_else(|| bad("bad count"))?,
                 ];
-                seen_totals = true;
+                totals_line = Some(n);
             }
             ["token", a, b, c, d, feature] => {
                 token_records += 1;
@@ -186,8 +188,23 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
                 reason: "the input is empty".into(),
             });
         }
-        Some(1) => check_ledger_matches_totals(&ledger, &totals, seen_totals)?,
-        Some(_) => check_end(end, seen_totals, [token_records, ledger.len() as u64])?,
+        Some(1) => check_ledger_matches_totals(&ledger, &totals, totals_line.is_some())?,
+        Some(_) => {
+            check_end(end, totals_line, [token_records, ledger.len() as u64])?;
+            // Whole, it may still have been edited: the totals count what the ledger holds
+            // in every database that learning made.
+            let held = ledger_messages(&ledger);
+            if held != totals.messages {
+                return Err(Error::Import {
+                    line: totals_line.expect("check_end refuses a dump with no totals"),
+                    reason: format!(
+                        "the totals count {} ham and {} spam messages, but the ledger holds {} \
+                         and {}",
+                        totals.messages[0], totals.messages[1], held[0], held[1]
+                    ),
+                });
+            }
+        }
     }
     check_each_feature_once(&tokens, &token_lines)?;
     let digest_kind = match (version, digest_kind) {
@@ -205,10 +222,14 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
 }
 
 /// A version 2 or 3 dump is whole when its `end` record counts the records before it.
-fn check_end(end: Option<[u64; 2]>, seen_totals: bool, read: [u64; 2]) -> Result<(), Error> {
+fn check_end(
+    end: Option<[u64; 2]>,
+    totals_line: Option<usize>,
+    read: [u64; 2],
+) -> Result<(), Error> {
     let reason = match end {
         None => "it ends before its `end` record".to_string(),
-        Some(_) if !seen_totals => "it has no `totals` record".to_string(),
+        Some(_) if totals_line.is_none() => "it has no `totals` record".to_string(),
         Some(counted) if counted != read => format!(
             "its `end` record counts {} token and {} ledger records, but {} and {} came before it",
             counted[0], counted[1], read[0], read[1]
@@ -225,10 +246,7 @@ fn check_ledger_matches_totals(
     totals: &Totals,
     seen_totals: bool,
 ) -> Result<(), Error> {
-    let mut entries = [0u64; 2];
-    for (_, e) in ledger {
-        entries[e.class.index()] += 1;
-    }
+    let entries = ledger_messages(ledger);
     let reason = if !seen_totals {
         "it has no `totals` record".to_string()
     } else if entries != totals.messages {
@@ -264,6 +282,15 @@ fn check_each_feature_once(tokens: &[(String, TokenCounts)], lines: &[usize]) ->
         }),
         _ => Ok(()),
     }
+}
+
+/// The messages of each class `ledger` holds.
+fn ledger_messages(ledger: &[(Digest, LedgerEntry)]) -> [u64; 2] {
+    let mut entries = [0u64; 2];
+    for (_, e) in ledger {
+        entries[e.class.index()] += 1;
+    }
+    entries
 }
 
 fn number(s: &str) -> Option<u64> {
@@ -545,5 +572,33 @@ mod tests {
             "{result:?}"
         );
         assert_eq!(copy.totals(), Totals::default());
+    }
+
+    /// A version 2 or 3 dump whose totals disagreed with its ledger (edited by hand) was
+    /// imported as it was: a database counting messages its ledger does not hold, which no
+    /// learning makes. Version 1 dumps were checked for it already.
+    #[test]
+    fn a_dump_whose_totals_disagree_with_its_ledger_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, dump) = learned(&dir.path().join("a"));
+        let v2: String = dump
+            .replace(HEADER, HEADER_V2)
+            .lines()
+            .filter(|l| !l.starts_with("digest "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let copy = open(&dir.path().join("b"));
+        for (whole, line) in [(&dump, 3), (&v2, 2)] {
+            for totals in ["totals 5000 5000\n", "totals 3 2\n"] {
+                let edited = whole.replace("totals 3 3\n", totals);
+                let result = import(&copy, &mut edited.as_bytes());
+                assert!(
+                    matches!(&result, Err(Error::Import { line: l, reason })
+                        if *l == line && reason.contains("the ledger holds 3 and 3")),
+                    "{totals:?} in\n{whole}: {result:?}"
+                );
+                assert_eq!(copy.totals(), Totals::default());
+            }
+        }
     }
 }

@@ -890,7 +890,12 @@ fn big_buckets_dump(dir: &Path, tokens: usize) -> PathBuf {
     for i in 0..tokens {
         dump.push_str(&format!("token 1 2 1 1 {}{i:08}\n", "x".repeat(192)));
     }
-    dump.push_str(&format!("end {tokens} 0\n"));
+    // The messages the totals count, each in the ledger.
+    for i in 0..200 {
+        let class = if i < 100 { "ham" } else { "spam" };
+        dump.push_str(&format!("ledger {i:032x} {class} 0 -\n"));
+    }
+    dump.push_str(&format!("end {tokens} 200\n"));
     write(dir, "big.txt", dump)
 }
 
