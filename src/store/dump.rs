@@ -72,7 +72,7 @@ fn export_held(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
                 "ledger {hex} {} {} {}",
                 e.class.name(),
                 e.learned_at,
-                e.user.as_deref().map_or("-".into(), escape)
+                e.user.as_deref().map_or("-".into(), escape_user)
             );
         }
     })?;
@@ -321,6 +321,15 @@ fn escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// A user as the ledger record writes it: `-` there is no user, so a user named `-` is
+/// written escaped (older dumps, which wrote it as it is, read it as no user).
+fn escape_user(user: &str) -> String {
+    match user {
+        "-" => "%2D".into(),
+        u => escape(u),
+    }
 }
 
 fn unescape(s: &str) -> Option<String> {
@@ -599,6 +608,41 @@ mod tests {
                 );
                 assert_eq!(copy.totals(), Totals::default());
             }
+        }
+    }
+
+    /// A ledger entry for the user `-` (`spamnb learn --user - ...`) was written as `-`,
+    /// the mark of no user, and came back from an import with no user.
+    #[test]
+    fn a_user_named_dash_survives_a_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir.path().join("a"));
+        let users = [Some("-"), None, Some("--"), Some("%2D")];
+        let lessons: Vec<Lesson> = (0..4u8)
+            .map(|i| Lesson {
+                digest: [i; 16],
+                target: Some(Class::Spam),
+                features: ["word"].into_iter().collect(),
+                user: users[i as usize].map(str::to_string),
+                tentative: false,
+            })
+            .collect();
+        store.learn(&lessons).unwrap();
+        let mut dump = Vec::new();
+        export(&store, &mut dump).unwrap();
+        let copy = open(&dir.path().join("b"));
+        import(&copy, &mut dump.as_slice()).unwrap();
+        for (i, user) in users.iter().enumerate() {
+            assert_eq!(
+                copy.ledger_entry(&[i as u8; 16])
+                    .unwrap()
+                    .unwrap()
+                    .user
+                    .as_deref(),
+                *user,
+                "{}",
+                String::from_utf8_lossy(&dump)
+            );
         }
     }
 }
