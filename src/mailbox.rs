@@ -23,11 +23,39 @@ impl MailSource {
     /// How the message is named in output: the path as given, `PATH#N` (from 1) in an mbox.
     pub fn name(&self) -> String {
         match self {
-            MailSource::File(p) => p.display().to_string(),
-            MailSource::Mbox { path, index } => format!("{}#{}", path.display(), index + 1),
+            MailSource::File(p) => escape_path(p),
+            MailSource::Mbox { path, index } => format!("{}#{}", escape_path(path), index + 1),
             MailSource::Stdin => "-".into(),
         }
     }
+}
+
+/// A path as output names it: on one line and in one field of `check --format tsv`, and
+/// never the same for two paths. Tab, newline, carriage return and backslash become `\t`,
+/// `\n`, `\r` and `\\`; other control characters, and bytes that are not UTF-8 (which
+/// `Path::display` would make U+FFFD alike), become `\xNN`.
+pub fn escape_path(path: &Path) -> String {
+    use std::fmt::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\t' => out.push_str("\\t"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\\' => out.push_str("\\\\"),
+                c if c.is_ascii_control() => {
+                    let _ = write!(out, "\\x{:02x}", c as u32);
+                }
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
 }
 
 /// An input that could not be read, and why.
@@ -362,7 +390,7 @@ fn read_input(input: &Input) -> Vec<Named> {
 /// A file's message, or each message of the mbox it turns out to be, from the file as
 /// opened.
 fn read_file(path: &Path, opened: io::Result<fs::File>) -> Vec<Named> {
-    let name = path.display().to_string();
+    let name = escape_path(path);
     let mut raw = Vec::new();
     if let Err(e) = opened.and_then(|mut file| file.read_to_end(&mut raw)) {
         return vec![(name, Err(unreadable(path, &e)))];
@@ -473,7 +501,7 @@ pub fn looks_like_mail(raw: &[u8]) -> bool {
 
 fn unreadable(path: &Path, e: &io::Error) -> Unreadable {
     Unreadable {
-        name: path.display().to_string(),
+        name: escape_path(path),
         reason: describe(e),
     }
 }

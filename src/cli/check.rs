@@ -97,12 +97,20 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
                     let (v, learned) = scored
                         .next()
                         .expect("a readable message always has a verdict");
-                    print(&mut out, &name, &v, learned.as_ref(), args)?
+                    print(
+                        &mut out,
+                        &name,
+                        v.decision.name(),
+                        &v,
+                        learned.as_ref(),
+                        args,
+                    )?
                 }
                 Err(e) => {
-                    // One line per input still: scripts pair lines with their inputs.
+                    // One line per input still: scripts pair lines with their inputs. Its
+                    // word is `error`: the numbers of no evidence would pass for a verdict.
                     let unreadable_verdict = Verdict::unsure(Vec::new(), "unreadable".into());
-                    print(&mut out, &name, &unreadable_verdict, None, args)?;
+                    print(&mut out, &name, "error", &unreadable_verdict, None, args)?;
                     unreadable.push(e);
                 }
             }
@@ -112,10 +120,12 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     Ok(super::report_unreadable(&unreadable))
 }
 
+/// `decision`: the verdict's word, or `error` for an input that could not be read.
 /// `learned`: the message's ledger entry, looked up for `--explain` only.
 fn print(
     out: &mut impl Write,
     name: &str,
+    decision: &str,
     v: &Verdict,
     learned: Option<&LedgerEntry>,
     args: &CheckArgs,
@@ -123,15 +133,13 @@ fn print(
     match args.format {
         Format::Tsv => writeln!(
             out,
-            "{name}\t{}\t{:.4}\t{:.6}",
-            v.decision.name(),
-            v.score,
-            v.probability
+            "{name}\t{decision}\t{:.4}\t{:.6}",
+            v.score, v.probability
         )?,
         Format::Json => {
             let mut obj = serde_json::json!({
                 "path": name,
-                "verdict": v.decision,
+                "verdict": decision,
                 "score": v.score,
                 "probability": v.probability,
                 "rules": v.rules,
@@ -149,10 +157,8 @@ fn print(
         Format::Text => {
             write!(
                 out,
-                "{name}: {} (score {:.2}, probability {:.4})",
-                v.decision.name(),
-                v.score,
-                v.probability
+                "{name}: {decision} (score {:.2}, probability {:.4})",
+                v.score, v.probability
             )?;
             if let Some(note) = &v.note {
                 write!(out, " — {note}")?;

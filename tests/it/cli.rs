@@ -554,10 +554,73 @@ fn bad_input_is_named_and_the_batch_goes_on() {
     let lines: Vec<String> = text(&out.stdout).lines().map(str::to_string).collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(
-        lines[0].starts_with(&format!("{}\tunsure\t", bad.join("dangling.eml").display())),
+        lines[0].starts_with(&format!("{}\terror\t", bad.join("dangling.eml").display())),
         "{lines:?}"
     );
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `check --format tsv` is one line of four fields per input: a file name with a tab or a
+/// newline broke it, two names that are not UTF-8 printed the same (U+FFFD for each byte),
+/// and an input that could not be read printed as an `unsure` verdict.
+#[test]
+fn check_names_every_path_on_one_line_of_its_own() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let odd = tmp.path().join("odd");
+    let mail = message("hi", "hello");
+    let names: [&[u8]; 6] = [
+        b"tab\tname",
+        b"new\nline",
+        b"e\xfe",
+        b"e\xff",
+        b"e\\xfe",
+        b"esc\x1b[31m",
+    ];
+    let escaped = [
+        "tab\\tname",
+        "new\\nline",
+        "e\\xfe",
+        "e\\xff",
+        "e\\\\xfe",
+        "esc\\x1b[31m",
+    ];
+    std::fs::create_dir(&odd).unwrap();
+    let mut paths: Vec<PathBuf> = names
+        .iter()
+        .map(|n| odd.join(OsStr::from_bytes(n)))
+        .collect();
+    for path in &paths {
+        std::fs::write(path, &mail).unwrap();
+    }
+    paths.push(odd.join("missing"));
+    let run = |format: &str| {
+        let out = spamnb(&tmp.path().join("db"))
+            .args(["check", "--format", format])
+            .args(&paths)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let tsv = run("tsv");
+    let lines: Vec<Vec<&str>> = tsv.lines().map(|l| l.split('\t').collect()).collect();
+    assert_eq!(lines.len(), paths.len(), "{tsv}");
+    let prefix = format!("{}/", odd.display());
+    for (fields, want) in lines.iter().zip(escaped.iter().chain(&["missing"])) {
+        assert_eq!(fields.len(), 4, "{tsv}");
+        assert_eq!(fields[0], format!("{prefix}{want}"), "{tsv}");
+    }
+    assert_eq!(lines[0][1], "unsure", "{tsv}");
+    assert_eq!(lines[6][1], "error", "{tsv}");
+    let json: Vec<serde_json::Value> = run("json")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let tsv_paths: Vec<&str> = lines.iter().map(|f| f[0]).collect();
+    let json_paths: Vec<&str> = json.iter().map(|v| v["path"].as_str().unwrap()).collect();
+    assert_eq!(json_paths, tsv_paths);
+    assert_eq!(json[6]["verdict"], "error");
 }
 
 #[test]
