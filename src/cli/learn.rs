@@ -93,7 +93,10 @@ fn prepare(
                          (`Name: value`); leave it out"
                     .into(),
             }),
-            Ok(raw) => raws.push(raw),
+            Ok(raw) => match route.refusal(&raw) {
+                Some(reason) => unreadable.push(Unreadable { name, reason }),
+                None => raws.push(raw),
+            },
             Err(e) => unreadable.push(e),
         }
     }

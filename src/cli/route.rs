@@ -46,6 +46,8 @@ pub enum Route {
         /// `scan_limit`), and one more, that says the rest was cut; no more than the
         /// daemon takes (`spamd.max_message_bytes`).
         scanned: usize,
+        /// The largest message the daemon learns.
+        max_message: usize,
     },
 }
 
@@ -129,7 +131,12 @@ impl Route {
         );
         let scanned =
             (config.extractor.scan_limit.saturating_add(1)).min(config.spamd.max_message_bytes);
-        Ok(Route::Daemon { client, scanned })
+        let max_message = crate::spamd::server::control_max_message(&config.spamd);
+        Ok(Route::Daemon {
+            client,
+            scanned,
+            max_message,
+        })
     }
 
     /// Scores and learns with `rules` from now on: they compile while the database opens.
@@ -165,6 +172,20 @@ impl Route {
         }
     }
 
+    /// Why this route cannot learn `raw`, if it cannot: the daemon refuses a message above
+    /// its limit, and the whole command would stop there.
+    pub fn refusal(&self, raw: &[u8]) -> Option<String> {
+        match self {
+            Route::Daemon { max_message, .. } if raw.len() > *max_message => Some(format!(
+                "{} bytes, above the {max_message} the daemon learns: not learned; raise \
+                 [spamd] max_message_bytes for the daemon, or learn it while the daemon is \
+                 stopped",
+                raw.len()
+            )),
+            _ => None,
+        }
+    }
+
     /// Learns (`target` a class) or forgets each message, in order; all or nothing when
     /// local, one message at a time through the daemon.
     pub fn learn(
@@ -193,7 +214,9 @@ impl Route {
             Route::Local { engine, .. } => Ok(each(raws, |raw| engine.check(raw))
                 .into_iter()
                 .collect::<Result<Vec<_>, _>>()?),
-            Route::Daemon { client, scanned } => each(raws, |raw| {
+            Route::Daemon {
+                client, scanned, ..
+            } => each(raws, |raw| {
                 ask_daemon(client, *scanned, raw, Reading::Stored)
             })
             .into_iter()
@@ -217,7 +240,9 @@ impl Route {
                 }
                 Ok(verdict)
             }
-            Route::Daemon { client, scanned } => {
+            Route::Daemon {
+                client, scanned, ..
+            } => {
                 let reading = if raw.len() > *scanned {
                     Reading::InTransitCut
                 } else {

@@ -24,6 +24,12 @@ const READ_CHUNK: usize = 16 * 1024;
 /// included) and only the CLI's user can reach that socket.
 const CONTROL_MAX_MESSAGE: usize = 64 << 20;
 
+/// Largest message the control socket takes under `spamd`: what a `spamnb learn` through
+/// the daemon leaves out, naming it, rather than have it refused.
+pub fn control_max_message(spamd: &crate::daemon::config::SpamdConfig) -> usize {
+    spamd.max_message_bytes.max(CONTROL_MAX_MESSAGE)
+}
+
 /// Serves spamc, Exim and spamass-milter on `listener` until `shutdown`.
 pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationToken) {
     accept_loop(listener, ctx, shutdown, Protocol::Spamd).await;
@@ -78,7 +84,7 @@ async fn connection(
     let read_timeout = config.daemon.read_timeout();
     let deadline = Instant::now() + config.daemon.session_timeout();
     let limit = match protocol {
-        Protocol::Control => config.spamd.max_message_bytes.max(CONTROL_MAX_MESSAGE),
+        Protocol::Control => control_max_message(&config.spamd),
         _ => config.spamd.max_message_bytes,
     };
     let mut decoder = Decoder::new(limit);

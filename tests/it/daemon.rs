@@ -732,6 +732,43 @@ fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
     assert!(!log.contains("rules:"), "check compiled rules:\n{log}");
 }
 
+/// `spamnb learn DIR` through the daemon stopped at the first message above the control
+/// socket's limit (64 MiB), learning none of the rest; the local route learns them all. It
+/// is named as not learned, as an input that is not mail is, and the rest are learned.
+#[test]
+fn learning_through_the_daemon_names_a_message_too_big_for_it_and_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mail = dir.path().join("mail");
+    let mut big = util::message("big", "a big one").into_bytes();
+    big.extend(std::iter::repeat_n(b"aaaaaaa\n".as_slice(), (64 << 20) / 8 + 1).flatten());
+    let big = util::write(&mail, "a-big.eml", big);
+    for i in 0..3 {
+        util::write(
+            &mail,
+            &format!("m{i}.eml"),
+            util::message("note", &format!("n{i}")),
+        );
+    }
+    let d = Daemon::start(dir.path(), &dir.path().join("db"), &Sections::default());
+    let out = d
+        .cli()
+        .args(["learn", "--ham"])
+        .arg(&mail)
+        .output()
+        .unwrap();
+    let err = util::text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: {} bytes, above",
+            big.display(),
+            std::fs::metadata(&big).unwrap().len()
+        )) && err.contains("not learned"),
+        "{err}"
+    );
+    assert!(err.contains("learned 3 as ham"), "{err}");
+}
+
 /// Output with what differs between two databases holding the same lessons removed:
 /// their paths and sizes on disk (stats), the second each lesson was learned (export).
 fn same_database(out: &str) -> String {
