@@ -481,6 +481,23 @@ fn unquote_from_lines(raw: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// Why `raw` is no message, if it is not: an empty file, or one that does not begin as mail
+/// does ([`looks_like_mail`]). Learned or counted, such a file would add its noise to a
+/// class's figures for good: `learn`, `eval` and `rules stats` name it instead, for the
+/// user to leave it out.
+pub fn not_mail(raw: &[u8]) -> Option<&'static str> {
+    if raw.iter().all(u8::is_ascii_whitespace) {
+        Some("empty: not a message")
+    } else if !looks_like_mail(raw) {
+        Some(
+            "not a mail message: it does not begin with a header line (`Name: value`); \
+             leave it out",
+        )
+    } else {
+        None
+    }
+}
+
 /// Whether `raw` begins as mail does, with a header field `Name: value` (an RFC 5322
 /// field name: printable ASCII but the colon; obsolete syntax allows blanks before the
 /// colon). Envelope lines may come first: some archives stack them, or quote one as

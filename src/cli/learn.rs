@@ -81,17 +81,9 @@ fn prepare(
     let mut unreadable = Vec::new();
     for (name, read) in mailbox::read_all(chunk) {
         match read {
-            Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => unreadable.push(Unreadable {
+            Ok(raw) if let Some(reason) = mailbox::not_mail(&raw) => unreadable.push(Unreadable {
                 name,
-                reason: "empty: not a message".into(),
-            }),
-            // Learned, a file that is not mail would add its noise to a class's counts for
-            // good: it is named instead, for the user to leave it out.
-            Ok(raw) if !mailbox::looks_like_mail(&raw) => unreadable.push(Unreadable {
-                name,
-                reason: "not a mail message: it does not begin with a header line \
-                         (`Name: value`); leave it out"
-                    .into(),
+                reason: reason.into(),
             }),
             Ok(raw) => match route.refusal(&raw) {
                 Some(reason) => unreadable.push(Unreadable { name, reason }),

@@ -62,10 +62,12 @@ impl Mail {
     fn add(&mut self, inputs: &[mailbox::Input], class: Class, problems: &mut Vec<Unreadable>) {
         for (name, read) in mailbox::read_all(inputs) {
             match read {
-                Ok(raw) if raw.iter().all(u8::is_ascii_whitespace) => problems.push(Unreadable {
-                    name,
-                    reason: "empty: not a message".into(),
-                }),
+                Ok(raw) if let Some(reason) = mailbox::not_mail(&raw) => {
+                    problems.push(Unreadable {
+                        name,
+                        reason: reason.into(),
+                    })
+                }
                 Ok(raw) => {
                     self.raw.push(raw);
                     self.names.push(name);

@@ -240,6 +240,53 @@ fn cross_validation_is_deterministic_under_a_seed() {
     );
 }
 
+/// `eval` and `rules stats` counted files that are not mail (a binary, notes) as messages
+/// of their class, where `learn` names them and leaves them out: so they do, exit 2.
+#[test]
+fn eval_and_rules_stats_leave_out_what_is_not_mail_and_name_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut spam, ham) = mail(dir.path(), 10);
+    let notes = write(dir.path(), "spam/notes.txt", "just some notes\nnot mail\n");
+    spam.push(notes.clone());
+    let named = |out: &std::process::Output| {
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("{}: not a mail message", notes.display())),
+            "{err}"
+        );
+    };
+    let tsv = dir.path().join("scores.tsv");
+    let out = spamnb(&dir.path().join("db"))
+        .env("SPAMNB_CONFIG", config(dir.path()))
+        .args(["eval", "--folds", "2", "--format", "json", "--scores"])
+        .arg(&tsv)
+        .arg("--spam")
+        .args(&spam)
+        .arg("--ham")
+        .args(&ham)
+        .output()
+        .unwrap();
+    named(&out);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["rows"][0]["micro"]["messages"], 20);
+    let scores = std::fs::read_to_string(&tsv).unwrap();
+    assert!(!scores.contains("notes.txt"), "{scores}");
+
+    let rules = write(dir.path(), "r.cf", "header ANY_SUBJECT Subject =~ /./\n");
+    let out = spamnb(&dir.path().join("db"))
+        .env("SPAMNB_RULES", &rules)
+        .args(["rules", "stats", "--spam"])
+        .args(&spam)
+        .arg("--ham")
+        .args(&ham)
+        .output()
+        .unwrap();
+    named(&out);
+    let shown = text(&out.stdout);
+    assert!(shown.starts_with("10 spam, 10 ham"), "{shown}");
+}
+
 #[test]
 fn sweep_writes_a_plot_and_bernoulli_stays_out_of_the_store() {
     let dir = tempfile::tempdir().unwrap();
