@@ -194,7 +194,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
             spam_leak,
         });
     if let Some(h) = args.holdout
-        && !(0.0..1.0).contains(&h)
+        && !(h > 0.0 && h < 1.0)
     {
         bail!(
             "--holdout {h}: give the fraction of mail to hold out, above 0 and below 1 (e.g. 0.2)"
@@ -273,6 +273,9 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
             corpus.items.extend(test_mail.corpus(&extractor).items);
         }
         parse_seconds += parse_start.elapsed().as_secs_f64();
+        if rows.is_empty() && !args.online {
+            warn_undertrained(&corpus, train_len, args, config.model.min_learned);
+        }
         vocabulary.get_or_insert_with(|| {
             let all: std::collections::HashSet<&str> = corpus
                 .items
@@ -427,6 +430,48 @@ fn evaluate(
         ));
     }
     Ok(eval::cross_validate(corpus, setting, k, args.seed, target))
+}
+
+/// Names the folds (or the training mail of a fixed split) that learn fewer than `[model]
+/// min_learned` messages of a class: every verdict they give is unsure, and their figures
+/// are those of no model at all.
+fn warn_undertrained(corpus: &eval::Corpus, train_len: usize, args: &EvalArgs, min: u64) {
+    let min = min.max(1);
+    let advice = "use more --folds or more mail, or lower [model] min_learned";
+    if train_len < corpus.items.len() {
+        let mut learned = [0u64; 2];
+        for item in &corpus.items[..train_len] {
+            learned[item.class.index()] += 1;
+        }
+        if learned.iter().any(|&n| n < min) {
+            tracing::warn!(
+                "the training mail is {} spam and {} ham, fewer than [model] min_learned ({min}) \
+                 of a class: every verdict is unsure; learn more mail, or lower min_learned",
+                learned[1],
+                learned[0]
+            );
+        }
+        return;
+    }
+    let subset: Vec<usize> = match args.holdout {
+        Some(fraction) => eval::holdout(corpus, fraction, args.seed).0,
+        None => (0..corpus.items.len()).collect(),
+    };
+    let k = args.folds as usize;
+    for (f, learned) in eval::fold_training(corpus, &subset, k, args.seed)
+        .into_iter()
+        .enumerate()
+    {
+        if learned.iter().any(|&n| n < min) {
+            tracing::warn!(
+                "fold {} of {k} learns {} spam and {} ham, fewer than [model] min_learned \
+                 ({min}) of a class: its every verdict is unsure; {advice}",
+                f + 1,
+                learned[1],
+                learned[0]
+            );
+        }
+    }
 }
 
 /// Picks the best row by `--choose-by` (on development cross-validation) and reports it

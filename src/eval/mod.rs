@@ -246,6 +246,19 @@ pub fn assign_folds(classes: &[Class], k: usize, seed: u64) -> Vec<usize> {
     fold
 }
 
+/// What each of the `k` folds of `subset` (under `seed`, as cross-validation deals them)
+/// learns: the messages of each class in `subset` but its own.
+pub fn fold_training(corpus: &Corpus, subset: &[usize], k: usize, seed: u64) -> Vec<[u64; 2]> {
+    let classes: Vec<Class> = subset.iter().map(|&i| corpus.items[i].class).collect();
+    let mut all = [0u64; 2];
+    let mut own = vec![[0u64; 2]; k.max(1)];
+    for (class, fold) in classes.iter().zip(assign_folds(&classes, k, seed)) {
+        all[class.index()] += 1;
+        own[fold][class.index()] += 1;
+    }
+    own.iter().map(|o| [all[0] - o[0], all[1] - o[1]]).collect()
+}
+
 /// What threshold advice aims at, as fractions.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Target {

@@ -287,6 +287,47 @@ fn eval_and_rules_stats_leave_out_what_is_not_mail_and_name_it() {
     assert!(shown.starts_with("10 spam, 10 ham"), "{shown}");
 }
 
+/// `--holdout 0` was taken, though its message says "above 0", and reported on no mail;
+/// folds that learn fewer than `[model] min_learned` messages of a class gave every message
+/// unsure at score 0, reported as figures, without a word.
+#[test]
+fn eval_refuses_no_holdout_and_names_folds_that_learn_too_little() {
+    let dir = tempfile::tempdir().unwrap();
+    let (spam, ham) = mail(dir.path(), 10);
+    let run = |cfg: &Path, args: &[&str]| {
+        spamnb(&dir.path().join("db"))
+            .env("SPAMNB_CONFIG", cfg)
+            .arg("eval")
+            .args(args)
+            .arg("--spam")
+            .args(&spam)
+            .arg("--ham")
+            .args(&ham)
+            .output()
+            .unwrap()
+    };
+    let out = run(&config(dir.path()), &["--holdout", "0"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--holdout 0: give the fraction"), "{err}");
+    // Under the default min_learned (50), each of 2 folds learns 5 of each class.
+    let out = run(Path::new("/dev/null"), &["--folds", "2"]);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for fold in 1..=2 {
+        let said = format!(
+            "fold {fold} of 2 learns 5 spam and 5 ham, fewer than [model] min_learned (50)"
+        );
+        assert!(err.contains(&said), "{err}");
+    }
+    let out = run(&config(dir.path()), &["--folds", "2"]);
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn sweep_writes_a_plot_and_bernoulli_stays_out_of_the_store() {
     let dir = tempfile::tempdir().unwrap();
