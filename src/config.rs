@@ -165,7 +165,25 @@ impl Config {
             message,
         };
         let defaults = Config::default();
-        if raw.model.alpha <= 0.0 || !raw.model.alpha.is_finite() {
+        // TOML has nan and inf: a NaN passes every comparison below (each is false), and
+        // then no score is ever spam.
+        let m = &raw.model;
+        for (key, value) in [
+            ("alpha", m.alpha),
+            ("spam_threshold", m.spam_threshold),
+            ("ham_threshold", m.ham_threshold),
+            ("min_token_weight", m.min_token_weight),
+            ("all_features_share", m.all_features_share),
+            ("autolearn_spam", m.autolearn_spam),
+            ("autolearn_ham", m.autolearn_ham),
+        ] {
+            if !value.is_finite() {
+                return Err(invalid(format!(
+                    "model.{key} must be a finite number, not {value}"
+                )));
+            }
+        }
+        if raw.model.alpha <= 0.0 {
             return Err(invalid(format!(
                 "model.alpha must be above 0, not {}",
                 raw.model.alpha
@@ -341,5 +359,33 @@ mod tests {
         }
         let c = Config::parse("cache_mb = 17592186044415\n", p).unwrap();
         assert_eq!(c.store.cache_bytes, u64::MAX >> 20 << 20);
+    }
+
+    /// A threshold that is no number (TOML's `nan`) passed the ordering check, every
+    /// comparison with NaN being false, and then no score was ever spam.
+    #[test]
+    fn every_number_of_the_model_must_be_finite() {
+        let p = Path::new("spamnb.toml");
+        for key in [
+            "alpha",
+            "spam_threshold",
+            "ham_threshold",
+            "min_token_weight",
+            "all_features_share",
+            "autolearn_spam",
+            "autolearn_ham",
+        ] {
+            for value in ["nan", "inf", "-inf"] {
+                let text = format!("[model]\n{key} = {value}\n");
+                match Config::parse(&text, p) {
+                    Err(e) => assert!(
+                        e.to_string()
+                            .contains(&format!("model.{key} must be a finite number")),
+                        "{text:?}: {e}"
+                    ),
+                    Ok(_) => panic!("{text:?} accepted"),
+                }
+            }
+        }
     }
 }
