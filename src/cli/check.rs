@@ -179,7 +179,9 @@ fn print(
                     writeln!(
                         out,
                         "  {towards} {:+8.3}  {} ×{}",
-                        r.weight, r.feature, r.count
+                        r.weight,
+                        crate::message::escape_control(&r.feature),
+                        r.count
                     )?;
                 }
             }

@@ -195,6 +195,33 @@ fn explained(body: &str) -> (String, serde_json::Value) {
     (check("text"), json)
 }
 
+/// The features shown are the mail's own words: a sender's RFC 2231 file name put
+/// terminal escapes and a line of its own on the screen of whoever explained it.
+#[test]
+fn explain_escapes_what_the_sender_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let (spam, ham) = make_mail(&tmp.path().join("mail"), 60);
+    learn(&db, "spam", &[&spam]);
+    learn(&db, "ham", &[&ham]);
+    let raw = "From: a@b.example\nSubject: invoice\nMIME-Version: 1.0\n\
+        Content-Type: multipart/mixed; boundary=\"X\"\n\n--X\nContent-Type: text/plain\n\n\
+        see attached\n--X\nContent-Type: application/octet-stream\n\
+        Content-Disposition: attachment; filename*=utf-8''x.%1b%5b31mEXE%0atoken%201%202%20evil\n\
+        Content-Transfer-Encoding: base64\n\nTVqQ\n--X--\n";
+    let probe = write(tmp.path(), "esc.eml", raw);
+    learn(&db, "spam", &[&probe]);
+    let out = spamnb(&db)
+        .args(["check", "--explain"])
+        .arg(&probe)
+        .output()
+        .unwrap();
+    let shown = text(&out.stdout);
+    assert!(shown.contains("att:ext:"), "{shown}");
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    assert!(!shown.lines().any(|l| l.starts_with("token")), "{shown}");
+}
+
 #[test]
 fn explain_and_json_name_the_evidence() {
     let (shown, v) = explained("winner casino bonus");
