@@ -340,7 +340,12 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
         // spamnb's own headers are no evidence: a tagged copy (as delivered through the
         // milter or the filter) must score as the message did before it was tagged.
         if is_own_header(&name) {
-            if name.eq_ignore_ascii_case(PREV_SUBJECT) && sent_subject.is_none() {
+            // Only a field that starts a line, as [`without_prev_subject`] finds them:
+            // mail-parser also reads a name after white space or a CR, and such a field,
+            // left by the cut of mail in transit, is the sender's.
+            let at = h.offset_field as usize;
+            let starts_line = at == 0 || raw.get(at - 1) == Some(&b'\n');
+            if name.eq_ignore_ascii_case(PREV_SUBJECT) && sent_subject.is_none() && starts_line {
                 sent_subject = Some(h);
             }
             continue;
@@ -695,6 +700,23 @@ X-Spam-Prev-Subject: =?utf-8?q?cheap_p=C3=AFlls?=\r\n\r\nbuy\r\n";
         assert!(subjects(had_none).is_empty());
         let untagged = b"Subject: [SPAM] is our list's tag\r\n\r\nhi\r\n";
         assert_eq!(subjects(untagged), ["[SPAM] is our list's tag"]);
+    }
+
+    /// In transit the sender's X-Spam-Prev-Subject fields are cut ([`without_prev_subject`]),
+    /// which finds fields at the start of a line; mail-parser also reads a name after white
+    /// space or a CR. Such a field left by the cut must not be read as the subject as sent.
+    #[test]
+    fn a_prev_subject_not_starting_a_line_is_no_subject() {
+        for raw in [
+            &b"From: z@example.net\r\nSubject: cheap pills\r\n\rX-Spam-Prev-Subject: notes\r\n\r\nhi\r\n"[..],
+            b" X-Spam-Prev-Subject: notes\r\nFrom: z@example.net\r\nSubject: cheap pills\r\n\r\nhi\r\n",
+            b"Subject: cheap pills\nX-Spam-Flag: NO\n\tX-Spam-Prev-Subject: notes\n\nhi\n",
+        ] {
+            let text = String::from_utf8_lossy(raw);
+            let cut = without_prev_subject(raw);
+            let msg = Message::parse(&cut, LIMIT);
+            assert_eq!(msg.header("subject"), Some("cheap pills"), "{text:?}");
+        }
     }
 
     #[test]
