@@ -92,6 +92,9 @@ pub enum Anomaly {
     Unparsed,
     /// mail-parser panicked; the bytes are scored as raw text.
     ParserPanic,
+    /// More MIME boundaries than [`MAX_BOUNDARIES`], or one longer than RFC 2046 allows:
+    /// the bytes are scored as raw text, as mail-parser takes seconds on such a message.
+    ExcessiveMime,
     /// Only the first `scan_limit` bytes were looked at.
     Truncated,
     /// A part's transfer encoding or charset could not be decoded cleanly.
@@ -107,6 +110,7 @@ impl Anomaly {
         match self {
             Anomaly::Unparsed => "unparsed",
             Anomaly::ParserPanic => "parser_panic",
+            Anomaly::ExcessiveMime => "excessive_mime",
             Anomaly::Truncated => "truncated",
             Anomaly::EncodingProblem => "encoding_problem",
             Anomaly::HtmlOnly => "html_only",
@@ -155,7 +159,12 @@ impl<'a> Message<'a> {
     pub fn parse(raw: &'a [u8], scan_limit: usize) -> Message<'a> {
         let truncated = raw.len() > scan_limit;
         let raw = &raw[..raw.len().min(scan_limit)];
-        let mut msg = match crate::quiet_panic::catch_quietly(|| parse_mime(raw)) {
+        let parsed = if excessive_mime(raw) {
+            Ok(Some(raw_text_message(raw, Anomaly::ExcessiveMime)))
+        } else {
+            crate::quiet_panic::catch_quietly(|| parse_mime(raw))
+        };
+        let mut msg = match parsed {
             Ok(Some(msg)) => msg,
             Ok(None) => raw_text_message(raw, Anomaly::Unparsed),
             Err(_) => {
@@ -323,6 +332,96 @@ static PARSER: LazyLock<MessageParser> = LazyLock::new(|| {
         .default_header_text()
 });
 
+/// The most `boundary` parameters a message given to mail-parser may have (mail has a
+/// handful). mail-parser searches the rest of the message for a boundary that never comes,
+/// once per multipart declaring it: thousands of them made 1 MB take ten seconds.
+pub const MAX_BOUNDARIES: usize = 64;
+
+/// RFC 2046 5.1.1. mail-parser compares a whole boundary at every `--`: one of 350,000
+/// dashes over a body of dashes made 1 MB take ten seconds.
+const MAX_BOUNDARY_LEN: usize = 70;
+
+/// Whether `raw` has more `boundary` parameters than [`MAX_BOUNDARIES`] or one longer than
+/// [`MAX_BOUNDARY_LEN`], where mail-parser's time grows with the square of the size.
+fn excessive_mime(raw: &[u8]) -> bool {
+    static BOUNDARY: LazyLock<memchr::memmem::Finder> =
+        LazyLock::new(|| memchr::memmem::Finder::new(b"boundary"));
+    const WORD: usize = b"boundary".len();
+    // Searched in lowercased chunks on the stack: a case-blind search (the name may be
+    // written in any case) went at a tenth of the speed, and this runs on every message.
+    let mut chunk = [0u8; 4096];
+    let mut count = 0;
+    let mut at = 0;
+    loop {
+        let end = raw.len().min(at + chunk.len());
+        let folded = &mut chunk[..end - at];
+        // Only `B` and `b` become `b`, and so on: no other byte turns into a letter.
+        for (f, &b) in folded.iter_mut().zip(&raw[at..end]) {
+            *f = b | 0x20;
+        }
+        for i in BOUNDARY.find_iter(folded) {
+            count += 1;
+            if count > MAX_BOUNDARIES || boundary_len(&raw[at + i + WORD..]) > MAX_BOUNDARY_LEN {
+                return true;
+            }
+        }
+        if end == raw.len() {
+            return false;
+        }
+        // The next chunk starts with the last bytes of this one, which can begin the word
+        // but not hold it all: each is found once.
+        at = end - (WORD - 1);
+    }
+}
+
+/// The length of the boundary written at `rest`, just after a `boundary` (0 where it names
+/// no parameter), counted as sent, as far as one past [`MAX_BOUNDARY_LEN`]: decoding it
+/// (RFC 2047 and 2231) only shortens it.
+fn boundary_len(rest: &[u8]) -> usize {
+    const TOO_LONG: usize = MAX_BOUNDARY_LEN + 1;
+    const LOOK: usize = 4 * MAX_BOUNDARY_LEN;
+    // Up to the value: `*0*` (RFC 2231), comments, `=` and white space. So much of them is
+    // no mail client's, and would hide a long boundary from a look that stops.
+    let mut in_comment = false;
+    let mut after_eq = false;
+    let mut start = None;
+    for (i, &b) in rest.iter().enumerate().take(LOOK) {
+        match b {
+            b'\n' => return 0,
+            b')' if in_comment => in_comment = false,
+            _ if in_comment => {}
+            b'(' => in_comment = true,
+            b' ' | b'\t' | b'\r' => {}
+            _ if after_eq => {
+                start = Some(i);
+                break;
+            }
+            b'=' => after_eq = true,
+            b'*' | b'0'..=b'9' => {}
+            _ => return 0,
+        }
+    }
+    let Some(start) = start else {
+        return if rest.len() > LOOK { TOO_LONG } else { 0 };
+    };
+    // To where mail-parser ends it: a `;`, a comment or the line's end, past any quoted
+    // stretch (which runs on over folded lines, to a quote not escaped).
+    let (mut len, mut quoted, mut escaped) = (0, false, false);
+    for &b in &rest[start..] {
+        match b {
+            b'"' if !escaped && quoted => break,
+            b'"' if !escaped => quoted = true,
+            b';' | b'(' | b'\n' if !quoted => break,
+            _ => len += 1,
+        }
+        escaped = b == b'\\' && !escaped;
+        if len == TOO_LONG {
+            break;
+        }
+    }
+    len
+}
+
 fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     let parsed = PARSER.parse(raw)?;
     // mail-parser accepts almost anything; a "message" with no header at all is text.
@@ -392,7 +491,9 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
         }
     }
     for (i, part) in parsed.parts.iter().enumerate() {
-        let is_attachment = parsed.attachments.contains(&(i as u32));
+        // mail-parser lists attachments in the order of their parts: a linear search
+        // here made a message of many parts quadratic.
+        let is_attachment = parsed.attachments.binary_search(&(i as u32)).is_ok();
         match &part.body {
             PartType::Text(text) if !is_attachment => {
                 has_plain = true;
@@ -817,6 +918,58 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             ("data:text/html,<a href=http://x.example/>", None),
         ] {
             assert_eq!(url_host(url).as_deref(), host, "{url}");
+        }
+    }
+
+    /// mail-parser searches the rest of the message for each boundary that never comes, and
+    /// compares a whole boundary at each `--`: a megabyte of either took ten seconds. Past
+    /// RFC 2046's 70 characters or [`MAX_BOUNDARIES`], the message is read as text.
+    #[test]
+    fn boundaries_too_many_or_too_long_leave_the_message_as_text() {
+        let head = "From: a@example.com\nSubject: hi\nMIME-Version: 1.0\n";
+        let declared = |part: &str, n: usize| {
+            let mut raw = format!("{head}Content-Type: multipart/mixed; boundary=\"b\"\n\n");
+            for _ in 0..n {
+                raw.push_str(part);
+            }
+            raw + "--b--\n"
+        };
+        let missing = "--b\nContent-Type: multipart/mixed; boundary=\"z\"\n\nx\n";
+        let long = |len: usize, quote: &str| {
+            let b = "-".repeat(len - 1) + "x";
+            format!(
+                "{head}Content-Type: multipart/mixed;\n BoUnDaRy *0* = {quote}{b}{quote}\n\n\
+                 --{b}\nContent-Type: text/plain\n\nwords\n--{b}--\n"
+            )
+        };
+        let costly = [
+            declared(missing, MAX_BOUNDARIES),
+            long(71, "\""),
+            long(71, ""),
+            long(10_000, "\""),
+            format!(
+                "{head}Content-Type: multipart/mixed; boundary{}=\"b\"\n\n--b\n",
+                " ".repeat(300)
+            ),
+        ];
+        for raw in &costly {
+            let msg = Message::parse(raw.as_bytes(), LIMIT);
+            assert_eq!(msg.anomalies, [Anomaly::ExcessiveMime], "{:.200}", raw);
+            assert!(msg.text.contains("Content-Type"), "{:.200}", raw);
+        }
+        let parsed = [
+            declared(missing, MAX_BOUNDARIES - 1),
+            declared("--b\nContent-Type: text/plain\n\nx\n", 10_000),
+            long(70, "\""),
+            long(70, ""),
+            format!(
+                "{head}Content-Type: text/plain\n\nthe boundary (of a field) is at {}\n",
+                "x".repeat(100)
+            ),
+        ];
+        for raw in &parsed {
+            let msg = Message::parse(raw.as_bytes(), LIMIT);
+            assert!(msg.anomalies.is_empty(), "{:?} {:.200}", msg.anomalies, raw);
         }
     }
 
