@@ -490,52 +490,160 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             TransferEncoding::Unencoded => {}
         }
     }
-    for (i, part) in parsed.parts.iter().enumerate() {
-        // mail-parser lists attachments in the order of their parts: a linear search
-        // here made a message of many parts quadratic.
-        let is_attachment = parsed.attachments.binary_search(&(i as u32)).is_ok();
-        match &part.body {
-            PartType::Text(text) if !is_attachment => {
-                has_plain = true;
-                push_text(&mut msg.text, text);
-                msg.plain.push(msg.text.len() - text.len()..msg.text.len());
-            }
-            PartType::Html(html) if !is_attachment => {
-                msg.html.push_str(html);
-                msg.html.push('\n');
-                push_text(&mut msg.text, &html::to_text(html));
-            }
-            PartType::Multipart(_) => {}
-            body => {
-                let content_type = part
-                    .content_type()
-                    .map(|ct| match &ct.c_subtype {
-                        Some(sub) => format!("{}/{}", ct.c_type, sub),
-                        None => ct.c_type.to_string(),
-                    })
-                    .unwrap_or_else(|| "application/octet-stream".into())
-                    .to_ascii_lowercase();
-                let image = image::ImageKind::of_content_type(&content_type).map(|kind| {
-                    let data = match body {
-                        PartType::Binary(data) | PartType::InlineBinary(data) => data.as_ref(),
-                        _ => &[],
-                    };
-                    image::Image::read(kind, data)
-                });
-                msg.attachments.push(Attachment {
-                    name: part.attachment_name().map(str::to_string),
-                    content_type,
-                    size: body.len(),
-                    image,
-                });
-            }
-        }
-    }
+    read_parts(&mut msg, &parsed, &mut has_plain);
     if !has_plain && !msg.html.is_empty() {
         msg.anomalies.push(Anomaly::HtmlOnly);
     }
     msg.urls = urls::find_urls(&msg.text, &msg.html);
     Some(msg)
+}
+
+/// Reads the text and attachments of `parsed`'s parts into `msg`; `has_plain` is set when
+/// one is a text part that is no attachment.
+fn read_parts(msg: &mut Message, parsed: &mail_parser::Message, has_plain: &mut bool) {
+    for (i, part) in parsed.parts.iter().enumerate() {
+        // mail-parser lists attachments in the order of their parts: a linear search
+        // here made a message of many parts quadratic.
+        let is_attachment = if part.is_encoding_problem {
+            // mail-parser lists a part it gave up decoding as an attachment, whatever it
+            // was sent as.
+            part.content_disposition()
+                .is_some_and(|d| d.is_attachment())
+        } else {
+            parsed.attachments.binary_search(&(i as u32)).is_ok()
+        };
+        let body = match &part.body {
+            PartType::Multipart(_) => continue,
+            PartType::Text(text) | PartType::Html(text) if is_shown_text(part) => {
+                // mail-parser gives up on a part at one bad escape or stray character, and
+                // hands over the body undecoded; mail clients decode the rest.
+                let lenient;
+                let text = if part.is_encoding_problem {
+                    lenient = decode_leniently(parsed.raw_message(), part);
+                    &lenient
+                } else {
+                    text.as_ref()
+                };
+                if part.content_type().and_then(|ct| ct.subtype()) == Some("html") {
+                    msg.html.push_str(text);
+                    msg.html.push('\n');
+                    push_text(&mut msg.text, &html::to_text(text));
+                } else {
+                    *has_plain |= !is_attachment;
+                    push_text(&mut msg.text, text);
+                    msg.plain.push(msg.text.len() - text.len()..msg.text.len());
+                }
+                // Read as mail clients show it, and described as what it was sent as.
+                if !is_attachment {
+                    continue;
+                }
+                &part.body
+            }
+            body => body,
+        };
+        let content_type = part
+            .content_type()
+            .map(|ct| match &ct.c_subtype {
+                Some(sub) => format!("{}/{}", ct.c_type, sub),
+                None => ct.c_type.to_string(),
+            })
+            .unwrap_or_else(|| "application/octet-stream".into())
+            .to_ascii_lowercase();
+        let image = image::ImageKind::of_content_type(&content_type).map(|kind| {
+            let data = match body {
+                PartType::Binary(data) | PartType::InlineBinary(data) => data.as_ref(),
+                _ => &[],
+            };
+            image::Image::read(kind, data)
+        });
+        msg.attachments.push(Attachment {
+            name: part.attachment_name().map(str::to_string),
+            content_type,
+            size: body.len(),
+            image,
+        });
+    }
+}
+
+/// Whether `part` (which mail-parser gives as text) is text a mail client shows: any
+/// text/* part, attachment or not, as SpamAssassin renders them and Thunderbird and Apple
+/// Mail show them inline (RFC 2046 4.1.4: an unknown subtype is read as plain), but data
+/// sent as text, which clients open in other programs.
+fn is_shown_text(part: &mail_parser::MessagePart) -> bool {
+    let Some(ct) = part.content_type() else {
+        return true;
+    };
+    ct.ctype().eq_ignore_ascii_case("text")
+        && !ct.subtype().is_some_and(|sub| {
+            [
+                "calendar",
+                "x-vcalendar",
+                "vcard",
+                "x-vcard",
+                "directory",
+                "csv",
+                "tab-separated-values",
+                "css",
+                "javascript",
+                "xml",
+            ]
+            .iter()
+            .any(|data| sub.eq_ignore_ascii_case(data))
+        })
+}
+
+/// The body of text part `part` of the message `raw`, decoded as mail clients do where
+/// mail-parser found it malformed: a bad quoted-printable escape is left as it is, and a
+/// character that is no base64 is skipped.
+fn decode_leniently(raw: &[u8], part: &mail_parser::MessagePart) -> String {
+    let body = raw
+        .get(part.offset_body as usize..part.offset_end as usize)
+        .unwrap_or_default();
+    let bytes = match TransferEncoding::read(part.content_transfer_encoding()) {
+        TransferEncoding::Base64 => {
+            let base64: Vec<u8> = body
+                .iter()
+                .copied()
+                .filter(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+                .collect();
+            mail_parser::decoders::base64::base64_decode(&base64).unwrap_or_default()
+        }
+        TransferEncoding::QuotedPrintable => {
+            let mut out = Vec::with_capacity(body.len());
+            let mut at = 0;
+            while let Some(&b) = body.get(at) {
+                at += 1;
+                if b != b'=' {
+                    out.push(b);
+                    continue;
+                }
+                let rest = &body[at..];
+                let hex = rest.get(..2).and_then(|hex| {
+                    mail_parser::decoders::quoted_printable::quoted_printable_decode_char(
+                        hex[0], hex[1],
+                    )
+                });
+                if let Some(byte) = hex {
+                    out.push(byte);
+                    at += 2;
+                } else if let Some(soft) =
+                    [&b"\r\n"[..], b"\n"].iter().find(|e| rest.starts_with(e))
+                {
+                    at += soft.len();
+                } else {
+                    out.push(b);
+                }
+            }
+            out
+        }
+        TransferEncoding::Unencoded => body.to_vec(),
+    };
+    let charset = part.content_type().and_then(|ct| ct.attribute("charset"));
+    match charset.and_then(|c| mail_parser::decoders::charsets::map::charset_decoder(c.as_bytes()))
+    {
+        Some(decode) => decode(&bytes),
+        None => String::from_utf8_lossy(&bytes).into_owned(),
+    }
 }
 
 /// A message that could not be parsed as MIME: all of it is text.
@@ -872,6 +980,85 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         assert_eq!(msg.attachments[0].name.as_deref(), Some("inv.zip"));
         assert_eq!(msg.attachments[0].content_type, "application/zip");
         assert!(!msg.text.contains("UEsDBA"));
+    }
+
+    /// Text mail clients show is read, whatever mail-parser makes of it: a part it gave up
+    /// decoding, a text subtype it does not know, a text part that names a file or is sent
+    /// as an attachment (SpamAssassin renders every text part; Thunderbird and Apple Mail
+    /// show them inline). Attachments are still described as such.
+    #[test]
+    fn every_text_part_a_client_shows_is_read() {
+        let mixed = |part: &str| {
+            format!(
+                "From: a@example.com\nSubject: hi\nMIME-Version: 1.0\n\
+                 Content-Type: multipart/mixed; boundary=\"b\"\n\n\
+                 --b\nContent-Type: text/plain\n\nsee below\n--b\n{part}\n--b--\n"
+            )
+        };
+        let head = "From: a@example.com\nSubject: hi\nMIME-Version: 1.0\n";
+        for (raw, attachment) in [
+            (
+                format!(
+                    "{head}Content-Type: text/html\nContent-Transfer-Encoding: quoted-printable\n\n\
+                     <p>cheap pills=\n here</p><a href=3D\"http://x.example/?id=zz\">order</a>\n"
+                ),
+                None,
+            ),
+            (
+                mixed(
+                    "Content-Type: text/plain\nContent-Transfer-Encoding: base64\n\nY2hlYXAgcGls!bHMgaGVyZQo=\n",
+                ),
+                None,
+            ),
+            (
+                format!("{head}Content-Type: text/x-note\n\ncheap pills here\n"),
+                Some("text/x-note"),
+            ),
+            (
+                mixed("Content-Type: text/html; name=\"offer.html\"\n\n<b>cheap pills here</b>\n"),
+                Some("text/html"),
+            ),
+            (
+                mixed(
+                    "Content-Type: text/plain\nContent-Disposition: attachment; filename=\"a.txt\"\n\n\
+                     cheap pills here\n",
+                ),
+                Some("text/plain"),
+            ),
+        ] {
+            let msg = Message::parse(raw.as_bytes(), LIMIT);
+            assert!(
+                msg.text.contains("cheap pills here"),
+                "{raw}\n{:?}",
+                msg.text
+            );
+            let described: Vec<&str> = msg
+                .attachments
+                .iter()
+                .map(|a| a.content_type.as_str())
+                .collect();
+            assert_eq!(described, Vec::from_iter(attachment), "{raw}");
+            // The one part, in HTML, is HTML-only mail.
+            let html_only = !raw.contains("multipart") && raw.contains("text/html");
+            assert_eq!(
+                msg.anomalies.contains(&Anomaly::HtmlOnly),
+                html_only,
+                "{raw}"
+            );
+        }
+        // An invitation or a card is data the client shows in its own way.
+        let raw = mixed("Content-Type: text/calendar\n\nBEGIN:VCALENDAR\nSUMMARY:cheap pills\n");
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        assert!(!msg.text.contains("VCALENDAR"), "{:?}", msg.text);
+        assert_eq!(msg.attachments.len(), 1);
+        // HTML beside a text part sent as an attachment is still HTML-only mail.
+        let raw = mixed("Content-Type: text/html\n\n<b>hi</b>").replace(
+            "Content-Type: text/plain\n\nsee",
+            "Content-Type: text/plain\nContent-Disposition: attachment\n\nsee",
+        );
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        assert!(msg.text.contains("see below"), "{:?}", msg.text);
+        assert_eq!(msg.anomalies, [Anomaly::HtmlOnly]);
     }
 
     #[test]
