@@ -490,7 +490,7 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
             TransferEncoding::Unencoded => {}
         }
     }
-    read_parts(&mut msg, &parsed, &mut has_plain);
+    read_parts(&mut msg, &parsed, &mut has_plain, 0);
     if !has_plain && !msg.html.is_empty() {
         msg.anomalies.push(Anomaly::HtmlOnly);
     }
@@ -498,9 +498,19 @@ fn parse_mime(raw: &[u8]) -> Option<Message<'_>> {
     Some(msg)
 }
 
-/// Reads the text and attachments of `parsed`'s parts into `msg`; `has_plain` is set when
-/// one is a text part that is no attachment.
-fn read_parts(msg: &mut Message, parsed: &mail_parser::Message, has_plain: &mut bool) {
+/// How deep in forwarded messages (message/rfc822) their parts are read: mail-parser nests
+/// them as deep as they are sent.
+const MAX_FORWARDED: usize = 3;
+
+/// Reads the text and attachments of `parsed`'s parts into `msg`, and those of the messages
+/// forwarded in it, `forwarded` deep; `has_plain` is set when one of its own is a text part
+/// that is no attachment.
+fn read_parts(
+    msg: &mut Message,
+    parsed: &mail_parser::Message,
+    has_plain: &mut bool,
+    forwarded: usize,
+) {
     for (i, part) in parsed.parts.iter().enumerate() {
         // mail-parser lists attachments in the order of their parts: a linear search
         // here made a message of many parts quadratic.
@@ -537,6 +547,11 @@ fn read_parts(msg: &mut Message, parsed: &mail_parser::Message, has_plain: &mut 
                 if !is_attachment {
                     continue;
                 }
+                &part.body
+            }
+            // A forwarded message's text is shown with the rest, as SpamAssassin renders it.
+            PartType::Message(inner) if forwarded < MAX_FORWARDED => {
+                read_parts(msg, inner, &mut false, forwarded + 1);
                 &part.body
             }
             body => body,
@@ -1059,6 +1074,38 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         let msg = Message::parse(raw.as_bytes(), LIMIT);
         assert!(msg.text.contains("see below"), "{:?}", msg.text);
         assert_eq!(msg.anomalies, [Anomaly::HtmlOnly]);
+    }
+
+    /// A forwarded message (message/rfc822) is shown inline by mail clients and rendered
+    /// with the rest by SpamAssassin: its words are read, and it is described as attached.
+    #[test]
+    fn a_forwarded_message_s_text_is_read() {
+        let forward = |inner: &str| {
+            format!(
+                "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
+                 Content-Type: multipart/mixed; boundary=\"b\"\n\n\
+                 --b\nContent-Type: text/plain\n\nsee below\n\
+                 --b\nContent-Type: message/rfc822\n\n{inner}--b--\n"
+            )
+        };
+        let inner =
+            "From: x@example.net\nSubject: offer\nContent-Type: text/html\n\n<b>cheap pills</b>\n";
+        let raw = forward(inner);
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        assert!(msg.text.contains("cheap pills"), "{:?}", msg.text);
+        assert!(msg.html.contains("<b>cheap pills</b>"), "{:?}", msg.html);
+        let described: Vec<&str> = msg
+            .attachments
+            .iter()
+            .map(|a| a.content_type.as_str())
+            .collect();
+        assert_eq!(described, ["message/rfc822"]);
+        assert!(msg.anomalies.is_empty(), "{:?}", msg.anomalies);
+        // Forwarded in a forwarded message.
+        let nested = format!("From: y@example.net\nContent-Type: message/rfc822\n\n{inner}");
+        let raw = forward(&nested);
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        assert!(msg.html.contains("<b>cheap pills</b>"), "{:?}", msg.html);
     }
 
     #[test]
