@@ -131,9 +131,11 @@ pub fn to_text(html: &str) -> String {
         let rest = &bytes[at..];
         if rest.starts_with(b"!--") {
             // From the comment's own dashes: `<!-->` and `<!--->` are whole, empty
-            // comments to a browser, and text after them is shown.
-            at = match memchr::memmem::find(&rest[1..], b"-->") {
-                Some(end) => at + 1 + end + 3,
+            // comments to a browser, and text after them is shown. `--!>` ends one too.
+            let end = memchr::memmem::find(&rest[1..], b"-->").map(|e| 1 + e + 3);
+            let bang = memchr::memmem::find(&rest[3..end.unwrap_or(rest.len())], b"--!>");
+            at = match bang.map(|e| 3 + e + 4).or(end) {
+                Some(end) => at + end,
                 None => bytes.len(),
             };
             continue;
@@ -145,22 +147,41 @@ pub fn to_text(html: &str) -> String {
             .take_while(|b| b.is_ascii_alphanumeric())
             .count();
         let markup = name_len > 0 && name[0].is_ascii_alphabetic();
-        if !markup && !matches!(rest.first(), Some(b'!' | b'?')) {
-            // "<3" or "a < b" is text.
-            text.words("<");
+        if !markup {
+            // `<!x ...>`, `<?x ...>` and `</ x>` are comments to a browser, to their first
+            // `>` whatever the quotes; "<3" or "a < b" is text.
+            if matches!(rest, [b'!' | b'?', ..] | [b'/', _, ..]) {
+                at = memchr::memchr(b'>', rest).map_or(bytes.len(), |e| at + e + 1);
+            } else {
+                text.words("<");
+            }
             continue;
         }
         let end = tag_end(bytes, at, &mut unclosed);
         let name = &name[..name_len];
         at = end;
-        if !markup {
+        text.brk(break_of(name));
+        let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+        // Their content is text to the end tag, not markup: a `<!--` in a title opens no
+        // comment. A browser shows that of a title, textarea and xmp.
+        let raw_text = [&b"script"[..], b"style", b"iframe", b"noembed", b"noframes"];
+        let shown = [&b"title"[..], b"textarea", b"xmp"];
+        let raw_shown = shown.iter().position(|n| is(n));
+        if closing
+            || bytes[..end].ends_with(b"/>")
+            || !(raw_shown.is_some() || raw_text.iter().any(|n| is(n)))
+        {
             continue;
         }
-        text.brk(break_of(name));
-        let hidden = name.eq_ignore_ascii_case(b"script") || name.eq_ignore_ascii_case(b"style");
-        if hidden && !closing && !bytes[..end].ends_with(b"/>") {
-            at = end_of_element(bytes, end, name);
+        let (content_end, after) = end_of_element(bytes, end, name);
+        match raw_shown {
+            // Entities are decoded in a title and a textarea, not in xmp.
+            Some(2) => text.words(&html[end..content_end]),
+            Some(_) => text.words(&decode_entities(&html[end..content_end])),
+            None => {}
         }
+        text.brk(break_of(name));
+        at = after;
     }
     text.words(&html[at..]);
     let trimmed = text.out.trim_end().len();
@@ -266,21 +287,26 @@ pub fn decode_entities(value: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// Where the content of a script or style element that starts at `from` ends: after its
-/// closing tag, or at the end of the page when it has none.
-fn end_of_element(bytes: &[u8], from: usize, name: &[u8]) -> usize {
+/// Where the text content of a script, style, title or like element that starts at `from`
+/// ends, and where its end tag does: at the end of the page when it has none. The end tag's
+/// name is followed by white space, `/` or `>`: `</scripts>` ends no script.
+fn end_of_element(bytes: &[u8], from: usize, name: &[u8]) -> (usize, usize) {
     let mut at = from;
     while let Some(found) = memchr::memmem::find(&bytes[at..], b"</") {
         let tag = at + found + 2;
         let matches = bytes
             .get(tag..tag + name.len())
-            .is_some_and(|n| n.eq_ignore_ascii_case(name));
+            .is_some_and(|n| n.eq_ignore_ascii_case(name))
+            && bytes
+                .get(tag + name.len())
+                .is_some_and(|&b| b.is_ascii_whitespace() || matches!(b, b'/' | b'>'));
         if matches {
-            return memchr::memchr(b'>', &bytes[tag..]).map_or(bytes.len(), |e| tag + e + 1);
+            let after = memchr::memchr(b'>', &bytes[tag..]).map_or(bytes.len(), |e| tag + e + 1);
+            return (tag - 2, after);
         }
         at = tag;
     }
-    bytes.len()
+    (bytes.len(), bytes.len())
 }
 
 #[cfg(test)]
@@ -369,6 +395,28 @@ mod tests {
         assert_eq!(to_text("before<script>never closed"), "before");
         assert_eq!(to_text("a <!-- never closed"), "a");
         assert_eq!(to_text("<!-->shown<!--->too<!---->"), "showntoo");
+    }
+
+    /// As WHATWG's tokenizer reads them, as browsers and the mail views built on them do.
+    #[test]
+    fn comments_and_raw_text_end_where_a_browser_ends_them() {
+        for (html, text) in [
+            ("<!-- a --!>shown<!-- b -->", "shown"),
+            ("<!-- a --!- b -->shown", "shown"),
+            ("<!x a=\">shown<i b=\">\"> too", "shown too"),
+            ("<?x a=\">shown", "shown"),
+            ("</ hidden words>shown", "shown"),
+            ("a </>b </", "a b </"),
+            ("<title><!--</title>shown<!-- -->", "<!--\n\nshown"),
+            ("<title>A &amp; B</title>x", "A & B\n\nx"),
+            ("<xmp><!--&amp;<b></xmp>shown", "<!--&amp;<b>\n\nshown"),
+            ("<textarea><!--</textarea >shown", "<!--shown"),
+            ("<iframe><p>never shown</p></iframe>shown", "shown"),
+            ("<script>var a;</scripts>hidden</script>shown", "shown"),
+            ("<style>p{}</style/>shown", "shown"),
+        ] {
+            assert_eq!(to_text(html), text, "{html:?}");
+        }
     }
 
     #[test]
