@@ -759,22 +759,93 @@ pub fn is_script_or_data(url: &str) -> bool {
     scheme.eq_ignore_ascii_case("javascript") || scheme.eq_ignore_ascii_case("data")
 }
 
-/// The host part of a URL, lowercased, without port or credentials; none for a
+/// The host part of a URL, lowercased, without port or credentials, as a browser reads it
+/// (percent-escapes decoded, a number in hex or octal an IPv4 address); none for a
 /// `javascript:` or `data:` link.
 pub fn url_host(url: &str) -> Option<String> {
     if is_script_or_data(url) {
         return None;
     }
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next()?;
+    // `\` is `/` to a browser: `http://evil.example\@paypal.com/` leads to evil.example.
+    let authority = rest.split(['/', '\\', '?', '#']).next()?;
     let host = authority.rsplit('@').next()?;
     let host = if host.starts_with('[') {
         host.split(']').next().map(|h| &h[1..])?
     } else {
         host.split(':').next()?
     };
-    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let decoded;
+    let host = if host.contains('%') {
+        decoded = percent_decoded(host);
+        &decoded
+    } else {
+        host
+    };
+    let host = host.trim_end_matches('.');
+    let host = ipv4(host).unwrap_or_else(|| host.to_ascii_lowercase());
     (!host.is_empty()).then_some(host)
+}
+
+/// `text` with its `%XX` escapes decoded.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while let Some(&b) = bytes.get(at) {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(byte) if b == b'%' => {
+                out.push(byte);
+                at += 3;
+            }
+            _ => {
+                out.push(b);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A host of one to four numbers (decimal, `0x` hex or `0` octal) as the IPv4 address a
+/// browser reads in it, dotted; none when it is a name.
+fn ipv4(host: &str) -> Option<String> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() > 4 || !host.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let numbers = parts.iter().map(|part| {
+        let (digits, radix) = match part.as_bytes() {
+            [b'0', b'x' | b'X', ..] => (&part[2..], 16),
+            [b'0', _, ..] => (&part[1..], 8),
+            _ => (*part, 10),
+        };
+        if digits.is_empty() && radix == 16 {
+            return Some(0);
+        }
+        u64::from_str_radix(digits, radix).ok()
+    });
+    let mut address: u64 = 0;
+    for (i, number) in numbers.enumerate() {
+        let number = number?;
+        let last = i == parts.len() - 1;
+        // Every number but the last is one byte; the last fills the bytes left.
+        let room = if last { 1u64 << (8 * (4 - i)) } else { 256 };
+        if number >= room {
+            return None;
+        }
+        address = if last {
+            (address << (8 * (4 - i))) | number
+        } else {
+            (address << 8) | number
+        };
+    }
+    let [a, b, c, d] = (address as u32).to_be_bytes();
+    Some(format!("{a}.{b}.{c}.{d}"))
 }
 
 /// Text from a message made safe for one log line or terminal: control characters
@@ -1147,6 +1218,16 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             ("www.shop.example.", Some("www.shop.example")),
             ("http://[::1]/", Some("::1")),
             ("http:///", None),
+            // As a browser reads them: `\` ends the host, escapes decoded, numbers an address.
+            ("http://evil.example\\@paypal.com/", Some("evil.example")),
+            ("http://sp%61m.Example/", Some("spam.example")),
+            ("http://0xd8.0x3a.0xd6.0xce/", Some("216.58.214.206")),
+            ("http://0330.072.0326.0316/", Some("216.58.214.206")),
+            ("http://3627734734/", Some("216.58.214.206")),
+            ("http://216.58.54990/", Some("216.58.214.206")),
+            ("http://1.2.3.4/", Some("1.2.3.4")),
+            ("http://1.2.3.256/", Some("1.2.3.256")),
+            ("http://123.example/", Some("123.example")),
             // Code and content name no place: no `url:javascript` token, no listed host.
             ("JavaScript:window.location='https://x.example/'", None),
             ("data:text/html,<a href=http://x.example/>", None),

@@ -8,7 +8,7 @@
 //! tests hold the scanners to them):
 //!
 //! - in text: `(?i)(?-u:\b)(?:https?://|www\.)[^\s<>"'()\[\]{}]+`
-//! - in HTML: `(?i)(?-u:\b)(?:href|src|action)\s*=\s*["']?[^"'\s>]+`, the value being the URL
+//! - in HTML: `(?i)(?-u:\b)(?:href|src|action)\s*=\s*["']?\s*[^"'\s>]+`, the value being the URL
 //!
 //! (`\s` is Unicode white space, as `char::is_whitespace`; the cases are ASCII's, so that
 //! `(?i)`'s `ſ` for `s` is not a scheme.)
@@ -50,7 +50,7 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
         push(Cow::Borrowed(url));
     }
     for value in attribute_values(html) {
-        let target = as_followed(value);
+        let target = with_slashes(as_followed(value));
         if target.contains("://")
             || target.starts_with("www.")
             || super::is_mailto(&target)
@@ -65,10 +65,15 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     urls
 }
 
-/// A URL written in HTML as a browser follows it: entities decoded, and the tabs and line
-/// breaks it drops inside a URL (`ex&#10;ample.com`) gone.
+/// A URL written in HTML as a browser follows it: entities decoded, the spaces and control
+/// characters around it (`&#32;http://…`) and the tabs and line breaks it drops inside a URL
+/// (`ex&#10;ample.com`) gone.
 fn as_followed(written: &str) -> Cow<'_, str> {
-    let decoded = html::decode_entities(written);
+    let mut decoded = html::decode_entities(written);
+    let trim = |c: char| c <= ' ';
+    if decoded.starts_with(trim) || decoded.ends_with(trim) {
+        decoded = Cow::Owned(decoded.trim_matches(trim).to_string());
+    }
     if !decoded.contains(['\t', '\r', '\n']) {
         return decoded;
     }
@@ -78,6 +83,21 @@ fn as_followed(written: &str) -> Cow<'_, str> {
             .filter(|c| !matches!(c, '\t' | '\r' | '\n'))
             .collect(),
     )
+}
+
+/// An http(s) link whose slashes after the scheme a browser reads as `//`: missing
+/// (`http:host`), or written with `\` (`http:\\host`, `http:/\host`), as `\` is `/` in
+/// such a URL (WHATWG URL; SpamAssassin's uri_list_canonicalize reads them so too).
+fn with_slashes(target: Cow<'_, str>) -> Cow<'_, str> {
+    let Some((scheme, rest)) = target.split_once(':') else {
+        return target;
+    };
+    let http = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+    if !http || (rest.starts_with("//") && !rest.contains('\\')) {
+        return target;
+    }
+    let rest = rest.trim_start_matches(['/', '\\']).replace('\\', "/");
+    Cow::Owned(format!("{scheme}://{rest}"))
 }
 
 /// The URLs written in `text`: from `http://`, `https://` or `www.` at the start of a word
@@ -117,7 +137,8 @@ fn written(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The values of the `href`, `src` and `action` attributes in `html`, as written: after
-/// `=`, white space and an opening quote, to the first quote, white space or `>`.
+/// `=`, white space, an opening quote and white space (which browsers strip), to the first
+/// quote, white space or `>`.
 fn attribute_values(html: &str) -> impl Iterator<Item = &str> {
     let mut from = 0;
     // Found by their `=`, one byte to look for, and the name before it.
@@ -133,7 +154,7 @@ fn attribute_values(html: &str) -> impl Iterator<Item = &str> {
             return None;
         }
         let rest = html[eq + 1..].trim_start();
-        let rest = rest.strip_prefix(['"', '\'']).unwrap_or(rest);
+        let rest = rest.strip_prefix(['"', '\'']).unwrap_or(rest).trim_start();
         let len = rest
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '>'))
             .unwrap_or(rest.len());
@@ -210,13 +231,16 @@ mod tests {
 
     #[test]
     fn attribute_values_are_what_the_attribute_pattern_finds() {
-        let re = Regex::new(r#"(?i)(?-u:\b)(?:href|src|action)\s*=\s*["']?[^"'\s>]+"#).unwrap();
+        let re = Regex::new(r#"(?i)(?-u:\b)(?:href|src|action)\s*=\s*["']?\s*[^"'\s>]+"#).unwrap();
         for html in texts() {
             let values: Vec<&str> = by_regex(&re, &html)
                 .into_iter()
                 .map(|m| {
                     let value = m.split_once('=').unwrap().1.trim_start();
-                    value.strip_prefix(['"', '\'']).unwrap_or(value)
+                    value
+                        .strip_prefix(['"', '\''])
+                        .unwrap_or(value)
+                        .trim_start()
                 })
                 .collect();
             assert_eq!(
@@ -245,6 +269,25 @@ mod tests {
                 "JavaScript:go()"
             ]
         );
+    }
+
+    /// Links a browser follows, written so that no `://` follows the scheme as written.
+    #[test]
+    fn obfuscated_links_are_found_as_followed() {
+        for (href, url) in [
+            (" &#104;ttp://spam.example/buy", "http://spam.example/buy"),
+            (
+                "&#32;http://spam.example/buy&#9;",
+                "http://spam.example/buy",
+            ),
+            ("http:/\\spam.example/buy", "http://spam.example/buy"),
+            ("https:\\\\spam.example/buy", "https://spam.example/buy"),
+            ("HTTP:spam.example/buy", "HTTP://spam.example/buy"),
+            ("mailto:me@example.org", "mailto:me@example.org"),
+        ] {
+            let html = format!("<a href=\"{href}\">order now</a>");
+            assert_eq!(find_urls("", &html), [url], "{html:?}");
+        }
     }
 
     #[test]
