@@ -23,6 +23,10 @@ use crate::segment::is_word_byte;
 /// not make one message cost more than the rest of a batch.
 const MAX_URLS: usize = 1000;
 
+/// Past [`MAX_URLS`], this many more links that show text: a thousand empty links the
+/// reader never sees must not push out the one they click.
+const MAX_SHOWN_LINKS: usize = 1000;
+
 /// URLs written in the text, and the targets of links, images and forms in the HTML,
 /// entities decoded, as a browser would follow them; `mailto:`, `javascript:` and `data:`
 /// links as written, for `uri` rules (as SpamAssassin lists them). Each once, in the order
@@ -32,7 +36,7 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     // A page of links names most of them many times: seen ones are found by hash, and
     // only what an entity changed is copied to be looked up.
     let mut seen: HashSet<Cow<'t, str>> = HashSet::new();
-    let mut push = |u: Cow<'t, str>| {
+    let mut push = |u: Cow<'t, str>, shown: &dyn Fn() -> bool| {
         let end = ['.', ',', ';', ':', '!', '?'];
         let u = match u {
             Cow::Borrowed(u) => Cow::Borrowed(u.trim_end_matches(end)),
@@ -41,13 +45,14 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
                 Cow::Owned(u)
             }
         };
-        if !u.is_empty() && urls.len() < MAX_URLS && !seen.contains(u.as_ref()) {
+        let room = urls.len() < MAX_URLS || (urls.len() < MAX_URLS + MAX_SHOWN_LINKS && shown());
+        if !u.is_empty() && room && !seen.contains(u.as_ref()) {
             urls.push(u.to_string());
             seen.insert(u);
         }
     };
     for url in written(text) {
-        push(Cow::Borrowed(url));
+        push(Cow::Borrowed(url), &|| false);
     }
     for value in attribute_values(html) {
         let target = with_slashes(as_followed(value));
@@ -56,13 +61,26 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
             || super::is_mailto(&target)
             || super::is_script_or_data(&target)
         {
-            push(target);
+            push(target, &|| shows_text(html, value));
         }
     }
     for url in written(html) {
-        push(as_followed(url));
+        push(as_followed(url), &|| false);
     }
     urls
+}
+
+/// Whether the tag in `html` that holds the attribute `value` (a slice of `html`) is followed
+/// by text before the next tag, as a link the reader sees is.
+fn shows_text(html: &str, value: &str) -> bool {
+    let after = value.as_ptr() as usize - html.as_ptr() as usize + value.len();
+    let rest = &html.as_bytes()[after..];
+    let Some(gt) = memchr::memchr(b'>', rest) else {
+        return false;
+    };
+    let text = &rest[gt + 1..];
+    let text = &text[..memchr::memchr(b'<', text).unwrap_or(text.len())];
+    !text.trim_ascii().is_empty()
 }
 
 /// A URL written in HTML as a browser follows it: entities decoded, the spaces and control
@@ -288,6 +306,22 @@ mod tests {
             let html = format!("<a href=\"{href}\">order now</a>");
             assert_eq!(find_urls("", &html), [url], "{html:?}");
         }
+    }
+
+    /// The link a reader sees is found past a flood of empty ones.
+    #[test]
+    fn empty_links_do_not_push_out_one_that_shows_text() {
+        let mut html: String = (0..MAX_URLS + 10)
+            .map(|i| format!("<a href=\"http://d{i}.example/\"></a>"))
+            .collect();
+        html.push_str("<a href=\"http://shop.example/buy\">click</a>");
+        html.push_str("<a href=\"http://hidden.example/\"> </a>");
+        let urls = find_urls("", &html);
+        assert_eq!(urls.len(), MAX_URLS + 1);
+        assert_eq!(
+            urls.last().map(String::as_str),
+            Some("http://shop.example/buy")
+        );
     }
 
     #[test]
