@@ -247,19 +247,64 @@ fn kind_after_separator(rest: &[u8]) -> MboxKind {
     }
 }
 
-/// The messages of an mbox, split with mail-parser's reader (mboxrd `>From ` unquoting). A
-/// file cut off mid-message yields what it holds: the last message is shorter, not lost.
+/// The messages of an mbox file (see [`split_mbox`]). A file cut off mid-message yields
+/// what it holds: the last message is shorter, not lost.
 fn mbox_messages(path: &Path) -> io::Result<Vec<Vec<u8>>> {
-    Ok(split_mbox(io::BufReader::new(fs::File::open(path)?)))
+    Ok(split_mbox(&fs::read(path)?))
 }
 
-fn split_mbox(mbox: impl io::BufRead) -> Vec<Vec<u8>> {
-    let mut messages: Vec<Vec<u8>> = mail_parser::mailbox::mbox::MessageIterator::new(mbox)
-        .filter_map(|m| m.ok())
-        .map(|m| m.unwrap_contents())
-        .collect();
+/// The messages of an mbox: each `From ` line starts one, and a line of `>`s and `From `
+/// loses one `>` (mboxrd, as mail-parser's reader splits them). A message whose
+/// Content-Length field ends it just where a later `From ` line starts (or the mbox ends)
+/// runs to there, `From ` lines in its body and all: mboxcl2 (RFC 4155's variants) quotes
+/// none, and such a line cut the message in two.
+fn split_mbox(mbox: &[u8]) -> Vec<Vec<u8>> {
+    let mut messages = Vec::new();
+    // What comes before the first `From ` line belongs to no message.
+    let mut at = if mbox.starts_with(b"From ") {
+        0
+    } else {
+        memchr::memmem::find(mbox, b"\nFrom ").map_or(mbox.len(), |i| i + 1)
+    };
+    while at < mbox.len() {
+        let start = crate::message::line_end(mbox, at);
+        let rest = &mbox[start..];
+        let end = if rest.starts_with(b"From ") {
+            0
+        } else {
+            memchr::memmem::find(rest, b"\nFrom ").map_or(rest.len(), |i| i + 1)
+        };
+        match content_length_end(rest) {
+            Some(counted) if counted > end => {
+                messages.push(rest[..counted].to_vec());
+                at = start + counted;
+            }
+            _ => {
+                messages.push(unquote_from_lines(rest[..end].to_vec()));
+                at = start + end;
+            }
+        }
+    }
     drop_separator_lines(&mut messages);
     messages
+}
+
+/// Where the message that starts `message` ends by its Content-Length field, the empty line
+/// an mbox writer adds after it included: only where the mbox ends or a `From ` line starts
+/// there, as a length that lands anywhere else is no mboxcl2 writer's.
+fn content_length_end(message: &[u8]) -> Option<usize> {
+    let body = crate::message::body_offset(message)?;
+    let head = &message[..body];
+    let value = *crate::message::raw_header_values(head, "Content-Length").first()?;
+    let length: usize = std::str::from_utf8(value).ok()?.trim().parse().ok()?;
+    let end = body.checked_add(length)?;
+    let after = message.get(end..)?;
+    [&b""[..], b"\n", b"\r\n"]
+        .into_iter()
+        .find_map(|separator| {
+            let next = after.strip_prefix(separator)?;
+            (next.is_empty() || next.starts_with(b"From ")).then_some(end + separator.len())
+        })
 }
 
 /// An mbox writer ends each message with an empty line (RFC 4155), which belongs to the
@@ -396,7 +441,7 @@ fn read_file(path: &Path, opened: io::Result<fs::File>) -> Vec<Named> {
         return vec![(name, Err(unreadable(path, &e)))];
     }
     if let MboxKind::Many = kind_of(&raw) {
-        let messages = split_mbox(raw.as_slice());
+        let messages = split_mbox(&raw);
         // One message saved with its envelope line, as many archives keep them, is a file.
         if messages.len() > 1 {
             return messages
@@ -787,6 +832,33 @@ mod tests {
             let want: Vec<String> = want.iter().map(|m| m.replace(">From", "From")).collect();
             assert_eq!(got, want, "splitting {mbox:?}");
         }
+    }
+
+    /// mboxcl2 quotes no `From ` line of a body; the Content-Length field says where each
+    /// message ends. A length that lands on no `From ` line is no such writer's.
+    #[test]
+    fn a_content_length_that_lands_on_a_separator_ends_the_message() {
+        let from = "From a@b Mon Jan  1 00:00:00 2024";
+        let body = "Hi,\n\nFrom now on we meet on Mondays.\n>From the archive\nBye\n";
+        let one = format!("Subject: one\nContent-Length: {}\n\n{body}", body.len());
+        let two = "Subject: two\nContent-Length: 4\n\nxyz\n";
+        let split = |mbox: &str| -> Vec<String> {
+            split_mbox(mbox.as_bytes())
+                .iter()
+                .map(|m| String::from_utf8_lossy(m).into_owned())
+                .collect()
+        };
+        let mbox = format!("{from}\n{one}\n{from}\n{two}\n");
+        assert_eq!(split(&mbox), [one.as_str(), two], "{mbox:?}");
+        // The same without the empty lines, or with CRLF ones.
+        let mbox = format!("{from}\n{one}{from}\n{two}");
+        assert_eq!(split(&mbox), [one.as_str(), two], "{mbox:?}");
+        let mbox = format!("{from}\r\n{one}\r\n{from}\r\n{two}\r\n");
+        assert_eq!(split(&mbox).len(), 2, "{mbox:?}");
+        // A length that lands elsewhere: split at every `From ` line, as before.
+        let wrong = one.replace("Content-Length: ", "Content-Length: 1");
+        let mbox = format!("{from}\n{wrong}\n{from}\n{two}\n");
+        assert_eq!(split(&mbox).len(), 3, "{mbox:?}");
     }
 
     #[test]
