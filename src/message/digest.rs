@@ -59,11 +59,16 @@ impl DigestKind {
 
     pub fn of(self, raw: &[u8]) -> Digest {
         let mut hasher = Sha256::new();
-        let body_at = match self {
-            DigestKind::AsSent => hash_fields_as_sent(raw, &mut hasher),
-            DigestKind::WholeMessage => hash_fields_but_own(raw, &mut hasher),
-        };
-        hash_body(&raw[body_at..], &mut hasher);
+        match self {
+            DigestKind::AsSent => {
+                let body_at = hash_fields_as_sent(raw, &mut hasher);
+                hash_body_unquoted(&raw[body_at..], &mut hasher);
+            }
+            DigestKind::WholeMessage => {
+                let body_at = hash_fields_but_own(raw, &mut hasher);
+                hash_body(&raw[body_at..], &mut hasher);
+            }
+        }
         let full = hasher.finalize();
         let mut out = [0u8; 16];
         out.copy_from_slice(&full[..16]);
@@ -222,6 +227,23 @@ fn hash_fields_but_own(raw: &[u8], hasher: &mut Sha256) -> usize {
 
 /// Hashes the body as it is but for its line endings: a CR before each LF is left out,
 /// and the last line ends in LF whether or not it did.
+/// [`hash_body`], a line of `>`s and `From ` read as `From `: an mbox quotes such lines,
+/// mboxo writers (Postfix's local, procmail) do not unquote `>From `, and an mbox is read as
+/// mboxrd, so a copy from an mbox and one from a file differ in them and nowhere else. A
+/// body without such a line (most mail) hashes as it always has.
+fn hash_body_unquoted(body: &[u8], hasher: &mut Sha256) {
+    if memchr::memmem::find(body, b">From ").is_none() {
+        return hash_body(body, hasher);
+    }
+    let mut unquoted = Vec::with_capacity(body.len());
+    for line in body.split_inclusive(|&b| b == b'\n') {
+        let quotes = line.iter().take_while(|&&b| b == b'>').count();
+        let quoted = quotes > 0 && line[quotes..].starts_with(b"From ");
+        unquoted.extend_from_slice(if quoted { &line[quotes..] } else { line });
+    }
+    hash_body(&unquoted, hasher);
+}
+
 fn hash_body(body: &[u8], hasher: &mut Sha256) {
     let mut from = 0;
     for cr in memchr::memmem::find_iter(body, b"\r\n") {
@@ -375,6 +397,42 @@ X-Spam-Status: Yes\nAuthentication-Results: g\n";
                 String::from_utf8_lossy(&raw)
             );
         }
+    }
+
+    /// An mboxo copy of a message (its `>From ` lines left quoted by the writer, and losing
+    /// a `>` when read as mboxrd) and its copy in a file are one message as sent.
+    #[test]
+    fn as_sent_digest_reads_quoted_from_lines_as_from_lines() {
+        let head = "From: a@b\r\nSubject: re: archive\r\n\r\nquoted below\r\n";
+        let digest =
+            |kind: DigestKind, line: &str| kind.of(format!("{head}{line}\r\nbye").as_bytes());
+        for line in [
+            "From the archive",
+            ">From the archive",
+            ">>From the archive",
+        ] {
+            assert_eq!(
+                digest(AsSent, line),
+                digest(AsSent, "From the archive"),
+                "{line:?}"
+            );
+        }
+        for line in [
+            "> From the archive",
+            ">From: the archive",
+            "x>From the archive",
+        ] {
+            assert_ne!(
+                digest(AsSent, line),
+                digest(AsSent, "From the archive"),
+                "{line:?}"
+            );
+        }
+        // The whole message is read as it always was: old ledgers keep it.
+        assert_ne!(
+            digest(WholeMessage, ">From the archive"),
+            digest(WholeMessage, "From the archive")
+        );
     }
 
     #[test]
