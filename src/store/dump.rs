@@ -495,6 +495,15 @@ mod tests {
         refuses_every_cut(&v1, &store);
     }
 
+    /// `dump` as version 2 wrote it: no digest kind, whole-message digests implied.
+    fn as_version_2(dump: &str) -> String {
+        dump.replace(HEADER, HEADER_V2)
+            .lines()
+            .filter(|l| !l.starts_with("digest "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
     /// The kind of digest the ledger was keyed by travels with it: a dump from before
     /// there were two kinds loads as whole-message, and a whole-message ledger stays one
     /// through an export and an import, where an as-sent one is refused as not a dump.
@@ -503,12 +512,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (store, dump) = learned(&dir.path().join("a"));
         assert_eq!(store.digest_kind(), DigestKind::AsSent);
-        let v2: String = dump
-            .replace(HEADER, HEADER_V2)
-            .lines()
-            .filter(|l| !l.starts_with("digest "))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let v2 = as_version_2(&dump);
         let old = open(&dir.path().join("b"));
         import(&old, &mut v2.as_bytes()).unwrap();
         assert_eq!(contents(&old), contents(&store));
@@ -590,12 +594,7 @@ mod tests {
     fn a_dump_whose_totals_disagree_with_its_ledger_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (_store, dump) = learned(&dir.path().join("a"));
-        let v2: String = dump
-            .replace(HEADER, HEADER_V2)
-            .lines()
-            .filter(|l| !l.starts_with("digest "))
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let v2 = as_version_2(&dump);
         let copy = open(&dir.path().join("b"));
         for (whole, line) in [(&dump, 3), (&v2, 2)] {
             for totals in ["totals 5000 5000\n", "totals 3 2\n"] {
