@@ -97,26 +97,34 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
                     let (v, learned) = scored
                         .next()
                         .expect("a readable message always has a verdict");
-                    print(
+                    let printed = print(
                         &mut out,
                         &name,
                         v.decision.name(),
                         &v,
                         learned.as_ref(),
                         args,
-                    )?
+                    );
+                    if let Err(e) = printed {
+                        return super::output_failed(e.into());
+                    }
                 }
                 Err(e) => {
                     // One line per input still: scripts pair lines with their inputs. Its
                     // word is `error`: the numbers of no evidence would pass for a verdict.
                     let unreadable_verdict = Verdict::unsure(Vec::new(), "unreadable".into());
-                    print(&mut out, &name, "error", &unreadable_verdict, None, args)?;
+                    let printed = print(&mut out, &name, "error", &unreadable_verdict, None, args);
+                    if let Err(e) = printed {
+                        return super::output_failed(e.into());
+                    }
                     unreadable.push(e);
                 }
             }
         }
     }
-    out.flush()?;
+    if let Err(e) = out.flush() {
+        return super::output_failed(e.into());
+    }
     Ok(super::report_unreadable(&unreadable))
 }
 

@@ -409,6 +409,16 @@ pub(crate) fn ensure_parent(db: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a command ends when writing its output failed: quietly and successfully when the
+/// reader has gone (`spamnb check … | head -1`), as `cat` ends: what it did not read, it
+/// did not want.
+fn output_failed(e: anyhow::Error) -> anyhow::Result<ExitCode> {
+    match e.downcast_ref::<std::io::Error>() {
+        Some(io) if io.kind() == std::io::ErrorKind::BrokenPipe => Ok(ExitCode::SUCCESS),
+        _ => Err(e.context("writing to stdout")),
+    }
+}
+
 /// Names each input that could not be read, one a line on stderr; exit 2 if there were
 /// any (as grep and ripgrep do), so scripts notice without parsing the output.
 fn report_unreadable(unreadable: &[crate::mailbox::Unreadable]) -> ExitCode {

@@ -282,60 +282,66 @@ fn stats(
     });
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    match args.format {
-        Format::Json => {
-            for r in &rows {
-                writeln!(out, "{}", serde_json::to_string(r)?)?;
+    let written = (|| -> anyhow::Result<()> {
+        match args.format {
+            Format::Json => {
+                for r in &rows {
+                    writeln!(out, "{}", serde_json::to_string(r)?)?;
+                }
             }
-        }
-        Format::Tsv => {
-            writeln!(
-                out,
-                "rule\tspam_hits\tham_hits\tspam_pct\tham_pct\ts_o\tweight\tcounted"
-            )?;
-            for r in &rows {
-                let w = r.weight.map_or("-".into(), |w| format!("{w:.3}"));
-                let counted = if r.counted { "yes" } else { "no" };
+            Format::Tsv => {
                 writeln!(
                     out,
-                    "{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{w}\t{counted}",
-                    r.rule, r.spam_hits, r.ham_hits, r.spam_pct, r.ham_pct, r.s_o
+                    "rule\tspam_hits\tham_hits\tspam_pct\tham_pct\ts_o\tweight\tcounted"
                 )?;
+                for r in &rows {
+                    let w = r.weight.map_or("-".into(), |w| format!("{w:.3}"));
+                    let counted = if r.counted { "yes" } else { "no" };
+                    writeln!(
+                        out,
+                        "{}\t{}\t{}\t{:.3}\t{:.3}\t{:.3}\t{w}\t{counted}",
+                        r.rule, r.spam_hits, r.ham_hits, r.spam_pct, r.ham_pct, r.s_o
+                    )?;
+                }
             }
-        }
-        Format::Text => {
-            writeln!(out, "{n_spam} spam, {n_ham} ham")?;
-            writeln!(
-                out,
-                "{:>8} {:>8} {:>6} {:>8}  RULE",
-                "SPAM%", "HAM%", "S/O", "WEIGHT"
-            )?;
-            for r in &rows {
-                let w = match r.weight {
-                    None => "-".into(),
-                    Some(w) if r.counted => format!("{w:+.3}"),
-                    Some(w) => format!("({w:+.3})"),
-                };
+            Format::Text => {
+                writeln!(out, "{n_spam} spam, {n_ham} ham")?;
                 writeln!(
                     out,
-                    "{:>8.3} {:>8.3} {:>6.3} {w:>8}  {}",
-                    r.spam_pct, r.ham_pct, r.s_o, r.rule
+                    "{:>8} {:>8} {:>6} {:>8}  RULE",
+                    "SPAM%", "HAM%", "S/O", "WEIGHT"
                 )?;
-            }
-            if rows.iter().any(|r| r.weight.is_some() && !r.counted) {
-                writeln!(
-                    out,
-                    "(a weight in parentheses does not count in scores: it leans too little \
-                     either way, or was learned from too few messages; [model] \
-                     min_token_weight = {}, min_feature_messages = {})",
-                    config.model.min_token_weight, config.model.min_feature_messages
-                )?;
-            }
-            if store.is_ok() && rows.iter().any(|r| r.weight.is_none()) {
-                writeln!(out, "(-: not learned in this database)")?;
+                for r in &rows {
+                    let w = match r.weight {
+                        None => "-".into(),
+                        Some(w) if r.counted => format!("{w:+.3}"),
+                        Some(w) => format!("({w:+.3})"),
+                    };
+                    writeln!(
+                        out,
+                        "{:>8.3} {:>8.3} {:>6.3} {w:>8}  {}",
+                        r.spam_pct, r.ham_pct, r.s_o, r.rule
+                    )?;
+                }
+                if rows.iter().any(|r| r.weight.is_some() && !r.counted) {
+                    writeln!(
+                        out,
+                        "(a weight in parentheses does not count in scores: it leans too little \
+                         either way, or was learned from too few messages; [model] \
+                         min_token_weight = {}, min_feature_messages = {})",
+                        config.model.min_token_weight, config.model.min_feature_messages
+                    )?;
+                }
+                if store.is_ok() && rows.iter().any(|r| r.weight.is_none()) {
+                    writeln!(out, "(-: not learned in this database)")?;
+                }
             }
         }
+        out.flush()?;
+        Ok(())
+    })();
+    if let Err(e) = written {
+        return super::output_failed(e);
     }
-    out.flush()?;
     Ok(super::report_unreadable(&unreadable))
 }

@@ -222,6 +222,32 @@ fn explain_escapes_what_the_sender_wrote() {
     assert!(!shown.lines().any(|l| l.starts_with("token")), "{shown}");
 }
 
+/// A reader that goes (`spamnb check … | head -1`) ends the command quietly, as it ends
+/// `cat`: it was no failure, and said "Broken pipe" with exit 2.
+#[test]
+fn a_reader_that_goes_ends_check_quietly() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let file = write(tmp.path(), "m.eml", message("hello", "some words"));
+    let mut child = spamnb(&db)
+        .args(["check", "--format", "tsv"])
+        .args(std::iter::repeat_n(&file, 5_000))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("m.eml\t"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out.stderr);
+    assert!(!said.to_lowercase().contains("broken pipe"), "{said}");
+    assert_eq!(out.status.code(), Some(0), "{said}");
+}
+
 #[test]
 fn explain_and_json_name_the_evidence() {
     let (shown, v) = explained("winner casino bonus");
