@@ -188,7 +188,11 @@ impl Context {
             match reading {
                 Reading::Stored => scorer.check(&raw).map(|verdict| (verdict, None)),
                 Reading::InTransit => scorer.check_autolearning(&raw),
-                Reading::InTransitCut => scorer.check_autolearning(&raw).map(|(v, _)| (v, None)),
+                // No lesson is made for it: nothing would learn it.
+                Reading::InTransitCut => {
+                    let sent = crate::spam_headers::as_sent(&raw, &scorer.model.subject_tag);
+                    scorer.check(&sent).map(|verdict| (verdict, None))
+                }
             }
         });
         let (verdict, lesson) = tokio::time::timeout_at(deadline, scoring)
