@@ -140,6 +140,11 @@ struct Out {
     literal: Option<String>,
 }
 
+struct Group {
+    look: bool,
+    extended: bool,
+}
+
 impl Out {
     fn not_literal(&mut self) {
         self.literal = None;
@@ -170,7 +175,9 @@ const MAX_LOOKAHEAD: usize = 64;
 /// Translates a Perl pattern. `flags` are Perl's (`i m s x`).
 pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     let chars: Vec<char> = p.source.chars().collect();
-    let extended = p.flags.contains('x');
+    // `x` is the translator's own, group by group as in Perl (`(?-x:a b)` within `/…/x`);
+    // Rust never sees it.
+    let mut extended = p.flags.contains('x');
     // Perl's `$` without `m` is its `\Z`: the end, or before a newline that ends the text.
     // Rust's is the very end, and `full` and `rawbody` texts end with a newline.
     let dollar_ends_lines = p.flags.contains('m') || inline_multiline(&p.source);
@@ -181,8 +188,9 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
         widened: false,
         literal: Some(String::new()),
     };
-    // Each group's kind, so that a look-around's closing paren is dropped from the prefilter.
-    let mut groups: Vec<bool> = Vec::new();
+    // Each open group: whether it is a look-around, so that its closing paren is dropped
+    // from the prefilter, and whether `x` held outside it, to be restored when it closes.
+    let mut groups: Vec<Group> = Vec::new();
     // The prefilter drops look-around groups whole: while inside one, only `full` grows.
     let mut dropping = 0usize;
     let mut in_class = false;
@@ -195,6 +203,8 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
     // Why `full` cannot be written, should the pattern need it.
     let mut full_unsupported: Option<String> = None;
     let mut last_quantifiable = false;
+    // Whether a quantifier just ended: Perl refuses another one after it (`a{2}{3}`).
+    let mut after_quantifier = false;
     let mut i = 0;
     macro_rules! emit {
         ($s:expr) => {{
@@ -288,6 +298,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
             i += 1;
             continue;
         }
+        let quantified = std::mem::take(&mut after_quantifier);
         match c {
             '\\' => {
                 let next = *chars
@@ -383,7 +394,10 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                     out.needs_fancy = true;
                     out.full.push_str(look);
                     dropping += 1;
-                    groups.push(true);
+                    groups.push(Group {
+                        look: true,
+                        extended,
+                    });
                     i += look.chars().count();
                     last_quantifiable = false;
                     continue;
@@ -393,7 +407,10 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                     if dropping == 0 {
                         out.plain.push_str("(?:");
                     }
-                    groups.push(false);
+                    groups.push(Group {
+                        look: false,
+                        extended,
+                    });
                     i += 3;
                     continue;
                 } else if rest.starts_with("(?'") {
@@ -404,7 +421,10 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                         i += 1;
                     }
                     emit!(">");
-                    groups.push(false);
+                    groups.push(Group {
+                        look: false,
+                        extended,
+                    });
                     i += 1;
                     continue;
                 } else if rest.starts_with("(?|")
@@ -421,18 +441,31 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                     && !rest.starts_with("(?<")
                     && !rest.starts_with("(?P")
                 {
-                    // Inline flags: Rust knows i m s x U; Perl's others (a, u, l, d, n, p) are dropped.
+                    // Inline flags: Rust knows i m s U; `x` is kept here; Perl's others (a,
+                    // u, l, d, n, p) are dropped.
                     let mut j = i + 2;
-                    let mut flags = String::new();
+                    let (mut on, mut off) = (String::new(), String::new());
+                    let mut turning_off = false;
+                    let mut x_flag = None;
                     while j < chars.len() && (chars[j].is_ascii_alphabetic() || chars[j] == '-') {
-                        if "imsx-".contains(chars[j]) {
-                            flags.push(chars[j]);
+                        match chars[j] {
+                            '-' => turning_off = true,
+                            'x' => x_flag = Some(!turning_off),
+                            f if "ims".contains(f) && turning_off => off.push(f),
+                            f if "ims".contains(f) => on.push(f),
+                            _ => {}
                         }
                         j += 1;
                     }
                     let closer = chars.get(j).copied();
-                    if flags.is_empty() || flags == "-" {
+                    let flags = if off.is_empty() {
+                        on
+                    } else {
+                        format!("{on}-{off}")
+                    };
+                    if flags.is_empty() {
                         if closer == Some(')') {
+                            extended = x_flag.unwrap_or(extended);
                             i = j + 1;
                             continue;
                         }
@@ -443,16 +476,24 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                             emit!(":");
                         } else if closer == Some(')') {
                             emit!(")");
+                            extended = x_flag.unwrap_or(extended);
                             i = j + 1;
                             continue;
                         }
                     }
-                    groups.push(false);
+                    groups.push(Group {
+                        look: false,
+                        extended,
+                    });
+                    extended = x_flag.unwrap_or(extended);
                     i = j + 1;
                     last_quantifiable = false;
                     continue;
                 }
-                groups.push(false);
+                groups.push(Group {
+                    look: false,
+                    extended,
+                });
                 emit!("(");
                 last_quantifiable = false;
                 i += 1;
@@ -460,11 +501,12 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
             }
             ')' => {
                 out.not_literal();
-                let was_look = groups
+                let group = groups
                     .pop()
                     .ok_or_else(|| Unsupported("unmatched ')'".into()))?;
+                extended = group.extended;
                 out.full.push(')');
-                if was_look {
+                if group.look {
                     dropping -= 1;
                     // A quantifier on a look-around is meaningless; skip it in the prefilter too.
                     last_quantifiable = false;
@@ -492,6 +534,11 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                         && hi.chars().all(|c| c.is_ascii_digit())
                         && !(lo.is_empty() && hi.is_empty())
                 });
+                if is_quant && quantified {
+                    return Err(Unsupported(
+                        "nested quantifiers (Perl refuses them too)".into(),
+                    ));
+                }
                 if is_quant && last_quantifiable {
                     let body = body.expect("is_quant implies a body");
                     let body = if body.starts_with(',') {
@@ -522,6 +569,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                         i += 1;
                     }
                     last_quantifiable = false;
+                    after_quantifier = true;
                     continue;
                 }
                 emit!("\\{");
@@ -548,13 +596,20 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                         } else {
                             emit!("?");
                         }
+                        after_quantifier = true;
                         i += 1;
                         continue;
+                    }
+                    if quantified {
+                        return Err(Unsupported(
+                            "nested quantifiers (Perl refuses them too)".into(),
+                        ));
                     }
                     return Err(Unsupported(format!("quantifier {c:?} follows nothing")));
                 }
                 emit!(c.to_string());
                 last_quantifiable = false;
+                after_quantifier = true;
                 i += 1;
                 // The lazy suffix is handled on the next turn; mark it.
                 continue;
@@ -564,9 +619,10 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                 while i < chars.len() && chars[i] != '\n' {
                     i += 1;
                 }
+                after_quantifier = quantified;
                 continue;
             }
-            c if c.is_whitespace() && extended => {}
+            c if c.is_whitespace() && extended => after_quantifier = quantified,
             '$' if !dollar_ends_lines => {
                 emit!(PERL_END);
                 out.not_literal();
@@ -604,7 +660,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
         return Err(Unsupported(why));
     }
     // Perl allows a flag twice (`/x/ii`); Rust does not.
-    let flags: String = "imsx".chars().filter(|c| p.flags.contains(*c)).collect();
+    let flags: String = "ims".chars().filter(|c| p.flags.contains(*c)).collect();
     let prefix = if flags.is_empty() {
         String::new()
     } else {
@@ -899,6 +955,11 @@ mod tests {
             (r"(?m)^a$", "", "b\na\nb", "ab"),
             (r"\Qa.b\E", "", "a.b", "axb"),
             (r"(?#comment)z", "", "z", "y"),
+            // `x` holds group by group, as Perl's does, turned on or off inline.
+            (r"(?-x:o b)", "x", "foo bar", "foobar"),
+            (r"(?x:a b) c", "", "ab c", "abc"),
+            (r"a(?x) b(?-x) c", "", "ab c", "a b c"),
+            (r"(?x: a (?-x:b c) d ) e", "", "ab cd e", "ab cde"),
         ] {
             let t = tr(src, flags);
             assert!(t.fancy.is_none(), "{src}");
@@ -1029,6 +1090,10 @@ mod tests {
             r"\k<x>",
             "*a",
             r"\q",
+            // Nested quantifiers: Perl refuses these rather than repeat a repetition.
+            "a{2}{3}",
+            "a**",
+            "a*?{2}",
         ] {
             let r = translate(&PerlPattern {
                 source: src.into(),
