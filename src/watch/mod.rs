@@ -17,8 +17,9 @@
 //!   that is spamnb's own verdict filed by a Sieve rule, and learning it would only teach
 //!   the filter what it already believes;
 //! - a message moved into a ham folder is relearned as ham when it came from a spam folder
-//!   and had been learned as spam, or carries `X-Spam-Flag: YES`; a fresh delivery into a
-//!   ham folder teaches nothing;
+//!   and had been learned as spam, or carries `X-Spam-Flag: YES`, unless a copy of it stays
+//!   there unmarked for deletion (the user copied it into Junk and filed the other copy); a
+//!   fresh delivery into a ham folder teaches nothing;
 //! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
 //!   not unlearned.
 //!
@@ -790,10 +791,27 @@ impl Watcher {
             } else if !baseline {
                 let previous = seen::last_folder(store, user, d)?;
                 let moved_from = previous
+                    .as_deref()
                     .filter(|p| *p != folder.name)
-                    .map(|p| classify(&p, &self.settings));
+                    .map(|p| classify(p, &self.settings));
                 let learned = store.ledger_entry(d)?.map(|e| e.class);
                 let target = decide(folder.kind, moved_from, learned, carries_spam_flag(raw));
+                // Another copy filed while one stays in the spam folder (copied into Junk,
+                // not moved) rescues nothing. That folder stays where it was last seen, so
+                // that moving the copy out of it later is the rescue.
+                if target == Some(Class::Ham)
+                    && moved_from == Some(FolderKind::Spam)
+                    && let Some(from) = &previous
+                    && self.copy_stays(c.user, from, d)?
+                {
+                    info!(
+                        "folder watch: {} is a copy; another stays in {}: not relearned",
+                        shown(&c.path),
+                        escape_control(from)
+                    );
+                    seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
+                    continue;
+                }
                 if let Some(target) = target.filter(|&t| Some(t) != learned) {
                     if self.burst.admit(user, now) {
                         plans.push((i, target));
@@ -859,6 +877,39 @@ impl Watcher {
             store.write_notes(&notes)?;
         }
         Ok(())
+    }
+}
+
+impl Watcher {
+    /// Whether a copy of the message `digest` is still in `user`'s folder `folder_name`,
+    /// and not marked deleted (a client that moves by copying may expunge later).
+    fn copy_stays(&self, user: usize, folder_name: &str, digest: &Digest) -> Result<bool, Error> {
+        let u = &self.users[user];
+        let Some(folder) = u.folders.iter().find(|f| f.name == folder_name) else {
+            return Ok(false);
+        };
+        let store = &*self.engine.current().store;
+        let copies = seen::copies_in(store, &u.user, folder_name, digest)?;
+        if copies.is_empty() {
+            return Ok(false);
+        }
+        if copies
+            .iter()
+            .any(|u| folder.path.join("new").join(u).is_file())
+        {
+            return Ok(true);
+        }
+        let Ok(cur) = std::fs::read_dir(folder.path.join("cur")) else {
+            return Ok(false);
+        };
+        Ok(cur.flatten().any(|entry| {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                return false;
+            };
+            // After the unique name come the flags (`:2,ST`); `T` marks it deleted.
+            unique_name(name).is_some_and(|u| copies.contains(u) && !name[u.len()..].contains('T'))
+        }))
     }
 }
 

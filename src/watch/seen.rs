@@ -133,11 +133,41 @@ pub fn seen(
     now: u64,
     changes: &mut Vec<Change>,
 ) {
-    changes.push((file_key(user, folder, unique), Some(digest.to_vec())));
+    file_seen(user, folder, unique, digest, changes);
     changes.push((
         message_key(user, digest),
         Some(stamp(folder.as_bytes(), now)),
     ));
+}
+
+/// The changes that record a message file seen in a folder, leaving where the message was
+/// last seen as it was.
+pub fn file_seen(
+    user: &str,
+    folder: &str,
+    unique: &str,
+    digest: &Digest,
+    changes: &mut Vec<Change>,
+) {
+    changes.push((file_key(user, folder, unique), Some(digest.to_vec())));
+}
+
+/// The unique names of the files recorded in a folder that hold the message `digest`.
+pub fn copies_in(
+    store: &dyn Store,
+    user: &str,
+    folder: &str,
+    digest: &Digest,
+) -> Result<HashSet<String>, Error> {
+    let mut prefix = key(b'f', &[user.as_bytes(), folder.as_bytes()]);
+    prefix.push(0);
+    let mut names = HashSet::new();
+    store.for_each_note(&prefix, &mut |k, v| {
+        if v == digest {
+            names.insert(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
+        }
+    })?;
+    Ok(names)
 }
 
 pub fn gone(user: &str, folder: &str, unique: &str, changes: &mut Vec<Change>) {

@@ -677,3 +677,52 @@ fn links_and_files_that_are_not_mail_are_not_learned() {
         .load(Ordering::Relaxed);
     assert_eq!(unreadable, 3, "each was reported");
 }
+
+/// Copied into Junk, not moved: the copy in Junk is learned as spam, and filing the other
+/// copy away rescues nothing. Moving the copy out of Junk later is the rescue.
+#[test]
+fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, m1, m2) = (mail(60), mail(61), mail(62));
+    let inbox_copy = f.place("INBOX", "1700000060.A.host:2,S", &a);
+    let p1 = f.place("INBOX", "1700000061.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000062.M.host:2,S", &m2);
+    f.start();
+    // An IMAP COPY: a new file, of a new name, in Junk.
+    let junk_copy = f.deliver("Junk", "1700000063.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.move_to(&inbox_copy, "Archive");
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "a copy stays in Junk: filing the other is no rescue"
+    );
+    f.move_to(&junk_copy, "INBOX");
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(f.class_of(&a), Some(Class::Ham), "out of Junk: rescued");
+    assert_eq!(f.messages(), [1, 2]);
+}
+
+/// A client that moves by copying and marking the original deleted may expunge it later:
+/// a copy in Junk marked deleted (`T`) does not stay.
+#[test]
+fn a_copy_left_in_junk_marked_deleted_does_not_stop_a_rescue() {
+    let mut f = Fixture::new(settings());
+    let a = mail(64);
+    f.place("INBOX", "1700000064.M.host:2,S", &mail(65));
+    f.start();
+    f.stop();
+    let in_junk = f.place("Junk", "1700000064.A.host:2,S", &a);
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Spam));
+    std::fs::write(f.folder("INBOX").join("cur/1700000066.C.host:2,S"), &a).unwrap();
+    std::fs::rename(&in_junk, in_junk.with_file_name("1700000064.A.host:2,ST")).unwrap();
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Ham));
+    assert_eq!(f.messages(), [1, 0]);
+}
