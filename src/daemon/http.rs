@@ -2,7 +2,8 @@
 //! `GET /health` (200 once serving). One request per connection, then close: a scraper
 //! polls every few seconds, so keep-alive and a web framework would buy nothing.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
@@ -13,15 +14,43 @@ use super::listen::Listener;
 
 /// Request heads beyond this are not a scraper's.
 const MAX_HEAD: usize = 8 * 1024;
-/// Scrapers at once; more are closed, so the endpoint can never crowd out mail.
+/// Scrapers at once, so the endpoint can never crowd out mail.
 const MAX_CLIENTS: usize = 16;
 /// How long a client has for its request: a scraper or a probe sends it at once, and
 /// sixteen idle connections held for the daemon's `read_timeout` (10 s) each kept
 /// `/health` from answering a liveness check.
 const HEAD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The connections still waiting for their request, oldest first: when every slot is
+/// taken, a new one closes the oldest of them. Idle connections opened again and again
+/// then only displace each other, and a probe, which sends its request at once, is served.
+#[derive(Default)]
+struct Waiting {
+    next_id: u64,
+    queue: VecDeque<(u64, CancellationToken)>,
+}
+
+impl Waiting {
+    fn push(&mut self) -> (u64, CancellationToken) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let token = CancellationToken::new();
+        self.queue.push_back((id, token.clone()));
+        (id, token)
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.queue.retain(|(i, _)| *i != id);
+    }
+
+    fn close_oldest(&mut self) -> bool {
+        self.queue.pop_front().map(|(_, t)| t.cancel()).is_some()
+    }
+}
+
 pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationToken) {
     let limit = Arc::new(Semaphore::new(MAX_CLIENTS));
+    let waiting = Arc::new(Mutex::new(Waiting::default()));
     loop {
         let accepted = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -35,14 +64,31 @@ pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationTo
                 continue;
             }
         };
-        let Ok(permit) = limit.clone().try_acquire_owned() else {
-            continue;
+        let permit = match limit.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if !lock(&waiting).close_oldest() {
+                    // Every slot is writing a reply: this client is turned away.
+                    continue;
+                }
+                match tokio::time::timeout(HEAD_TIMEOUT, limit.clone().acquire_owned()).await {
+                    Ok(Ok(permit)) => permit,
+                    _ => continue,
+                }
+            }
         };
         let ctx = ctx.clone();
+        let waiting = waiting.clone();
         ctx.tasks.clone().spawn(async move {
             let _permit = permit;
             let timeout = ctx.config().daemon.read_timeout().min(HEAD_TIMEOUT);
-            let Ok(Some(path)) = tokio::time::timeout(timeout, read_path(&mut stream)).await else {
+            let (id, closed) = lock(&waiting).push();
+            let path = tokio::select! {
+                _ = closed.cancelled() => None,
+                read = tokio::time::timeout(timeout, read_path(&mut stream)) => read.ok().flatten(),
+            };
+            lock(&waiting).remove(id);
+            let Some(path) = path else {
                 return;
             };
             let (status, body) = respond(&ctx, &path);
@@ -54,6 +100,12 @@ pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationTo
             let _ = stream.shutdown().await;
         });
     }
+}
+
+fn lock(waiting: &Mutex<Waiting>) -> std::sync::MutexGuard<'_, Waiting> {
+    waiting
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn respond(ctx: &Context, path: &str) -> (&'static str, String) {
