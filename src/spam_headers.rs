@@ -125,7 +125,7 @@ pub fn as_sent<'a>(raw: &'a [u8], template: &str) -> Cow<'a, [u8]> {
         let field = if sent.is_empty() {
             Vec::new()
         } else {
-            [b"Subject: ", sent, eol].concat()
+            fold_field("Subject", &lines_of(sent), eol)
         };
         copy.splice(span, field);
     }
@@ -204,8 +204,10 @@ pub fn tagged(raw: &[u8], verdict: &Verdict, model: &ModelConfig) -> Vec<u8> {
 
 /// `raw` with every incoming `X-Spam-*` header removed (a sender can forge them) and
 /// `headers` added at the end of the header block, in the message's own line ending. With
-/// a `subject_tag`, the first Subject starts with it and [`PREV_SUBJECT`] keeps what it
-/// was, unfolded (empty, and a Subject of the tag alone, when there was none).
+/// a `subject_tag`, the first Subject starts with it, folded as it was, and
+/// [`PREV_SUBJECT`] keeps what it was, unfolded (empty, and a Subject of the tag alone,
+/// when there was none). Both are folded where too long (see
+/// [`fold_field`]): a long subject makes no line over the 998 octets RFC 5322 allows.
 pub fn rewrite(raw: &[u8], headers: &[(&str, String)], subject_tag: Option<&str>) -> Vec<u8> {
     let crlf = raw
         .windows(2)
@@ -215,8 +217,10 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)], subject_tag: Option<&str>
     let mut out = Vec::with_capacity(raw.len() + 512);
     let mut rest = raw;
     let mut skipping = false;
-    // The subject as it was, while its field is read and after.
+    // The subject as it was, its lines split at LF, while its field is read and after;
+    // and where in `out` the tagged field goes, written once the whole field is read.
     let mut sent_subject: Option<Vec<u8>> = None;
+    let mut subject_at = None;
     let mut in_subject = false;
     let mut body_at = None;
     while !rest.is_empty() {
@@ -233,31 +237,23 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)], subject_tag: Option<&str>
         }
         let continuation = matches!(content[0], b' ' | b'\t');
         if continuation && in_subject {
-            sent_subject
-                .get_or_insert_default()
-                .extend_from_slice(content);
+            let sent = sent_subject.get_or_insert_default();
+            sent.push(b'\n');
+            sent.extend_from_slice(content);
+            rest = &rest[end..];
+            continue;
         } else if !continuation {
             let name = content.split(|&b| b == b':').next().unwrap_or_default();
             skipping = std::str::from_utf8(name).is_ok_and(is_own_header);
             in_subject = false;
-            if let Some(tag) = subject_tag
+            if subject_tag.is_some()
                 && sent_subject.is_none()
                 && let Some(value) = content.get(name.len() + 1..)
                 && name.trim_ascii_end().eq_ignore_ascii_case(b"subject")
             {
                 in_subject = true;
-                let value = value.trim_ascii_start();
-                sent_subject = Some(value.to_vec());
-                out.extend_from_slice(b"Subject: ");
-                out.extend_from_slice(tag.as_bytes());
-                if !value.is_empty() {
-                    out.push(b' ');
-                    out.extend_from_slice(value);
-                }
-                out.extend_from_slice(&line[content.len()..]);
-                if !line.ends_with(b"\n") {
-                    out.extend_from_slice(eol);
-                }
+                sent_subject = Some(value.trim_ascii_start().to_vec());
+                subject_at = Some(out.len());
                 rest = &rest[end..];
                 continue;
             }
@@ -281,24 +277,102 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)], subject_tag: Option<&str>
         out.extend_from_slice(eol);
     }
     if let Some(tag) = subject_tag {
-        if sent_subject.is_none() {
-            out.extend_from_slice(b"Subject: ");
-            out.extend_from_slice(tag.as_bytes());
-            out.extend_from_slice(eol);
+        // White space and folds before the first word are no part of the subject (a
+        // fold right after the colon is how a long first word is folded).
+        let sent = sent_subject.unwrap_or_default();
+        let sent = sent.trim_ascii_start();
+        let mut subject = tag.as_bytes().to_vec();
+        if !sent.is_empty() {
+            subject.push(b' ');
+            subject.extend_from_slice(sent);
         }
-        out.extend_from_slice(PREV_SUBJECT.as_bytes());
-        out.push(b':');
-        if let Some(sent) = sent_subject.filter(|s| !s.is_empty()) {
-            out.push(b' ');
-            out.extend_from_slice(&sent);
+        let field = fold_field("Subject", &subject, eol);
+        match subject_at {
+            Some(at) => drop(out.splice(at..at, field)),
+            None => out.extend_from_slice(&field),
         }
-        out.extend_from_slice(eol);
+        let unfolded: Vec<u8> = sent.iter().copied().filter(|&b| b != b'\n').collect();
+        out.extend_from_slice(&fold_field(PREV_SUBJECT, &unfolded, eol));
     }
     match body_at {
         Some(at) => out.extend_from_slice(&raw[at..]),
         None => out.extend_from_slice(eol),
     }
     out
+}
+
+/// Where RFC 5322 (2.1.1) says a header line should end, and where it must.
+const FOLD_AT: usize = 78;
+const MAX_LINE: usize = 998;
+
+/// `name: value` as a header field, ending in `eol`, folded by [`fold_value`].
+fn fold_field(name: &str, value: &[u8], eol: &[u8]) -> Vec<u8> {
+    [name.as_bytes(), b":", &fold_value(name, value, eol), eol].concat()
+}
+
+/// Header `name`'s `value` as it goes after `name:`, the space between them first (none
+/// when the value is empty), its lines (`value`'s own, split at LF) folded with `eol` so
+/// none passes [`FOLD_AT`] octets where white space allows, nor [`MAX_LINE`] where any
+/// does. A fold only puts `eol` before white space already there (that space included),
+/// so unfolding the field (taking the line ends out) gives ` value` back exactly.
+pub fn fold_value(name: &str, value: &[u8], eol: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 16);
+    if value.is_empty() {
+        return out;
+    }
+    let spaced = [b" ", value].concat();
+    let mut used = name.len() + 1;
+    for (i, line) in spaced.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.extend_from_slice(eol);
+            used = 0;
+        }
+        fold_line(&mut out, line, used, eol);
+    }
+    out
+}
+
+/// A raw header value's lines split at LF alone, as [`fold_value`] takes them.
+pub fn lines_of(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len());
+    for (i, line) in value.split(|&b| b == b'\n').enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        out.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+    }
+    out
+}
+
+/// Appends `line`, which goes after `used` octets of its header line, breaking it before
+/// white space that follows a word. Best a single space before a word within
+/// [`FOLD_AT`] (how mail clients fold: read back as the one space it was); else one
+/// within [`MAX_LINE`]; else, for a line with no white space that near, the first there is.
+/// Only the first line (`used` past the colon) may break before its first octet.
+fn fold_line(out: &mut Vec<u8>, line: &[u8], mut used: usize, eol: &[u8]) {
+    let wsp = |b: u8| matches!(b, b' ' | b'\t');
+    let mut rest = line;
+    while used + rest.len() > FOLD_AT {
+        // Where a break may go: before white space that ends a word.
+        let breaks = |upto: usize| {
+            (1..rest.len().min(upto.saturating_add(1)))
+                .filter(|&b| wsp(rest[b]) && !wsp(rest[b - 1]))
+        };
+        let single = |&b: &usize| rest[b] == b' ' && rest.get(b + 1).is_some_and(|&c| !wsp(c));
+        let within = MAX_LINE.saturating_sub(used);
+        let at = (breaks(FOLD_AT.saturating_sub(used)).rfind(single))
+            .or_else(|| breaks(within).find(single))
+            .or_else(|| breaks(within).next_back())
+            // Right after the colon, when no word of the first line ends near enough.
+            .or_else(|| (used > 0 && rest.first() == Some(&b' ')).then_some(0))
+            .or_else(|| breaks(usize::MAX).next());
+        let Some(at) = at else { break };
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(eol);
+        rest = &rest[at..];
+        used = 0;
+    }
+    out.extend_from_slice(rest);
 }
 
 #[cfg(test)]
@@ -563,5 +637,53 @@ X-Spam-Flag: YES\r\nX-Spam-Prev-Subject: =?utf-8?q?cheap?= pills\r\n\r\nbody\r\n
         // A line named Subject with no colon is no field to tag.
         let out = rewrite(b"Subject\n\nx\n", &[], Some("[SPAM]"));
         assert!(out.starts_with(b"Subject\nSubject: [SPAM]\n"), "{out:?}");
+    }
+
+    /// A raw value with its line ends taken out, less the space after the colon (which a
+    /// fold may go before).
+    fn unfolded(value: &[u8], eol: &str) -> String {
+        let text = String::from_utf8(value.to_vec())
+            .expect("UTF-8")
+            .replace(eol, "");
+        text.strip_prefix(' ').map_or(text.clone(), str::to_string)
+    }
+
+    /// RFC 5322 2.1.1: no header line over 998 octets. A long subject, tagged, is folded
+    /// in its Subject and in [`PREV_SUBJECT`], only before white space already there:
+    /// unfolded, each gives back the value exactly, and a message tagged twice still
+    /// reads, and is put back, as sent.
+    #[test]
+    fn header_lines_stay_within_998_octets() {
+        let model = ModelConfig {
+            subject_tag: "[SPAM _SCORE_]".into(),
+            ..ModelConfig::default()
+        };
+        let words = "cheap  pills\tnow ".repeat(200);
+        let long_word = format!("{} {}", "x".repeat(990), "y".repeat(990));
+        let near = format!("{} z", "w".repeat(990));
+        for subject in [words.trim_end(), &long_word, &near, "short  one"] {
+            for eol in ["\r\n", "\n"] {
+                let raw =
+                    format!("From: a@b{eol}Subject: {subject}{eol}To: c@d{eol}{eol}body{eol}");
+                let once = tagged(raw.as_bytes(), &verdict(Decision::Spam, 9.14, &[]), &model);
+                let twice = tagged(&once, &verdict(Decision::Spam, 7.0, &[]), &model);
+                let label = format!("{:?} {eol:?}", &subject[..20.min(subject.len())]);
+                for out in [&once, &twice] {
+                    let head = raw_head(out);
+                    for line in head.split(|&b| b == b'\n') {
+                        assert!(line.len() <= 998, "{label}: a line of {}", line.len());
+                    }
+                    let unfolded = |name: &str| unfolded(raw_header_values(head, name)[0], eol);
+                    assert_eq!(unfolded(PREV_SUBJECT), subject, "{label}");
+                    assert!(
+                        unfolded("Subject").ends_with(&format!("] {subject}")),
+                        "{label}"
+                    );
+                }
+                let back = as_sent(&twice, &model.subject_tag);
+                let value = raw_header_values(raw_head(&back), "Subject")[0];
+                assert_eq!(unfolded(value, eol), subject, "{label}");
+            }
+        }
     }
 }

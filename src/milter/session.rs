@@ -11,7 +11,7 @@ use super::codec::{Command, ProtocolError, Response, VERSION, action, step};
 use super::{MilterSettings, SpamAction};
 use crate::message::{PREV_SUBJECT, is_own_header, raw_header_values, unfold};
 use crate::model::{Decision, ModelConfig, Verdict};
-use crate::spam_headers::{is_tagging_of, spam_headers, subject_tag};
+use crate::spam_headers::{fold_value, is_tagging_of, lines_of, spam_headers, subject_tag};
 
 /// Header bytes kept for scoring. Postfix's own `header_size_limit` is 100 KiB per header;
 /// mail with more header than this is scored on its first 256 KiB of it.
@@ -442,6 +442,11 @@ impl Session {
                 value
             }
         };
+        // A value folded with its space after the colon, as the MTA takes it.
+        let spaced = |value: String| match value.strip_prefix(' ') {
+            Some(bare) if !leading_space => bare.to_string(),
+            _ => value,
+        };
         let mut subject_tagged = false;
         if granted & action::ADD_HEADERS != 0 {
             for (name, value) in spam_headers(verdict, model) {
@@ -456,16 +461,16 @@ impl Session {
                     Some(_) => Response::ChangeHeader {
                         index: 1,
                         name: "Subject".into(),
-                        value: with_space(subject),
+                        value: spaced(subject),
                     },
                     None => Response::AddHeader {
                         name: "Subject".into(),
-                        value: with_space(subject),
+                        value: spaced(subject),
                     },
                 });
                 out.push(Response::AddHeader {
                     name: PREV_SUBJECT.into(),
-                    value: with_space(sent.unwrap_or_default()),
+                    value: sent.map_or_else(|| with_space(String::new()), spaced),
                 });
             }
         }
@@ -476,14 +481,13 @@ impl Session {
             && let (Some(sent), true) = self.sent_subject(&model.subject_tag)
             && std::str::from_utf8(sent).is_ok()
         {
-            let sent = unfold(sent);
             out.push(Response::ChangeHeader {
                 index: 1,
                 name: "Subject".into(),
                 value: if sent.is_empty() {
-                    sent
+                    String::new()
                 } else {
-                    with_space(sent)
+                    spaced(folded("Subject", &lines_of(sent)))
                 },
             });
         }
@@ -515,17 +519,22 @@ impl Session {
         let (sent, _) = self.sent_subject(&model.subject_tag);
         match sent {
             None if self.transaction.has_subject => None,
-            None => Some((tag, None)),
+            None => Some((folded("Subject", tag.as_bytes()), None)),
             Some(_) if granted & action::CHANGE_HEADERS == 0 => None,
             Some(sent) if std::str::from_utf8(sent).is_err() => None,
             Some(sent) => {
-                let sent = unfold(sent);
-                let subject = if sent.is_empty() {
-                    tag
-                } else {
-                    format!("{tag} {sent}")
-                };
-                Some((subject, Some(sent)))
+                let lines = lines_of(sent);
+                let lines = lines.trim_ascii_start();
+                let mut subject = tag.into_bytes();
+                if !lines.is_empty() {
+                    subject.push(b' ');
+                }
+                subject.extend_from_slice(lines);
+                let unfolded: Vec<u8> = lines.iter().copied().filter(|&b| b != b'\n').collect();
+                Some((
+                    folded("Subject", &subject),
+                    Some(folded(PREV_SUBJECT, &unfolded)),
+                ))
             }
         }
     }
@@ -592,6 +601,13 @@ impl Session {
     pub fn body_seen(&self) -> u64 {
         self.transaction.body_seen
     }
+}
+
+/// Header `name`'s `value` (UTF-8, lines split at LF), folded as a milter carries a
+/// folded value: its lines joined by LF alone, which Postfix and Sendmail write with the
+/// line ending of their queue files.
+fn folded(name: &str, value: &[u8]) -> String {
+    String::from_utf8_lossy(&fold_value(name, value, b"\n")).into_owned()
 }
 
 /// Forged `X-Spam-*` fields deleted from one message at most. Postfix's cleanup reads the
@@ -1044,6 +1060,62 @@ mod tests {
                 expected.iter().collect::<Vec<_>>(),
                 "{decision:?}"
             );
+        }
+    }
+
+    /// RFC 5322 2.1.1: a long subject, tagged, is folded as a milter carries a folded
+    /// value (lines joined by LF, each after the first starting with white space), no
+    /// line over 998 octets, and its white space is kept as sent.
+    #[test]
+    fn a_tagged_subject_is_folded_not_squeezed() {
+        let model = ModelConfig {
+            subject_tag: "[SPAM _SCORE_]".into(),
+            ..ModelConfig::default()
+        };
+        let sent = format!("{} end", "cheap  pills\tnow ".repeat(100));
+        let mut s = postfix_session(MilterSettings::default());
+        run(
+            &mut s,
+            vec![
+                Command::Mail(vec!["<a@example.org>".into()]),
+                header("Subject", &format!(" {sent}")),
+                Command::EndOfHeaders,
+                Command::Body(b"body\r\n".to_vec()),
+            ],
+        );
+        end_of_message(&mut s);
+        let (responses, _) = s.finish(Some((&verdict(Decision::Spam, 9.14), &model)));
+        let value = |field: &str| {
+            responses
+                .iter()
+                .find_map(|r| match r {
+                    Response::ChangeHeader { name, value, .. }
+                    | Response::AddHeader { name, value }
+                        if name == field && !value.is_empty() =>
+                    {
+                        Some(value.clone())
+                    }
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("no {field} in {responses:?}"))
+        };
+        for (field, want) in [
+            ("Subject", format!(" [SPAM 9.1] {sent}")),
+            ("X-Spam-Prev-Subject", format!(" {sent}")),
+        ] {
+            let folded = value(field);
+            let lines: Vec<&str> = folded.split('\n').collect();
+            assert!(lines.len() > 1, "{field}: {folded:?}");
+            assert!(
+                lines[1..].iter().all(|l| l.starts_with([' ', '\t'])),
+                "{field}: {folded:?}"
+            );
+            assert!(
+                lines.iter().all(|l| field.len() + 1 + l.len() <= 998),
+                "{field}: {folded:?}"
+            );
+            assert!(!folded.contains('\r'), "{field}: {folded:?}");
+            assert_eq!(folded.replace('\n', ""), want, "{field}");
         }
     }
 
