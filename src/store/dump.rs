@@ -98,8 +98,18 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
     let mut token_records = 0u64;
     let mut end = None;
     for (i, line) in input.lines().enumerate() {
-        let line = line?;
         let n = i + 1;
+        // An export is UTF-8 text: a line that is not was changed on its way here, and
+        // its number tells where to look.
+        let line = line.map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => Error::Import {
+                line: n,
+                reason: "not UTF-8, as every line of an export is; was the file \
+                         converted to another encoding, or edited?"
+                    .into(),
+            },
+            _ => e.into(),
+        })?;
         let bad = |reason: &str| Error::Import {
             line: n,
             reason: reason.to_string(),
@@ -561,6 +571,22 @@ mod tests {
 
     /// A dump that gave a feature twice was imported with the feature stored once and
     /// counted twice in the totals.
+    #[test]
+    fn a_dump_that_is_not_utf8_is_refused_at_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, dump) = learned(&dir.path().join("a"));
+        let mut lines: Vec<Vec<u8>> = dump.lines().map(|l| l.as_bytes().to_vec()).collect();
+        lines[3].push(0xff);
+        let bytes = lines.join(&b'\n');
+        let copy = open(&dir.path().join("b"));
+        let result = import(&copy, &mut &bytes[..]);
+        assert!(
+            matches!(&result, Err(Error::Import { line: 4, reason }) if reason.contains("UTF-8")),
+            "{result:?}"
+        );
+        assert_eq!(copy.totals(), Totals::default());
+    }
+
     #[test]
     fn a_dump_that_gives_a_feature_twice_is_refused() {
         let dir = tempfile::tempdir().unwrap();
