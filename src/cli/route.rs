@@ -35,6 +35,15 @@ pub enum Missing {
     Empty,
 }
 
+/// Whether `path` holds no database: nothing there, or an empty directory (made ready
+/// for one, or a mount point whose file system is not mounted).
+pub fn no_database_at(path: &std::path::Path) -> bool {
+    match std::fs::read_dir(path) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(_) => matches!(path.try_exists(), Ok(false)),
+    }
+}
+
 pub enum Route {
     Local {
         store: Arc<SledStore>,
@@ -65,7 +74,7 @@ impl Route {
     /// holds it, the database once that process lets go (up to `--lock-wait`); a
     /// `spamnb watch`, which would not let go, fails it at once.
     pub fn open(config: &Config, missing: Missing) -> anyhow::Result<Route> {
-        if missing == Missing::Empty && matches!(config.db.try_exists(), Ok(false)) {
+        if missing == Missing::Empty && no_database_at(&config.db) {
             tracing::warn!(
                 "no database at {}: going on as if nothing had been learned, and making \
                  none. Learn some mail first (spamnb learn --spam DIR, then --ham DIR), or \

@@ -220,7 +220,7 @@ fn stats(
     // Weights come from the database when it can be read here (a `learn` that holds it is
     // waited for, as by the other commands; a daemon is not asked); without them the hits
     // still tell, and the warning says why every weight is `-`.
-    let store = if config.db.exists() {
+    let store = if !super::route::no_database_at(&config.db) {
         let daemon_away = || crate::store::holding_daemon(&config.db).is_none();
         crate::store::SledStore::open_waiting(&config.db, &config.store, daemon_away).map_err(|e| {
             match e {

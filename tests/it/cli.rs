@@ -362,6 +362,17 @@ fn reading_a_missing_database_warns_and_makes_none() {
     );
     warned(&run(&["export"]), "export");
 
+    // An empty directory holds no database either (made ready for one, or a mount point
+    // left unmounted).
+    std::fs::create_dir_all(&db).unwrap();
+    for args in [&["check", mail.to_str().unwrap()][..], &["stats"]] {
+        let out = run(args);
+        let log = text(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {log}");
+        assert!(log.contains("no database at"), "{args:?}: {log}");
+        assert_eq!(std::fs::read_dir(&db).unwrap().count(), 0, "{args:?}");
+    }
+
     learn(&db, "ham", &[&mail]);
     assert!(
         db.join("spamnb-database").exists(),
