@@ -146,10 +146,45 @@ pub fn parse() -> Result<Args, ExitCode> {
     let filtering = e.use_stderr()
         && (Args::command().ignore_errors(true).try_get_matches())
             .is_ok_and(|m| m.subcommand_name() == Some("filter"));
+    let blamed = empty_variable_blamed(&e.to_string());
     if filtering {
-        return Err(filter::pass_through(e.to_string().trim_end()));
+        let why = blamed.unwrap_or_else(|| e.to_string());
+        return Err(filter::pass_through(why.trim_end()));
     }
-    e.exit()
+    match blamed {
+        Some(why) => {
+            eprintln!("{why}");
+            Err(ExitCode::from(2))
+        }
+        None => e.exit(),
+    }
+}
+
+/// The options an environment variable may give, by variable.
+const OPTION_VARIABLES: [(&str, &str); 5] = [
+    ("SPAMNB_CONFIG", "--config"),
+    ("SPAMNB_DB", "--db"),
+    ("SPAMNB_RULES", "--rules"),
+    ("SPAMNB_LOCK_WAIT", "--lock-wait"),
+    ("SPAMNB_FILTER_TIMEOUT", "--timeout"),
+];
+
+/// When clap's `error` is about an option the command line did not give and whose
+/// variable is set but empty, an error that names the variable: clap blames the option.
+fn empty_variable_blamed(error: &str) -> Option<String> {
+    let given: Vec<String> = std::env::args().skip(1).collect();
+    OPTION_VARIABLES.iter().find_map(|&(variable, option)| {
+        let empty = std::env::var_os(variable).is_some_and(|v| v.is_empty());
+        let named = error.contains(&format!("'{option} "));
+        let on_the_line = given
+            .iter()
+            .any(|a| a == option || a.starts_with(&format!("{option}=")));
+        (empty && named && !on_the_line).then(|| {
+            format!(
+                "error: {variable} is set but empty: unset it, or set it to a value for {option}"
+            )
+        })
+    })
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -1250,3 +1250,26 @@ fn a_message_that_panics_the_mime_parser_is_checked_with_one_warning() {
     assert!(stderr.contains("read as plain text"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// A variable set but empty (`SPAMNB_DB=` in a hook's environment) is named, not the
+/// option it stands for, which the command line never gave.
+#[test]
+fn an_empty_variable_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = spamnb(tmp.path())
+        .env("SPAMNB_DB", "")
+        .arg("stats")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("SPAMNB_DB is set but empty"), "{err}");
+    // Given on the command line, the option is what is wrong.
+    let out = spamnb(tmp.path())
+        .env("SPAMNB_DB", "")
+        .args(["stats", "--db", ""])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(!err.contains("SPAMNB_DB") && err.contains("--db"), "{err}");
+}
