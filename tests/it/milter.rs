@@ -538,6 +538,64 @@ fn postfix_with_spamnb_milter() {
         [&v["messages"]["ham"], &v["messages"]["spam"]].map(|n| n.as_u64().expect("count")),
         [trained[0] + 1, trained[1]]
     );
+
+    // A subject longer than a header line may be (998 octets), tagged: Postfix writes
+    // what the milter sends, folded, every line within the limit, and each field unfolds
+    // to what it should say, the sender's double spaces and tabs kept.
+    let long: Vec<String> = (0..120).map(|i| format!("offer{i}  now\t")).collect();
+    let long = long.concat().trim_end().to_string();
+    let out = spamnb(&t.db)
+        .args(["learn", "--spam"])
+        .arg(&files[4])
+        .output()
+        .expect("learn");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut daemon = Daemon::start(dir, &t.db, &sections);
+    let out = postfix.send(&with_subject(&spam, &long), dir);
+    assert!(out.status.success(), "swaks spam: {}", text(&out.stdout));
+    let files = postfix.wait_delivered(6);
+    daemon.stop();
+    let delivered = std::fs::read(&files[5]).expect("read");
+    let head = spamnb::message::raw_head(&delivered);
+    for line in head.split(|&b| b == b'\n') {
+        assert!(line.len() <= 998, "a line of {} octets", line.len());
+    }
+    let raw_value = |name: &str| {
+        let values = spamnb::message::raw_header_values(head, name);
+        assert_eq!(values.len(), 1, "{name}");
+        String::from_utf8(values[0].to_vec())
+            .expect("UTF-8")
+            .replace(['\r', '\n'], "")
+    };
+    let subject = raw_value("Subject");
+    assert!(
+        subject.starts_with("[SPAM ") && subject.ends_with(&format!("] {long}")),
+        "{subject:?}"
+    );
+    assert_eq!(raw_value("X-Spam-Prev-Subject"), long);
+}
+
+/// `message` with its Subject field (folded or not) replaced by one saying `subject`.
+fn with_subject(message: &[u8], subject: &str) -> Vec<u8> {
+    let text = String::from_utf8_lossy(spamnb::message::without_envelope_line(message));
+    let (head, body) = text.split_once("\n\n").expect("a header block");
+    let mut out = format!("Subject: {subject}\n");
+    let mut in_subject = false;
+    for line in head.lines() {
+        let continued = line.starts_with([' ', '\t']);
+        in_subject = if continued {
+            in_subject
+        } else {
+            line.to_ascii_lowercase().starts_with("subject:")
+        };
+        if !in_subject {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push('\n');
+    out.push_str(body);
+    out.into_bytes()
 }
 
 /// Debian's Sendmail with a sendmail.cf built by m4 from a minimal .mc and the lines of
