@@ -225,27 +225,54 @@ fn explain_escapes_what_the_sender_wrote() {
 /// A reader that goes (`spamnb check … | head -1`) ends the command quietly, as it ends
 /// `cat`: it was no failure, and said "Broken pipe" with exit 2.
 #[test]
-fn a_reader_that_goes_ends_check_quietly() {
+fn a_reader_that_goes_ends_check_and_rules_stats_quietly() {
     use std::io::{BufRead, BufReader};
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("db");
     let file = write(tmp.path(), "m.eml", message("hello", "some words"));
-    let mut child = spamnb(&db)
-        .args(["check", "--format", "tsv"])
-        .args(std::iter::repeat_n(&file, 5_000))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    assert!(first.contains("m.eml\t"), "{first}");
-    let out = child.wait_with_output().unwrap();
-    let said = text(&out.stderr);
-    assert!(!said.to_lowercase().contains("broken pipe"), "{said}");
-    assert_eq!(out.status.code(), Some(0), "{said}");
+    // rules stats too: enough rules that their report outgrows the pipe.
+    let rules: String = (0..4_000)
+        .map(|i| format!("body R{i} /some(?:{i})?/\ndescribe R{i} Rule {i}\n"))
+        .collect();
+    let rules = write(tmp.path(), "many.cf", rules);
+    let commands: [Vec<&OsStr>; 2] = [
+        ["check", "--format", "tsv"]
+            .map(OsStr::new)
+            .into_iter()
+            .chain(std::iter::repeat_n(file.as_os_str(), 5_000))
+            .collect(),
+        [
+            "rules".as_ref(),
+            "stats".as_ref(),
+            "--rules".as_ref(),
+            rules.as_os_str(),
+            "--spam".as_ref(),
+            file.as_os_str(),
+            "--ham".as_ref(),
+            file.as_os_str(),
+        ]
+        .into(),
+    ];
+    for args in commands {
+        let mut child = spamnb(&db)
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(!first.is_empty(), "{args:?}");
+        let out = child.wait_with_output().unwrap();
+        let said = text(&out.stderr);
+        assert!(
+            !said.to_lowercase().contains("broken pipe"),
+            "{args:?}: {said}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {said}");
+    }
 }
 
 #[test]
