@@ -309,6 +309,64 @@ fn end_of_element(bytes: &[u8], from: usize, name: &[u8]) -> (usize, usize) {
     (bytes.len(), bytes.len())
 }
 
+/// What follows each `name =` in a tag's attributes (the name matched without regard to
+/// case, at the start of a word): the raw rest of the tag, quote and all.
+pub(crate) fn attribute_values<'t>(
+    attributes: &'t str,
+    name: &'t str,
+) -> impl Iterator<Item = &'t str> {
+    let bytes = attributes.as_bytes();
+    let first = name.as_bytes()[0];
+    // Where the name's first letter is, in either case: few places in a tag.
+    memchr::memchr2_iter(
+        first.to_ascii_lowercase(),
+        first.to_ascii_uppercase(),
+        bytes,
+    )
+    .filter_map(move |i| {
+        let starts_word = i == 0 || !crate::segment::is_word_byte(bytes[i - 1]);
+        let candidate = bytes.get(i..i + name.len())?;
+        if !starts_word || !candidate.eq_ignore_ascii_case(name.as_bytes()) {
+            return None;
+        }
+        let value =
+            attributes[i + name.len()..].trim_start_matches(|c: char| c.is_ascii_whitespace());
+        let value = value.strip_prefix('=')?;
+        Some(value.trim_start_matches(|c: char| c.is_ascii_whitespace()))
+    })
+}
+
+/// The first value of attribute `name`: inside its quotes, or up to a space.
+pub(crate) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t str> {
+    let raw = attribute_values(attributes, name).next()?;
+    Some(match raw.chars().next() {
+        Some(quote @ ('"' | '\'')) => {
+            let inside = &raw[1..];
+            &inside[..inside.find(quote).unwrap_or(inside.len())]
+        }
+        _ => &raw[..raw.find(char::is_whitespace).unwrap_or(raw.len())],
+    })
+}
+
+/// A `style` attribute's declarations, in order: each property, trimmed, and its value
+/// without `!important`.
+pub(crate) fn css_declarations(style: &str) -> impl Iterator<Item = (&str, &str)> {
+    style.split(';').filter_map(|declaration| {
+        let (property, value) = declaration.split_once(':')?;
+        Some((property.trim(), without_important(value)))
+    })
+}
+
+/// A CSS value, trimmed, without its `!important`.
+fn without_important(value: &str) -> &str {
+    let value = value.trim();
+    let cut = value.len().saturating_sub("!important".len());
+    match value.get(cut..) {
+        Some(end) if end.eq_ignore_ascii_case("!important") => value[..cut].trim_end(),
+        _ => value,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{decode_entities, to_text};

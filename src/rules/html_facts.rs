@@ -1,14 +1,14 @@
 //! What a message's HTML shows the eval tests, read in one pass: tags, images, links, and
 //! the statistics SpamAssassin's HTML tests read (`html_range`, `html_eval`, `html_test`,
 //! `html_text_match`), as its HTML reader defines them, and the colours of the text
-//! ([`super::html_color`]).
+//! ([`crate::message::ColorStack`]).
 
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
 
 use super::eval::HtmlExtras;
-use super::html_color::{ColorFlags, ColorStack};
+use crate::message::{ColorFlags, ColorStack, attribute, attribute_values, css_declarations};
 
 /// The facts of one message's HTML parts.
 #[derive(Default)]
@@ -467,45 +467,6 @@ fn read_stats_attributes(name: &[u8], attributes: &str, stats: &mut Stats) {
     }
 }
 
-/// What follows each `name =` in a tag's attributes (the name matched without regard to
-/// case, at the start of a word): the raw rest of the tag, quote and all.
-pub(super) fn attribute_values<'t>(
-    attributes: &'t str,
-    name: &'t str,
-) -> impl Iterator<Item = &'t str> {
-    let bytes = attributes.as_bytes();
-    let first = name.as_bytes()[0];
-    // Where the name's first letter is, in either case: few places in a tag.
-    memchr::memchr2_iter(
-        first.to_ascii_lowercase(),
-        first.to_ascii_uppercase(),
-        bytes,
-    )
-    .filter_map(move |i| {
-        let starts_word = i == 0 || !super::is_word_byte(bytes[i - 1]);
-        let candidate = bytes.get(i..i + name.len())?;
-        if !starts_word || !candidate.eq_ignore_ascii_case(name.as_bytes()) {
-            return None;
-        }
-        let value =
-            attributes[i + name.len()..].trim_start_matches(|c: char| c.is_ascii_whitespace());
-        let value = value.strip_prefix('=')?;
-        Some(value.trim_start_matches(|c: char| c.is_ascii_whitespace()))
-    })
-}
-
-/// The first value of attribute `name`: inside its quotes, or up to a space.
-pub(super) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t str> {
-    let raw = attribute_values(attributes, name).next()?;
-    Some(match raw.chars().next() {
-        Some(quote @ ('"' | '\'')) => {
-            let inside = &raw[1..];
-            &inside[..inside.find(quote).unwrap_or(inside.len())]
-        }
-        _ => &raw[..raw.find(char::is_whitespace).unwrap_or(raw.len())],
-    })
-}
-
 /// Whether HTML names a colour anywhere (`color`, `bgcolor`, CSS `color` and `background`,
 /// `<body text=… link=…>`), in any case: where none is named, all text is the reader's
 /// default, black on white, and links blue.
@@ -551,25 +512,6 @@ fn font_size(value: &str) -> Option<f64> {
         _ => value[..digits(value)].parse().ok()?,
     };
     Some(FONT_SIZE_PIXELS[(size.clamp(1, 7) - 1) as usize])
-}
-
-/// A `style` attribute's declarations, in order: each property, trimmed, and its value
-/// without `!important`.
-pub(super) fn css_declarations(style: &str) -> impl Iterator<Item = (&str, &str)> {
-    style.split(';').filter_map(|declaration| {
-        let (property, value) = declaration.split_once(':')?;
-        Some((property.trim(), without_important(value)))
-    })
-}
-
-/// A CSS value, trimmed, without its `!important`.
-fn without_important(value: &str) -> &str {
-    let value = value.trim();
-    let cut = value.len().saturating_sub("!important".len());
-    match value.get(cut..) {
-        Some(end) if end.eq_ignore_ascii_case("!important") => value[..cut].trim_end(),
-        _ => value,
-    }
 }
 
 /// A `style` attribute's `property` (`width`, `height`) in pixels: a number, bare or in

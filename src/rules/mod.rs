@@ -23,7 +23,6 @@ mod body_eval;
 pub mod eval;
 mod freemail;
 mod header_eval;
-mod html_color;
 mod html_facts;
 mod image_info;
 mod lists;

@@ -1,8 +1,8 @@
 //! Text drawn in (nearly) the colour behind it, or in a colour that is none: SpamAssassin's
 //! `html_test('font_low_contrast')` and `html_test('font_invalid_color')`. Hidden text is
 //! how spam feeds a filter words its reader never sees. [`ColorStack`] follows the colours
-//! that the tags around a text set, from HTML attributes and inline CSS, as
-//! [`super::html_facts`] walks the markup; style sheets (`<style>`, classes) are not read,
+//! that the tags around a text set, from HTML attributes and inline CSS, as the rules' HTML
+//! facts (`rules::html_facts`) walk the markup; style sheets (`<style>`, classes) are not read,
 //! and a message's HTML parts are read as one page (SpamAssassin starts each afresh).
 //!
 //! Where SpamAssassin 4.0.1 differs, spamnb does what its test means to do, as a reader
@@ -12,11 +12,11 @@
 //! before the colon counts; a link's text has the link colour, not its parent's; and
 //! text over a background image is not judged, its colours being unknown.
 
-use super::html_facts::{attribute, attribute_values, css_declarations};
+use super::html::{attribute, attribute_values, css_declarations};
 
 /// A colour where a page may give one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Color {
+pub(crate) enum Color {
     Rgb([u8; 3]),
     /// Something written where a colour belongs that is no colour (`zzz`, `fff` without
     /// its `#`).
@@ -36,11 +36,11 @@ const MAX_DEPTH: usize = 512;
 
 /// What the colours of a page's text showed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ColorFlags {
+pub(crate) struct ColorFlags {
     /// Text in the colour of its background, or one hard to tell from it.
-    pub(super) low_contrast: bool,
+    pub(crate) low_contrast: bool,
     /// Text in, or on, a colour that is none.
-    pub(super) invalid_color: bool,
+    pub(crate) invalid_color: bool,
 }
 
 /// What a colour value asks for.
@@ -326,16 +326,16 @@ const DOCUMENT: Style = Style {
 
 /// The colours of the tags open at a point of the markup, innermost last, and what the
 /// text read so far showed.
-pub(super) struct ColorStack {
+pub(crate) struct ColorStack {
     /// Never empty: the document's black on white at the bottom is never closed.
     styles: Vec<Style>,
     /// The colour of a link's text.
     link: Color,
-    pub(super) flags: ColorFlags,
+    pub(crate) flags: ColorFlags,
 }
 
 impl ColorStack {
-    pub(super) fn new() -> ColorStack {
+    pub(crate) fn new() -> ColorStack {
         ColorStack {
             styles: vec![DOCUMENT],
             link: LINK_BLUE,
@@ -348,7 +348,7 @@ impl ColorStack {
     }
 
     /// A start tag: `name` lowercase, `attributes` as written.
-    pub(super) fn open(&mut self, name: &[u8], attributes: &str) {
+    pub(crate) fn open(&mut self, name: &[u8], attributes: &str) {
         let Some(tag) = Tag::of(name) else {
             return;
         };
@@ -409,7 +409,7 @@ impl ColorStack {
 
     /// An end tag: closes the innermost open tag of its name and those inside it, as
     /// SpamAssassin does; one of a name not open changes nothing.
-    pub(super) fn close(&mut self, name: &[u8]) {
+    pub(crate) fn close(&mut self, name: &[u8]) {
         // Text after `</body>` is still the body's to a reader.
         let Some(tag) = Tag::of(name).filter(|t| *t != Tag::Body) else {
             return;
@@ -422,7 +422,7 @@ impl ColorStack {
     }
 
     /// Text between tags, as written (entities not decoded).
-    pub(super) fn text(&mut self, text: &str) {
+    pub(crate) fn text(&mut self, text: &str) {
         let Some(fault) = self.top().fault else {
             return;
         };
