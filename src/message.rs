@@ -144,6 +144,10 @@ pub struct Message<'a> {
     pub plain: Vec<std::ops::Range<usize>>,
     /// The HTML parts as sent, for rules that look at markup.
     pub html: String,
+    /// Where in `text` are words of HTML its reader is not shown (`display: none`, text in
+    /// its background's colour…: `html::render`), in order: tokens keep them apart from
+    /// the words shown. Body rules read them as text, as SpamAssassin's do.
+    pub hidden: Vec<std::ops::Range<usize>>,
     /// Every URL found in the text and in the HTML's attributes.
     pub urls: Vec<String>,
     pub attachments: Vec<Attachment>,
@@ -540,7 +544,11 @@ fn read_parts(
                 if part.content_type().and_then(|ct| ct.subtype()) == Some("html") {
                     msg.html.push_str(text);
                     msg.html.push('\n');
-                    push_text(&mut msg.text, &html::to_text(text));
+                    let rendered = html::render(text);
+                    push_text(&mut msg.text, &rendered.text);
+                    let at = msg.text.len() - rendered.text.len();
+                    let hidden = rendered.hidden.into_iter();
+                    msg.hidden.extend(hidden.map(|r| r.start + at..r.end + at));
                 } else {
                     *has_plain |= !is_attachment;
                     push_text(&mut msg.text, text);

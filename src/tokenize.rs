@@ -50,10 +50,13 @@ impl Default for TokenizerOptions {
     }
 }
 
+/// What a word of HTML its reader is not shown becomes: `hidden:WORD`.
+pub const HIDDEN_PREFIX: &str = "hidden:";
+
 /// Adds every token of `msg` to `out`.
 pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     let mut previous: Option<String> = None;
-    words(&msg.text, opts, &mut |w| {
+    let mut body_word = |w: &str| {
         if opts.pair_tokens {
             if let Some(prev) = &previous {
                 out.add_joined(&[prev, "+", w]);
@@ -61,7 +64,18 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
             previous = Some(w.to_string());
         }
         out.add(w);
-    });
+    };
+    if msg.hidden.is_empty() {
+        words(&msg.text, opts, &mut body_word);
+    } else {
+        // Words padded in where the reader cannot see them (Bayes poisoning: ham words in
+        // spam) are features of their own, learned apart: they cannot lend spam the ham
+        // standing of the words shown. Not dropped: a style sheet can show what an inline
+        // style hid, and then they are what the spam says.
+        let (shown, hidden) = split_hidden(&msg.text, &msg.hidden);
+        words(&shown, opts, &mut body_word);
+        words(&hidden, opts, &mut |w| out.add_joined(&[HIDDEN_PREFIX, w]));
+    }
     if opts.header_tokens {
         header_tokens(msg, opts, out);
     }
@@ -138,6 +152,25 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
             words(&rest, opts, &mut |w| out.add_joined(&[tag, ":", w]));
         }
     }
+}
+
+/// `text` as its reader sees it, without the `hidden` spans (each a run of words with the
+/// space before it), and those words, a line a span.
+fn split_hidden(text: &str, hidden: &[std::ops::Range<usize>]) -> (String, String) {
+    let mut shown = String::with_capacity(text.len());
+    let mut unseen = String::new();
+    let mut at = 0;
+    for span in hidden {
+        let (Some(before), Some(words)) = (text.get(at..span.start), text.get(span.clone())) else {
+            continue;
+        };
+        shown.push_str(before);
+        unseen.push_str(words);
+        unseen.push('\n');
+        at = span.end;
+    }
+    shown.push_str(text.get(at..).unwrap_or_default());
+    (shown, unseen)
 }
 
 fn html_tokens(html: &str, out: &mut Features) {
@@ -527,6 +560,232 @@ mod tests {
             out.push(w.to_string())
         });
         out
+    }
+
+    fn html_message(html: &str) -> Vec<u8> {
+        format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n").into_bytes()
+    }
+
+    /// Each of `shown` is a plain feature of the message with HTML `html` and no hidden
+    /// one; each of `hidden` the other way round.
+    fn assert_shown_and_hidden(html: &str, shown: &[&str], hidden: &[&str]) {
+        let f = tokens_of(&html_message(html), &TokenizerOptions::default());
+        for word in shown {
+            let as_hidden = format!("{HIDDEN_PREFIX}{word}");
+            assert!(
+                f.count(word) > 0 && f.count(&as_hidden) == 0,
+                "{word} should be shown in {html:?}: {:?}",
+                f.sorted()
+            );
+        }
+        for word in hidden {
+            let as_hidden = format!("{HIDDEN_PREFIX}{word}");
+            assert!(
+                f.count(&as_hidden) > 0 && f.count(word) == 0,
+                "{word} should be hidden in {html:?}: {:?}",
+                f.sorted()
+            );
+        }
+    }
+
+    /// Bayes poisoning: ham words padded into spam where its reader cannot see them lent
+    /// the spam their ham standing.
+    #[test]
+    fn hidden_html_words_are_features_of_their_own() {
+        for (html, shown, hidden) in [
+            (
+                "<p>cheap pills <span style=\"display:none\">meeting agenda</span> today</p>",
+                &["cheap", "pills", "today"][..],
+                &["meeting", "agenda"][..],
+            ),
+            (
+                "cheap <div style='visibility: hidden'>meeting</div>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <span style=\"font-size:0\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <span style=\"font-size: 1px\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <span style=\"font-size:0.3em\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <span style=\"opacity:0\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            ("cheap <p hidden>meeting</p>", &["cheap"], &["meeting"]),
+            (
+                "cheap <font color=\"#ffffff\">meeting</font>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <span style=\"color:#fefefe\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<table bgcolor=black><tr><td><font color=black>meeting</font> \
+                 <font color=white>cheap</font></td></tr></table>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <SPAN STYLE=\"DISPLAY : None !important\">meeting</SPAN>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "cheap <span style=\"display&#58;none\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            // The reader sees the word the hidden text splits, and so does the model.
+            (
+                "Via<span style=\"display:none\">meeting</span>gra now",
+                &["viagra", "now"],
+                &["meeting"],
+            ),
+            // Shown again: an element's own size and visibility count.
+            (
+                "<td style=\"font-size:0\">meeting <div style=\"font-size:14px\">cheap</div></td>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<div style=\"visibility:hidden\">meeting \
+                 <b style=\"visibility:visible\">cheap</b></div>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<p hidden style=\"display:block\">cheap</p><p hidden>meeting</p>",
+                &["cheap"],
+                &["meeting"],
+            ),
+        ] {
+            assert_shown_and_hidden(html, shown, hidden);
+        }
+    }
+
+    /// Elements end where a browser ends them: an inner end tag of the same name does not
+    /// end the hidden element, and an element left open does not hide what follows it.
+    #[test]
+    fn nested_and_unclosed_tags_hide_what_a_browser_hides() {
+        for (html, shown, hidden) in [
+            (
+                "<div style=\"display:none\">meeting <div>agenda</div> minutes</div> cheap",
+                &["cheap"][..],
+                &["meeting", "agenda", "minutes"][..],
+            ),
+            (
+                "<span style=\"display:none\">meeting <span style=\"display:inline\">agenda\
+                 </span></span>cheap",
+                &["cheap"],
+                &["meeting", "agenda"],
+            ),
+            (
+                "<p style=\"display:none\">meeting<p>cheap",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<div style=\"display:none\">meeting <b>agenda</div> cheap",
+                &["cheap"],
+                &["meeting", "agenda"],
+            ),
+            (
+                "<table><tr style=\"display:none\"><td>meeting<tr><td>cheap</table>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<ul><li hidden>meeting<li>cheap</ul><p>pills",
+                &["cheap", "pills"],
+                &["meeting"],
+            ),
+            // Never closed: hidden to the end, as in a browser.
+            (
+                "cheap <span style=\"display:none\">meeting <b>agenda",
+                &["cheap"],
+                &["meeting", "agenda"],
+            ),
+            // An end tag that ends nothing open changes nothing.
+            (
+                "<span style=\"display:none\">meeting </div></p></td> agenda</span> cheap",
+                &["cheap"],
+                &["meeting", "agenda"],
+            ),
+            // Text after `</body>` is still the body's.
+            (
+                "<body style=\"display:none\">meeting</body> agenda</html>",
+                &[],
+                &["meeting", "agenda"],
+            ),
+        ] {
+            assert_shown_and_hidden(html, shown, hidden);
+        }
+        // Nested deeper than the elements followed one by one: still hidden.
+        let deep = format!(
+            "cheap <div style=\"display:none\">{}{}meeting</div>",
+            "<span>".repeat(1000),
+            "</span>".repeat(1000)
+        );
+        assert_shown_and_hidden(&deep, &["cheap"], &["meeting"]);
+    }
+
+    /// A style in another attribute's value, or in a comment, is no style.
+    #[test]
+    fn a_style_inside_a_value_or_a_comment_hides_nothing() {
+        for (html, shown, hidden) in [
+            (
+                "<span title=\"style=display:none\">cheap</span> \
+                 <span style=\"display:none\">meeting</span>",
+                &["cheap"][..],
+                &["meeting"][..],
+            ),
+            (
+                "<span alt='a hidden b' data-x=\"hidden\">cheap</span> \
+                 <i hidden>meeting</i>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<img alt=\"<span style='display:none'>\">cheap \
+                 <span style=\"display:none\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+            (
+                "<!-- <div style=\"display:none\"> -->cheap \
+                 <span style=\"display:none\">meeting</span> pills",
+                &["cheap", "pills"],
+                &["meeting"],
+            ),
+            (
+                "<p>display:none hides text</p><p style=\"display:none\">meeting</p>",
+                &["display", "none", "hides", "text"],
+                &["meeting"],
+            ),
+            (
+                "<span style=\"font-family:'display:none'\">cheap</span>\
+                 <span style=\"display:none\">meeting</span>",
+                &["cheap"],
+                &["meeting"],
+            ),
+        ] {
+            assert_shown_and_hidden(html, shown, hidden);
+        }
     }
 
     #[test]

@@ -6,8 +6,18 @@
 //! rules, quotes and titles stand alone, a blank line around them. mail-parser's renderer
 //! put a whole page on one line but for `<br>` and `</p>`, rendered style sheets as
 //! words, and lost the space after an inline element that began a block.
+//!
+//! [`render`] also says which words the reader is not shown (`Hider`): Bayes poisoning
+//! pads spam with ham words hidden from its reader, and tokens keep them apart.
 
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
 use mail_parser::decoders::html::add_html_token;
+
+use super::html_color::ColorStack;
 
 /// Where a tag breaks the text, and how.
 #[derive(Clone, Copy)]
@@ -56,6 +66,10 @@ struct Text {
     out: String,
     /// White space seen since the last word: one space, if a word follows on this line.
     space: bool,
+    /// Whether the words read now are hidden from the reader.
+    hidden: bool,
+    /// Where in `out` the hidden words are, each run with the space before it.
+    hidden_spans: Vec<Range<usize>>,
 }
 
 impl Text {
@@ -74,11 +88,19 @@ impl Text {
         if word.is_empty() {
             return;
         }
+        let start = self.out.len();
         if self.space && !self.out.is_empty() && !self.out.ends_with('\n') {
             self.out.push(' ');
         }
         self.space = false;
         self.out.push_str(word);
+        if self.hidden {
+            let end = self.out.len();
+            match self.hidden_spans.last_mut() {
+                Some(last) if last.end == start => last.end = end,
+                _ => self.hidden_spans.push(start..end),
+            }
+        }
     }
 
     fn brk(&mut self, kind: Break) {
@@ -105,11 +127,34 @@ impl Text {
 
 /// `html` as text: see the module's comment.
 pub fn to_text(html: &str) -> String {
+    render_as(html, false).text
+}
+
+/// HTML rendered as [`to_text`] renders it, and where in the text are the words its reader
+/// is not shown.
+pub struct Rendered {
+    pub text: String,
+    /// In order and apart: each a run of hidden words with the space before it, so that
+    /// the text without them reads as the reader sees it (`Via<span hidden>x</span>gra`
+    /// is `Viagra`).
+    pub hidden: Vec<Range<usize>>,
+}
+
+/// `html` as text, with its hidden words marked: see `Hider`.
+pub fn render(html: &str) -> Rendered {
+    render_as(html, true)
+}
+
+fn render_as(html: &str, mark_hidden: bool) -> Rendered {
     let bytes = html.as_bytes();
     let mut text = Text {
         out: String::with_capacity(html.len() / 2),
         space: false,
+        hidden: false,
+        hidden_spans: Vec::new(),
     };
+    // Most HTML can hide nothing, and is read as it was before hidden text was looked for.
+    let mut hider = (mark_hidden && may_hide(html)).then(Hider::new);
     let mut decoded = String::new();
     let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
@@ -159,6 +204,23 @@ pub fn to_text(html: &str) -> String {
         }
         let end = tag_end(bytes, at, &mut unclosed);
         let name = &name[..name_len];
+        if let Some(hider) = &mut hider {
+            let mut lower = [0u8; NAME_KEY_BYTES];
+            let lower = &mut lower[..name_len.min(NAME_KEY_BYTES)];
+            lower.copy_from_slice(&name[..lower.len()]);
+            lower.make_ascii_lowercase();
+            if closing {
+                hider.end(lower);
+            } else {
+                let attributes_at = at + name_len;
+                let attributes_end = if bytes[end - 1] == b'>' { end - 1 } else { end };
+                hider.start(
+                    lower,
+                    &html[attributes_at..attributes_end.max(attributes_at)],
+                );
+            }
+            text.hidden = hider.hides();
+        }
         at = end;
         text.brk(break_of(name));
         let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
@@ -186,7 +248,430 @@ pub fn to_text(html: &str) -> String {
     text.words(&html[at..]);
     let trimmed = text.out.trim_end().len();
     text.out.truncate(trimmed);
-    text.out
+    Rendered {
+        text: text.out,
+        hidden: text.hidden_spans,
+    }
+}
+
+/// Whether `html` has what can hide text: a `style`, a `hidden` attribute, a colour (the
+/// words are looked for anywhere, in any case), `<body text=…>`. Most mail has none of
+/// them in its HTML, and its text is read as it always was.
+fn may_hide(html: &str) -> bool {
+    static WORDS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(["style", "hidden", "color", "background"])
+            .expect("plain words make a valid automaton")
+    });
+    WORDS.is_match(html) || attribute_values(html, "text").next().is_some()
+}
+
+/// How many bytes of a tag's name tell elements apart (longer names are cut).
+const NAME_KEY_BYTES: usize = 16;
+
+/// A lowercase element name (at most [`NAME_KEY_BYTES`] of it) as one number.
+const fn name_key(name: &[u8]) -> u128 {
+    let mut key = [0u8; NAME_KEY_BYTES];
+    let mut i = 0;
+    while i < name.len() && i < NAME_KEY_BYTES {
+        key[i] = name[i];
+        i += 1;
+    }
+    u128::from_le_bytes(key)
+}
+
+/// The keys of `names`, for the tables below.
+const fn name_keys<const N: usize>(names: [&[u8]; N]) -> [u128; N] {
+    let mut keys = [0; N];
+    let mut i = 0;
+    while i < N {
+        keys[i] = name_key(names[i]);
+        i += 1;
+    }
+    keys
+}
+
+/// Elements with no content, and no end tag to wait for.
+const VOID: [u128; 18] = name_keys([
+    b"area",
+    b"base",
+    b"br",
+    b"col",
+    b"embed",
+    b"hr",
+    b"img",
+    b"input",
+    b"link",
+    b"meta",
+    b"param",
+    b"source",
+    b"track",
+    b"wbr",
+    b"basefont",
+    b"bgsound",
+    b"frame",
+    b"keygen",
+]);
+/// Elements whose content the renderer reads to their end tag itself (or never shows).
+const RAW: [u128; 9] = name_keys([
+    b"script",
+    b"style",
+    b"iframe",
+    b"noembed",
+    b"noframes",
+    b"title",
+    b"textarea",
+    b"xmp",
+    b"plaintext",
+]);
+/// Start tags that end an open `<p>` (WHATWG's tree construction).
+const ENDS_P: [u128; 39] = name_keys([
+    b"address",
+    b"article",
+    b"aside",
+    b"blockquote",
+    b"center",
+    b"details",
+    b"dialog",
+    b"dir",
+    b"div",
+    b"dl",
+    b"fieldset",
+    b"figcaption",
+    b"figure",
+    b"footer",
+    b"form",
+    b"h1",
+    b"h2",
+    b"h3",
+    b"h4",
+    b"h5",
+    b"h6",
+    b"header",
+    b"hgroup",
+    b"hr",
+    b"main",
+    b"menu",
+    b"nav",
+    b"ol",
+    b"p",
+    b"pre",
+    b"section",
+    b"summary",
+    b"table",
+    b"ul",
+    b"li",
+    b"dd",
+    b"dt",
+    b"listing",
+    b"xmp",
+]);
+/// Where the search for a `<p>` to end stops: a paragraph outside a table is not ended by
+/// what begins in one of its cells.
+const P_SCOPE: [u128; 10] = name_keys([
+    b"applet",
+    b"caption",
+    b"html",
+    b"table",
+    b"td",
+    b"th",
+    b"marquee",
+    b"object",
+    b"template",
+    b"button",
+]);
+const P: [u128; 1] = name_keys([b"p"]);
+const LI: [u128; 1] = name_keys([b"li"]);
+const LIST_SCOPE: [u128; 4] = name_keys([b"ul", b"ol", b"table", b"td"]);
+const DD_DT: [u128; 2] = name_keys([b"dd", b"dt"]);
+const DL_SCOPE: [u128; 3] = name_keys([b"dl", b"table", b"td"]);
+const CELL: [u128; 2] = name_keys([b"td", b"th"]);
+const ROW: [u128; 1] = name_keys([b"tr"]);
+const TABLE: [u128; 1] = name_keys([b"table"]);
+const OPTION: [u128; 1] = name_keys([b"option"]);
+const SELECT: [u128; 1] = name_keys([b"select"]);
+/// End tags a browser never ends anything with: text after `</body>` is the body's.
+const NOT_ENDED: [u128; 2] = name_keys([b"body", b"html"]);
+
+/// Open elements deeper than this are not followed one by one: a page of a million
+/// unclosed tags holds a bounded stack.
+const MAX_OPEN: usize = 256;
+
+/// How far down the open elements an end tag (or a start tag that ends one, `<p>` ending a
+/// `<p>`) looks for the element it ends: the search is bounded, so that a page of end
+/// tags that end nothing takes time in its length, not in its length times its depth.
+const MAX_SEARCH: usize = 64;
+
+/// Text smaller than this many pixels cannot be read (SpamAssassin's limit).
+const MIN_READABLE_PX: f32 = 8.0;
+
+/// Text more transparent than this cannot be read.
+const MIN_READABLE_OPACITY: f32 = 0.1;
+
+/// An element open at a point of the page, and what it does to the text inside it.
+#[derive(Clone, Copy)]
+struct Open {
+    name: u128,
+    /// `display: none` (or `hidden`) on it or around it: nothing inside shows, whatever it
+    /// says.
+    none: bool,
+    /// `visibility: hidden`, which an element inside may undo (`visibility: visible`).
+    invisible: bool,
+    font_px: f32,
+    /// What shows of it: its own `opacity` times those around it.
+    opacity: f32,
+}
+
+/// Outside every element: text shows, 16 pixels high.
+const PAGE: Open = Open {
+    name: 0,
+    none: false,
+    invisible: false,
+    font_px: 16.0,
+    opacity: 1.0,
+};
+
+/// Follows the elements open at a point of the page and says whether text there is hidden
+/// from its reader: `display: none`, `visibility: hidden`, a `font-size` under 8 pixels
+/// and `opacity` near 0 in an inline `style`, the `hidden` attribute, and text drawn in
+/// its background's colour ([`ColorStack`]), as SpamAssassin's renderer judges it for its
+/// Bayes. Style sheets are not read: one can show what an inline style hides, which is
+/// why hidden words are not dropped, only kept apart.
+///
+/// Elements end as a browser ends them, in outline: an end tag ends the innermost open
+/// element of its name and those inside it, and `<p>`, `<li>`, `<td>`, `<tr>` and their
+/// kin end the one left open before them, so that a paragraph left open cannot hide what
+/// follows it, nor an inner `</div>` end the hidden `<div>` around it.
+struct Hider {
+    /// Innermost last; at most [`MAX_OPEN`].
+    open: VecDeque<Open>,
+    /// What is around the outermost of `open`: the page, or the last element let go of
+    /// at the bottom when `open` was full. Each element holds what it inherits, so text
+    /// inside a `display: none` nested deeper than [`MAX_OPEN`] is still hidden.
+    floor: Open,
+    colors: ColorStack,
+}
+
+impl Hider {
+    fn new() -> Hider {
+        Hider {
+            open: VecDeque::new(),
+            floor: PAGE,
+            colors: ColorStack::new(),
+        }
+    }
+
+    fn top(&self) -> &Open {
+        self.open.back().unwrap_or(&self.floor)
+    }
+
+    /// Whether text here is hidden.
+    fn hides(&self) -> bool {
+        let top = self.top();
+        top.none
+            || top.invisible
+            || top.font_px < MIN_READABLE_PX
+            || top.opacity < MIN_READABLE_OPACITY
+            || self.colors.hides_text()
+    }
+
+    /// A start tag: `name` lowercase, `attributes` as written.
+    fn start(&mut self, name: &[u8], attributes: &str) {
+        self.colors.open(name, attributes);
+        let key = name_key(name);
+        if ENDS_P.contains(&key) {
+            self.end_innermost(&P, &P_SCOPE);
+        }
+        match name {
+            b"li" => self.end_innermost(&LI, &LIST_SCOPE),
+            b"dd" | b"dt" => self.end_innermost(&DD_DT, &DL_SCOPE),
+            b"td" | b"th" => self.end_innermost(&CELL, &TABLE),
+            b"tr" => {
+                self.end_innermost(&CELL, &TABLE);
+                self.end_innermost(&ROW, &TABLE);
+            }
+            b"option" => self.end_innermost(&OPTION, &SELECT),
+            _ => {}
+        }
+        if VOID.contains(&key) || RAW.contains(&key) {
+            return;
+        }
+        let around = *self.top();
+        let mut open = Open {
+            name: key,
+            ..around
+        };
+        let (mut style, mut hidden) = (None, false);
+        for (attribute, value) in tag_attributes(attributes) {
+            // The first of two attributes of a name counts, as in a browser.
+            if attribute.eq_ignore_ascii_case("style") && style.is_none() {
+                style = Some(value.unwrap_or_default());
+            }
+            hidden |= attribute.eq_ignore_ascii_case("hidden");
+        }
+        let mut display_none = hidden;
+        if let Some(style) = style {
+            for (property, value) in css_declarations(&decode_entities(style)) {
+                let is = |name: &str| property.eq_ignore_ascii_case(name);
+                let word = value.split_ascii_whitespace().next().unwrap_or_default();
+                let word_is = |w: &str| word.eq_ignore_ascii_case(w);
+                if is("display") {
+                    // A `display` of its own shows what the `hidden` attribute hid.
+                    display_none = word_is("none");
+                } else if is("visibility") {
+                    if word_is("hidden") || word_is("collapse") {
+                        open.invisible = true;
+                    } else if word_is("visible") {
+                        open.invisible = false;
+                    }
+                } else if is("font-size") {
+                    if let Some(px) = font_px(value, around.font_px) {
+                        open.font_px = px;
+                    }
+                } else if is("opacity")
+                    && let Some(opacity) = css_number(value)
+                {
+                    open.opacity = around.opacity * opacity.clamp(0.0, 1.0);
+                }
+            }
+        }
+        open.none |= display_none;
+        if self.open.len() >= MAX_OPEN {
+            self.floor = self.open.pop_front().unwrap_or(PAGE);
+        }
+        self.open.push_back(open);
+    }
+
+    /// An end tag, `name` lowercase.
+    fn end(&mut self, name: &[u8]) {
+        self.colors.close(name);
+        let key = name_key(name);
+        if VOID.contains(&key) || NOT_ENDED.contains(&key) {
+            return;
+        }
+        self.end_innermost(&[key], &[]);
+    }
+
+    /// Ends the innermost open element named in `names` and those inside it, unless one
+    /// named in `scope` comes first, or it is deeper than [`MAX_SEARCH`].
+    fn end_innermost(&mut self, names: &[u128], scope: &[u128]) {
+        for (at, open) in self.open.iter().enumerate().rev().take(MAX_SEARCH) {
+            if names.contains(&open.name) {
+                self.open.truncate(at);
+                return;
+            }
+            if scope.contains(&open.name) {
+                return;
+            }
+        }
+    }
+}
+
+/// A CSS `font-size` in pixels, given the size around it: a keyword, or a number in
+/// `px` (or none), `pt`, `em`, `rem`, `ex` or `%`.
+fn font_px(value: &str, around: f32) -> Option<f32> {
+    let value = value.trim();
+    let keyword = [
+        ("xx-small", 9.0),
+        ("x-small", 10.0),
+        ("small", 13.0),
+        ("medium", 16.0),
+        ("large", 18.0),
+        ("x-large", 24.0),
+        ("xx-large", 32.0),
+        ("xxx-large", 48.0),
+        ("smaller", around / 1.2),
+        ("larger", around * 1.2),
+    ];
+    if let Some(&(_, px)) = keyword.iter().find(|(k, _)| value.eq_ignore_ascii_case(k)) {
+        return Some(px);
+    }
+    let number_len = value
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
+    let number: f32 = value[..number_len].parse().ok()?;
+    let unit = value[number_len..].trim();
+    let is = |u: &str| unit.eq_ignore_ascii_case(u);
+    let px = if unit.is_empty() || is("px") {
+        number
+    } else if is("pt") {
+        number * 4.0 / 3.0
+    } else if is("em") {
+        number * around
+    } else if is("rem") {
+        number * PAGE.font_px
+    } else if is("ex") {
+        number * around / 2.0
+    } else if is("%") {
+        number * around / 100.0
+    } else {
+        return None;
+    };
+    Some(px)
+}
+
+/// A CSS number, or a percentage of 1: an `opacity`.
+fn css_number(value: &str) -> Option<f32> {
+    let value = value.trim();
+    match value.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f32>().ok().map(|p| p / 100.0),
+        None => value.parse().ok(),
+    }
+    .filter(|n| n.is_finite())
+}
+
+/// The attributes of a start tag (what follows its name, without the `>`), as a browser
+/// reads them: each name, and its value without quotes (`None` for an attribute without
+/// one). A quoted value is the value's to its closing quote, so that `title="style=x"`
+/// and `alt='a hidden b'` set no style and hide nothing.
+fn tag_attributes(tag: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
+    let bytes = tag.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let is_space = |b: u8| b.is_ascii_whitespace() || b == b'/';
+        while at < bytes.len() && is_space(bytes[at]) {
+            at += 1;
+        }
+        if at == bytes.len() {
+            return None;
+        }
+        // A name may begin with `=`; it ends at white space, `/` or `=`.
+        let start = at;
+        at += 1;
+        while at < bytes.len() && !is_space(bytes[at]) && bytes[at] != b'=' {
+            at += 1;
+        }
+        let name = &tag[start..at];
+        let mut after = at;
+        while after < bytes.len() && bytes[after].is_ascii_whitespace() {
+            after += 1;
+        }
+        if bytes.get(after) != Some(&b'=') {
+            return Some((name, None));
+        }
+        at = after + 1;
+        while at < bytes.len() && bytes[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let value = match bytes.get(at) {
+            Some(&quote @ (b'"' | b'\'')) => {
+                let from = at + 1;
+                let len = memchr::memchr(quote, &bytes[from..]).unwrap_or(bytes.len() - from);
+                at = (from + len + 1).min(bytes.len());
+                &tag[from..from + len]
+            }
+            _ => {
+                let from = at;
+                while at < bytes.len() && !bytes[at].is_ascii_whitespace() {
+                    at += 1;
+                }
+                &tag[from..at]
+            }
+        };
+        Some((name, Some(value)))
+    })
 }
 
 /// Just past the `>` that ends the tag whose name begins at `from`: a `>` inside a quoted
@@ -369,7 +854,7 @@ fn without_important(value: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_entities, to_text};
+    use super::{decode_entities, render, to_text};
 
     #[test]
     fn paragraphs_stand_alone_and_lines_break() {
@@ -474,6 +959,62 @@ mod tests {
             ("<style>p{}</style/>shown", "shown"),
         ] {
             assert_eq!(to_text(html), text, "{html:?}");
+        }
+    }
+
+    /// The text is the text [`to_text`] renders; the spans hold the hidden words and the
+    /// space before each run, so that what is left reads as the reader sees it.
+    #[test]
+    fn render_marks_the_hidden_words_in_the_text() {
+        for (html, text, hidden) in [
+            ("a <span hidden>b c</span> d", "a b c d", &[" b c"][..]),
+            (
+                "<p>one <i style=\"display:none\">two</i> three</p>\
+                 <div style=\"opacity:0\">four</div>five",
+                "one two three\n\nfour\nfive",
+                &[" two", "four"],
+            ),
+            ("Via<b hidden>x</b>gra", "Viaxgra", &["x"]),
+            ("<span style=\"color:red\">shown</span>", "shown", &[]),
+            ("no markup that hides", "no markup that hides", &[]),
+        ] {
+            let rendered = render(html);
+            assert_eq!(rendered.text, to_text(html), "{html:?}");
+            assert_eq!(rendered.text, text, "{html:?}");
+            let spans: Vec<_> = (rendered.hidden.iter())
+                .map(|span| &rendered.text[span.clone()])
+                .collect();
+            assert_eq!(spans, hidden, "{html:?}");
+        }
+    }
+
+    /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,
+    /// and start tags that end a paragraph far below: each tag costs a bounded search.
+    #[test]
+    fn a_hostile_page_is_rendered_in_linear_time() {
+        let n = 200_000;
+        for page in [
+            "<div style=\"display:none\">".repeat(n),
+            "<span>".repeat(1000) + &"</b>".repeat(n),
+            "<p><table>".to_string() + &"<span>".repeat(300) + &"<div>".repeat(n),
+            "<font color=white>".repeat(600) + &"</span>".repeat(n),
+            "<b style=\"font-size:50%\">x".repeat(n),
+        ] {
+            let page = page + "<span style=\"display:none\">meeting</span> cheap";
+            let started = std::time::Instant::now();
+            let rendered = render(&page);
+            let hidden = (rendered.hidden.iter()).any(|span| {
+                let words = &rendered.text[span.clone()];
+                words.trim_end().ends_with("meeting") || words.contains("meeting cheap")
+            });
+            assert!(hidden, "{:.80}", page);
+            // Linear takes milliseconds; this guards against the square, it measures nothing.
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(2),
+                "{:?} for {:.80}",
+                started.elapsed(),
+                page
+            );
         }
     }
 

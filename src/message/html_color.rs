@@ -421,6 +421,11 @@ impl ColorStack {
         }
     }
 
+    /// Whether text here is drawn in (nearly) its background's colour: there, but not read.
+    pub(crate) fn hides_text(&self) -> bool {
+        self.top().fault == Some(Fault::LowContrast)
+    }
+
     /// Text between tags, as written (entities not decoded).
     pub(crate) fn text(&mut self, text: &str) {
         let Some(fault) = self.top().fault else {
