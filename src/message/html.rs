@@ -821,16 +821,14 @@ pub(crate) fn attribute_values<'t>(
     })
 }
 
-/// The first value of attribute `name`: inside its quotes, or up to a space.
-pub(crate) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t str> {
-    let raw = attribute_values(attributes, name).next()?;
-    Some(match raw.chars().next() {
-        Some(quote @ ('"' | '\'')) => {
-            let inside = &raw[1..];
-            &inside[..inside.find(quote).unwrap_or(inside.len())]
-        }
-        _ => &raw[..raw.find(char::is_whitespace).unwrap_or(raw.len())],
-    })
+/// The value of attribute `name` (its first, as a browser takes it): inside its quotes,
+/// or up to a space. Read attribute by attribute, so that a name inside another's quoted
+/// value (`title='x color=#fff'`) is not taken for one: that showed visible text as
+/// hidden.
+pub(crate) fn attribute<'t>(attributes: &'t str, name: &str) -> Option<&'t str> {
+    tag_attributes(attributes)
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .and_then(|(_, value)| value)
 }
 
 /// A `style` attribute's declarations, in order: each property, trimmed, and its value

@@ -760,6 +760,11 @@ mod tests {
             ("<font color=white><a href=x>", LINK_BLUE, WHITE),
             ("<font color=white><a name=x>", WHITE, WHITE),
             ("<a href=x><font color=white>", WHITE, WHITE),
+            // A colour written inside another attribute's value is no colour.
+            ("<font title=\"color=white\">", BLACK, WHITE),
+            ("<font title='x color=#fff '>", BLACK, WHITE),
+            ("<div title='style=color:white'>", BLACK, WHITE),
+            ("<font title=\"x\" color=white>", WHITE, WHITE),
         ] {
             let stack = read(markup);
             assert_eq!((stack.top().fg, stack.top().bg), (fg, bg), "{markup:?}");
