@@ -53,6 +53,9 @@ impl Default for TokenizerOptions {
 /// What a word of HTML its reader is not shown becomes: `hidden:WORD`.
 pub const HIDDEN_PREFIX: &str = "hidden:";
 
+/// The sign of a message whose text is mostly hidden, read as words all the same.
+const MOSTLY_HIDDEN: &str = "anomaly:mostly_hidden";
+
 /// Adds every token of `msg` to `out`.
 pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     let mut previous: Option<String> = None;
@@ -65,8 +68,15 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         }
         out.add(w);
     };
+    let hidden_bytes: usize = msg.hidden.iter().map(|r| r.len()).sum();
     if msg.hidden.is_empty() {
         words(&msg.text, opts, &mut body_word);
+    } else if hidden_bytes * 2 > msg.text.len() {
+        // Most of the text hidden is no padding: a style sheet (which is not read) may show
+        // it all, and a sender would have moved the words that are read out of sight. They
+        // are read as words, and the hiding is a sign of its own.
+        words(&msg.text, opts, &mut body_word);
+        out.add(MOSTLY_HIDDEN);
     } else {
         // Words padded in where the reader cannot see them (Bayes poisoning: ham words in
         // spam) are features of their own, learned apart: they cannot lend spam the ham
@@ -562,8 +572,29 @@ mod tests {
         out
     }
 
+    /// A message whose text is mostly hidden may be shown whole by a style sheet: were its
+    /// words read only as hidden ones, a sender could take every word that is weighed out
+    /// of sight. They are read as words, with a sign that says so.
+    #[test]
+    fn a_message_mostly_hidden_is_read_as_words() {
+        let html = "<style>span{display:inline!important}</style>\
+                    <p>Hi <span style=\"display:none\">cheap pills without prescription</span>";
+        let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n");
+        let f = tokens_of(raw.as_bytes(), &TokenizerOptions::default());
+        for word in ["cheap", "pills", "prescription", MOSTLY_HIDDEN] {
+            assert_eq!(f.count(word), 1, "{word}: {:?}", f.sorted());
+        }
+        assert_eq!(f.count(&format!("{HIDDEN_PREFIX}cheap")), 0);
+    }
+
+    /// A message of HTML `html`, after more shown text: most of a message hidden is read
+    /// another way (see `a_message_mostly_hidden_is_read_as_words`).
     fn html_message(html: &str) -> Vec<u8> {
-        format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n").into_bytes()
+        format!(
+            "From: a@example.org\nSubject: x\nContent-Type: text/html\n\n<p>{}</p>\n{html}\n",
+            "Plenty of shown text comes first. ".repeat(4)
+        )
+        .into_bytes()
     }
 
     /// Each of `shown` is a plain feature of the message with HTML `html` and no hidden
