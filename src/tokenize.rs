@@ -458,7 +458,7 @@ fn without_invisible(text: &str) -> Cow<'_, str> {
     let first = [
         first_in(memchr::memchr3_iter(0xC2, 0xCD, 0xD8, bytes)),
         first_in(memchr::memchr3_iter(0xE1, 0xE2, 0xEF, bytes)),
-        first_in(memchr::memchr3_iter(0xF3, 0xF3, 0xF3, bytes)),
+        first_in(memchr::memchr3_iter(0xF0, 0xF3, 0xF3, bytes)),
     ]
     .into_iter()
     .flatten()
@@ -480,12 +480,15 @@ fn is_invisible(c: char) -> bool {
         '\u{AD}'
             | '\u{34F}'
             | '\u{61C}'
+            | '\u{17B4}'..='\u{17B5}'
             | '\u{180B}'..='\u{180F}'
             | '\u{200B}'..='\u{200F}'
             | '\u{202A}'..='\u{202E}'
             | '\u{2060}'..='\u{206F}'
             | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
             | '\u{E0000}'..='\u{E0FFF}'
     )
 }
@@ -1062,6 +1065,21 @@ SMTPSVC(5.0.2195.2966)\nSubject: hi\n\nhello there\n";
             word_list("café “quoted” — 한국어"),
             ["café", "quoted", "한국어"]
         );
+        // Every default-ignorable code point, the four-byte ones and Khmer's included.
+        for c in [
+            '\u{17B4}',
+            '\u{17B5}',
+            '\u{1BCA0}',
+            '\u{1BCA3}',
+            '\u{1D173}',
+            '\u{1D17A}',
+        ] {
+            assert_eq!(
+                word_list(&format!("cheap vi{c}agra")),
+                ["cheap", "viagra"],
+                "{c:?}"
+            );
+        }
     }
 
     /// A host of k labels made k parent features of up to its length each: 1 MB of
