@@ -351,11 +351,15 @@ pub fn lines_of(value: &[u8]) -> Vec<u8> {
 /// Only the first line (`used` past the colon) may break before its first octet.
 fn fold_line(out: &mut Vec<u8>, line: &[u8], mut used: usize, eol: &[u8]) {
     let wsp = |b: u8| matches!(b, b' ' | b'\t');
+    // Where the line's last word ends: a break after it would leave a line of white space
+    // alone, which RFC 5322 forbids writing and readers take for the header's end.
+    let words_end = line.len() - line.iter().rev().take_while(|&&b| wsp(b)).count();
     let mut rest = line;
     while used + rest.len() > FOLD_AT {
-        // Where a break may go: before white space that ends a word.
+        let words_end = words_end.saturating_sub(line.len() - rest.len());
+        // Where a break may go: before white space that ends a word, and a word follows.
         let breaks = |upto: usize| {
-            (1..rest.len().min(upto.saturating_add(1)))
+            (1..rest.len().min(upto.saturating_add(1)).min(words_end))
                 .filter(|&b| wsp(rest[b]) && !wsp(rest[b - 1]))
         };
         let single = |&b: &usize| rest[b] == b' ' && rest.get(b + 1).is_some_and(|&c| !wsp(c));
@@ -364,7 +368,7 @@ fn fold_line(out: &mut Vec<u8>, line: &[u8], mut used: usize, eol: &[u8]) {
             .or_else(|| breaks(within).find(single))
             .or_else(|| breaks(within).next_back())
             // Right after the colon, when no word of the first line ends near enough.
-            .or_else(|| (used > 0 && rest.first() == Some(&b' ')).then_some(0))
+            .or_else(|| (used > 0 && words_end > 0 && rest.first() == Some(&b' ')).then_some(0))
             .or_else(|| breaks(usize::MAX).next());
         let Some(at) = at else { break };
         out.extend_from_slice(&rest[..at]);
@@ -637,6 +641,36 @@ X-Spam-Flag: YES\r\nX-Spam-Prev-Subject: =?utf-8?q?cheap?= pills\r\n\r\nbody\r\n
         // A line named Subject with no colon is no field to tag.
         let out = rewrite(b"Subject\n\nx\n", &[], Some("[SPAM]"));
         assert!(out.starts_with(b"Subject\nSubject: [SPAM]\n"), "{out:?}");
+    }
+
+    /// A subject whose last word is long (a link) and ends in white space was folded before
+    /// that white space: a line of it alone, which readers take for the header's end.
+    #[test]
+    fn no_header_line_is_white_space_alone() {
+        let model = ModelConfig {
+            subject_tag: "[SPAM _SCORE_]".into(),
+            ..ModelConfig::default()
+        };
+        let link = format!("http://shop.example/{}", "a".repeat(70));
+        for subject in [format!("see {link} "), format!("{link}  ")] {
+            let raw = format!("From: a@b\nSubject: {subject}\nTo: c@d\n\nbody\n");
+            let out = tagged(raw.as_bytes(), &verdict(Decision::Spam, 9.14, &[]), &model);
+            let head = String::from_utf8_lossy(raw_head(&out)).into_owned();
+            for line in head.lines().filter(|l| !l.is_empty()) {
+                assert!(
+                    !line.trim().is_empty(),
+                    "a line of white space in:\n{head:?}"
+                );
+            }
+            // And as the milter sends it.
+            let value = fold_value("Subject", format!("[SPAM 9.1] {subject}").as_bytes(), b"\n");
+            assert!(
+                value
+                    .split(|&b| b == b'\n')
+                    .all(|l| !l.trim_ascii().is_empty()),
+                "{value:?}"
+            );
+        }
     }
 
     /// A raw value with its line ends taken out, less the space after the colon (which a
