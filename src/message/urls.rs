@@ -14,6 +14,7 @@
 //! `(?i)`'s `ſ` for `s` is not a scheme.)
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use super::html;
@@ -45,8 +46,10 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
                 Cow::Owned(u)
             }
         };
-        let room = urls.len() < MAX_URLS || (urls.len() < MAX_URLS + MAX_SHOWN_LINKS && shown());
-        if !u.is_empty() && room && !seen.contains(u.as_ref()) {
+        if u.is_empty() || seen.contains(u.as_ref()) {
+            return;
+        }
+        if urls.len() < MAX_URLS || (urls.len() < MAX_URLS + MAX_SHOWN_LINKS && shown()) {
             urls.push(u.to_string());
             seen.insert(u);
         }
@@ -54,6 +57,10 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     for url in written(text) {
         push(Cow::Borrowed(url), &|| false);
     }
+    let shown_text = ShownText {
+        html,
+        last: Cell::new(None),
+    };
     for value in attribute_values(html) {
         let target = with_slashes(as_followed(value));
         if target.contains("://")
@@ -61,7 +68,7 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
             || super::is_mailto(&target)
             || super::is_script_or_data(&target)
         {
-            push(target, &|| shows_text(html, value));
+            push(target, &|| shown_text.after(value));
         }
     }
     for url in written(html) {
@@ -70,17 +77,35 @@ pub(super) fn find_urls<'t>(text: &'t str, html: &'t str) -> Vec<String> {
     urls
 }
 
-/// Whether the tag in `html` that holds the attribute `value` (a slice of `html`) is followed
-/// by text before the next tag, as a link the reader sees is.
-fn shows_text(html: &str, value: &str) -> bool {
-    let after = value.as_ptr() as usize - html.as_ptr() as usize + value.len();
-    let rest = &html.as_bytes()[after..];
-    let Some(gt) = memchr::memchr(b'>', rest) else {
-        return false;
-    };
-    let text = &rest[gt + 1..];
-    let text = &text[..memchr::memchr(b'<', text).unwrap_or(text.len())];
-    !text.trim_ascii().is_empty()
+/// Whether the tag that holds an attribute value is followed by text before the next tag,
+/// as a link the reader sees is. Values are asked about in order, and the answer for the
+/// last tag is kept: the values of one tag, however many, cost one look past its end.
+struct ShownText<'h> {
+    html: &'h str,
+    /// Where the last look began, the first `>` at or after it, and what followed that.
+    last: Cell<Option<(usize, Option<usize>, bool)>>,
+}
+
+impl ShownText<'_> {
+    /// For `value`, a slice of the HTML.
+    fn after(&self, value: &str) -> bool {
+        let after = value.as_ptr() as usize - self.html.as_ptr() as usize + value.len();
+        if let Some((from, gt, shown)) = self.last.get()
+            && from <= after
+            && gt.is_none_or(|gt| after <= gt)
+        {
+            return shown;
+        }
+        let rest = &self.html.as_bytes()[after..];
+        let gt = memchr::memchr(b'>', rest);
+        let shown = gt.is_some_and(|gt| {
+            let text = &rest[gt + 1..];
+            let text = &text[..memchr::memchr(b'<', text).unwrap_or(text.len())];
+            !text.trim_ascii().is_empty()
+        });
+        self.last.set(Some((after, gt.map(|gt| after + gt), shown)));
+        shown
+    }
 }
 
 /// A URL written in HTML as a browser follows it: entities decoded, the spaces and control
@@ -306,6 +331,28 @@ mod tests {
             let html = format!("<a href=\"{href}\">order now</a>");
             assert_eq!(find_urls("", &html), [url], "{html:?}");
         }
+    }
+
+    /// Past [`MAX_URLS`], each link asked whether its tag shows text, and each look went on
+    /// to the next `>`: one tag of many links and no end was searched once per link.
+    #[test]
+    fn links_past_the_limit_are_found_in_linear_time() {
+        let mut html: String = (0..MAX_URLS)
+            .map(|i| format!("<a href=\"http://d{i}.example/\"></a>"))
+            .collect();
+        html.push_str("<p ");
+        for i in 0..300_000 {
+            html.push_str(&format!(" src=a://{i} src=a://0"));
+        }
+        let started = std::time::Instant::now();
+        let urls = find_urls("", &html);
+        assert_eq!(urls.len(), MAX_URLS);
+        // Linear takes milliseconds; this guards against the square, it measures nothing.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     /// The link a reader sees is found past a flood of empty ones.
