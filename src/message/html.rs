@@ -570,7 +570,7 @@ impl Hider {
 
 /// A CSS `font-size` in pixels, given the size around it: a keyword, or a number in
 /// `px` (or none), `pt`, `em`, `rem`, `ex` or `%`.
-fn font_px(value: &str, around: f32) -> Option<f32> {
+pub(crate) fn font_px(value: &str, around: f32) -> Option<f32> {
     let value = value.trim();
     let keyword = [
         ("xx-small", 9.0),

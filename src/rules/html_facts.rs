@@ -8,7 +8,9 @@ use std::sync::LazyLock;
 use aho_corasick::AhoCorasick;
 
 use super::eval::HtmlExtras;
-use crate::message::{ColorFlags, ColorStack, attribute, attribute_values, css_declarations};
+use crate::message::{
+    ColorFlags, ColorStack, attribute, attribute_values, css_declarations, font_px,
+};
 
 /// The facts of one message's HTML parts.
 #[derive(Default)]
@@ -531,41 +533,12 @@ fn css_pixels(style: &str, property: &str) -> Option<f64> {
         .last()
 }
 
-/// The `font-size` of a `style` attribute, in pixels; relative sizes against the default.
+/// A `style`'s font size in pixels: its last `font-size`, as CSS takes it.
 fn css_font_size(style: &str) -> Option<f64> {
-    let lower = style.to_ascii_lowercase();
-    let at = lower.find("font-size")?;
-    let value = lower[at + "font-size".len()..]
-        .trim_start()
-        .strip_prefix(':')?;
-    let value = value.split([';', '!']).next()?.trim();
-    let keyword = [
-        ("xx-small", 9.0),
-        ("x-small", 10.0),
-        ("small", 13.0),
-        ("medium", 16.0),
-        ("large", 18.0),
-        ("x-large", 24.0),
-        ("xx-large", 32.0),
-        ("larger", DEFAULT_FONT_PX * 1.2),
-    ];
-    if let Some(&(_, px)) = keyword.iter().find(|(k, _)| *k == value) {
-        return Some(px);
-    }
-    let number_len = value
-        .bytes()
-        .take_while(|b| b.is_ascii_digit() || *b == b'.')
-        .count();
-    let number: f64 = value[..number_len].parse().ok()?;
-    let factor = match value[number_len..].trim() {
-        "" | "px" => 1.0,
-        "pt" => 1.33,
-        "em" | "rem" => DEFAULT_FONT_PX,
-        "ex" => 7.0,
-        "%" => DEFAULT_FONT_PX / 100.0,
-        _ => return None,
-    };
-    Some(number * factor)
+    let (_, value) = css_declarations(style)
+        .filter(|(property, _)| property.eq_ignore_ascii_case("font-size"))
+        .last()?;
+    font_px(value, DEFAULT_FONT_PX as f32).map(f64::from)
 }
 
 /// Whether a `<font face>` is a list of font names (letters, spaces and hyphens, a digit
@@ -710,7 +683,7 @@ mod tests {
         assert_eq!((s.tags_seen, s.elements_seen), (17, 16));
         // The second `</blink>`, and `</p>` with no `<p>`.
         assert_eq!(s.closed_extra, 2);
-        assert_eq!(s.max_size, 30.0 * 1.33);
+        assert_eq!(s.max_size, f64::from(30.0f32 * 4.0 / 3.0));
         assert!(s.embeds && s.form_action_mailto && !s.font_face_bad);
         let f = html_facts(
             "<a href=x><img src=a><img src=b></a>",
