@@ -536,9 +536,12 @@ fn read_parts(
             PartType::Text(text) | PartType::Html(text) if is_shown_text(part) => {
                 // mail-parser gives up on a part at one bad escape or stray character, and
                 // hands over the body undecoded; mail clients decode the rest.
+                // Its offsets count in the buffer mail-parser parsed: the whole mail for a
+                // forwarded message sent as it is, the decoded bytes for one sent encoded.
+                // `raw_message()` is the forwarded message's own stretch of it.
                 let lenient;
                 let text = if part.is_encoding_problem {
-                    lenient = decode_leniently(parsed.raw_message(), part);
+                    lenient = decode_leniently(&parsed.raw_message, part);
                     &lenient
                 } else {
                     text.as_ref()
@@ -620,7 +623,7 @@ fn is_shown_text(part: &mail_parser::MessagePart) -> bool {
         })
 }
 
-/// The body of text part `part` of the message `raw`, decoded as mail clients do where
+/// The body of text part `part`, whose offsets count in `raw`, decoded as mail clients do where
 /// mail-parser found it malformed: a bad quoted-printable escape is left as it is, and a
 /// character that is no base64 is skipped.
 fn decode_leniently(raw: &[u8], part: &mail_parser::MessagePart) -> String {
@@ -1369,5 +1372,44 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         let msg = Message::parse(raw, 1 << 20);
         assert_eq!(msg.anomalies, [Anomaly::ParserPanic]);
         assert!(msg.text.contains("alpha") && msg.text.contains("omega"));
+    }
+
+    // A forwarded message's text part that mail-parser gave up decoding (one stray character
+    // in its base64) was read by `decode_leniently(parsed.raw_message(), part)`, with `parsed`
+    // the forwarded message: its raw_message() is the inner message's own bytes, but the
+    // part's offsets count from the start of the whole mail (here 265..290 in an inner
+    // message of 120 bytes). The text is lost, or, when the inner message is long enough,
+    // other bytes of the sender's choosing are decoded in its place. Mail clients show it.
+    #[test]
+    fn a_forwarded_part_badly_encoded_is_read() {
+        let inner = "From: x@example.net\nSubject: offer\nContent-Type: text/plain\n\
+                     Content-Transfer-Encoding: base64\n\nY2hlYXAgcGls!bHMgaGVyZQo=\n";
+        let raw = format!(
+            "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
+             Content-Type: multipart/mixed; boundary=\"b\"\n\n\
+             --b\nContent-Type: text/plain\n\nsee below\n\
+             --b\nContent-Type: message/rfc822\n\n{inner}--b--\n"
+        );
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        assert!(msg.text.contains("cheap pills here"), "{:?}", msg.text);
+    }
+
+    /// A forwarded message sent encoded is parsed again from its decoded bytes, and the
+    /// offsets of its parts count in those, not in the whole mail.
+    #[test]
+    fn a_forwarded_part_badly_encoded_in_a_forward_sent_encoded_is_read() {
+        // The inner message of `a_forwarded_part_badly_encoded_is_read`, in base64.
+        let inner = "RnJvbTogeEBleGFtcGxlLm5ldApTdWJqZWN0OiBvZmZlcgpDb250ZW50LVR5cGU6IHRleHQv\n\
+                     cGxhaW4KQ29udGVudC1UcmFuc2Zlci1FbmNvZGluZzogYmFzZTY0CgpZMmhsWVhBZ2NHbHMh\n\
+                     YkhNZ2FHVnlaUW89Cg==\n";
+        let raw = format!(
+            "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
+             Content-Type: multipart/mixed; boundary=\"b\"\n\n\
+             --b\nContent-Type: text/plain\n\nsee below\n\
+             --b\nContent-Type: message/rfc822\nContent-Transfer-Encoding: base64\n\n\
+             {inner}--b--\n"
+        );
+        let msg = Message::parse(raw.as_bytes(), LIMIT);
+        assert!(msg.text.contains("cheap pills here"), "{:?}", msg.text);
     }
 }
