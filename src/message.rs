@@ -212,6 +212,11 @@ impl<'a> Message<'a> {
             .collect()
     }
 
+    /// The raw (undecoded, still folded) value of `h`, one of [`Message::headers`].
+    pub fn raw_value(&self, h: &Header) -> &'a [u8] {
+        self.raw.get(h.raw.clone()).unwrap_or_default()
+    }
+
     /// The raw body: everything after the header block, undecoded.
     pub fn raw_body(&self) -> &'a [u8] {
         self.body_at.map_or(&[][..], |at| &self.raw[at..])

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::domain::registered_domain;
 use crate::features::Features;
-use crate::message::{Message, is_mailto, url_host};
+use crate::message::{Message, is_mailto, unfolded, url_host};
 
 /// Which token families a message is turned into. Each family can be switched off to
 /// measure what it is worth (`spamnb eval` does).
@@ -145,7 +145,9 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         // To and Cc only the addresses are kept.
         let mut rest = (tag != "to").then(|| h.value.clone());
         if matches!(tag, "from" | "replyto" | "to") {
-            let addrs = addresses(&h.value);
+            // As sent: an encoded word (RFC 2047) is a display name's, whatever quotes or
+            // brackets it decodes to.
+            let addrs = addresses(&unfolded(msg.raw_value(h)));
             for addr in &addrs {
                 out.add_joined(&[tag, ":addr:", addr]);
                 if let Some((_, domain)) = addr.rsplit_once('@') {
@@ -223,13 +225,14 @@ fn charset_of(content_type: &str) -> Option<String> {
 /// What ends an address in a header value.
 const ADDRESS_ENDS: [char; 8] = [',', ' ', '<', '>', '"', '(', ')', ';'];
 
-/// Lowercased e-mail addresses in a header value: of each mailbox the one in angle
-/// brackets when it has one, not what its display name says. The display name is the
-/// sender's free text, which no check authenticates (`"service@paypal.com" <x@spam>`).
+/// Lowercased e-mail addresses in a raw header value: of each mailbox the one in angle
+/// brackets when it has one, not what its display name or a comment says. Those are the
+/// sender's free text, which no check authenticates (`"service@paypal.com" <x@spam>`,
+/// `x@spam (<service@paypal.com>)`).
 fn addresses(value: &str) -> Vec<String> {
     let is_address = |s: &&str| s.contains('@') && s.len() <= 254;
     let mut out = Vec::new();
-    for mailbox in without_quoted(value).split(',') {
+    for mailbox in without_quoted_or_comments(value).split(',') {
         let angled = mailbox
             .split('<')
             .skip(1)
@@ -245,23 +248,28 @@ fn addresses(value: &str) -> Vec<String> {
     out
 }
 
-/// `value` with its quoted strings blanked: a comma or bracket inside one ends no
-/// mailbox.
-fn without_quoted(value: &str) -> Cow<'_, str> {
-    if !value.contains('"') {
+/// `value` with its quoted strings and comments (RFC 5322 3.2.2: nested, with escapes)
+/// blanked, quotes and parentheses too: a comma or bracket inside one ends no mailbox and
+/// marks no address. One pass, a character at a time, however deep the nesting.
+fn without_quoted_or_comments(value: &str) -> Cow<'_, str> {
+    if !value.contains(['"', '(']) {
         return Cow::Borrowed(value);
     }
     let mut out = String::with_capacity(value.len());
-    let mut quoted = false;
-    let mut escaped = false;
+    let (mut quoted, mut comment_depth, mut escaped) = (false, 0usize, false);
     for c in value.chars() {
+        let was_inside = quoted || comment_depth > 0;
         match c {
             _ if escaped => escaped = false,
-            '\\' if quoted => escaped = true,
-            '"' => quoted = !quoted,
+            '\\' if was_inside => escaped = true,
+            // A quote in a comment, or a parenthesis in a quoted string, is text.
+            '"' if comment_depth == 0 => quoted = !quoted,
+            '(' if !quoted => comment_depth += 1,
+            ')' if comment_depth > 0 => comment_depth -= 1,
             _ => {}
         }
-        out.push(if quoted || c == '"' { ' ' } else { c });
+        let inside = was_inside || quoted || comment_depth > 0;
+        out.push(if inside || c == '"' { ' ' } else { c });
     }
     Cow::Owned(out)
 }
@@ -1109,5 +1117,63 @@ SMTPSVC(5.0.2195.2966)\nSubject: hi\n\nhello there\n";
                 "url:h.example.co.uk",
             ]
         );
+    }
+
+    // `addresses` took only what is in angle brackets when a mailbox has any, wherever they
+    // are: in a comment (RFC 5322 3.2.2, CFWS) or in an encoded word that decodes to a quote.
+    // The real address (the one DMARC aligns) was then dropped and the sender's free text read
+    // as the sender: the very forgery the display-name change set out to stop.
+    #[test]
+    fn a_comment_or_encoded_word_lends_no_sender() {
+        for raw in [
+            &b"From: x@spam.example (<service@paypal.com>)\nSubject: hi\n\nhello\n"[..],
+            b"From: =?utf-8?q?=3Cservice=40paypal.com=3E_=22?= <x@spam.example>\nSubject: hi\n\nhello\n",
+        ] {
+            let f = tokens_of(raw, &TokenizerOptions::default());
+            let sorted = f.sorted();
+            let text = String::from_utf8_lossy(raw);
+            assert_eq!(f.count("from:addr:x@spam.example"), 1, "{text}: {sorted:?}");
+            assert_eq!(f.count("from:addr:service@paypal.com"), 0, "{text}: {sorted:?}");
+        }
+    }
+
+    /// A comment may hold comments, quoted parentheses and quotes; a quoted string may
+    /// hold parentheses. None of them ends where its text says.
+    #[test]
+    fn comments_and_quoted_strings_nest_as_rfc_5322_writes_them() {
+        for value in [
+            "Bob (a \\) <c@d.example> (b)) <bob@example.org>",
+            "(a \" <c@d.example>) bob@example.org",
+            "\"a (b\" <bob@example.org>",
+            "\"a \\\" (b\" <bob@example.org> (c, <c@d.example>)",
+        ] {
+            assert_eq!(addresses(value), ["bob@example.org"], "{value}");
+        }
+    }
+
+    /// Quotes and comments are read a character at a time, whatever their nesting: a From
+    /// of 1 MB of them is read in one pass. No clock here: a reading that went back over
+    /// the nesting would take hours, not a slow second.
+    #[test]
+    fn a_from_of_nested_comments_and_brackets_is_read_in_one_pass() {
+        const MB: usize = 1 << 20;
+        let x = || vec!["x@spam.example".to_string()];
+        // Junk after the address, then junk before it in angle brackets (which a comment
+        // left open takes in).
+        for (junk, after, before) in [
+            ("(", x(), vec![]),
+            ("<", x(), x()),
+            (")", x(), x()),
+            ("\"(", x(), vec![]),
+            ("(\\", x(), vec![]),
+            ("<(", x(), vec![]),
+            ("\"<", x(), x()),
+        ] {
+            let junk = junk.repeat(MB / junk.len());
+            let field = format!("x@spam.example {junk}");
+            assert_eq!(addresses(&field), after, "{:.40}", field);
+            let field = format!("{junk}<x@spam.example>");
+            assert_eq!(addresses(&field), before, "{:.40}", field);
+        }
     }
 }
