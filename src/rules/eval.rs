@@ -18,7 +18,7 @@ use super::mime_tree::{MimePart, MimeTree, mime_tree};
 use super::perl::{self, PerlPattern};
 use super::target::envelope_sender;
 use crate::domain::{base_domain, registered_domain};
-use crate::message::{Encoded, Message, url_host};
+use crate::message::{Encoded, Message, unfolded, url_host};
 
 /// Names of every eval spamnb has.
 const KNOWN: &[&str] = &[
@@ -589,9 +589,7 @@ impl Eval {
                     && subject.split_whitespace().nth(1).is_some()
                     && letters.all(|c| c.is_uppercase() || !c.is_lowercase())
             }
-            Eval::FromLocalDigits(n) => msg
-                .header("from")
-                .and_then(Target::address)
+            Eval::FromLocalDigits(n) => from_address(msg)
                 .is_some_and(|a| a.chars().take_while(char::is_ascii_digit).count() >= *n),
             Eval::ShiftedDate(min, max) => facts
                 .date_shift()
@@ -772,10 +770,11 @@ impl Eval {
     }
 }
 
+/// The From address, read from the field as sent: an encoded word is display name,
+/// whatever address it decodes to.
 fn from_address(msg: &Message) -> Option<String> {
-    msg.header("from")
-        .and_then(Target::address)
-        .filter(|a| a.contains('@'))
+    let from = msg.raw_header_values("from").into_iter().next()?;
+    Target::address(&unfolded(from)).filter(|a| a.contains('@'))
 }
 
 /// Whether `needle` stands in `text` as a whole (no word character on either side), case

@@ -114,6 +114,13 @@ impl Target {
                 .raw_header_values(name)
                 .into_iter()
                 .map(String::from_utf8_lossy)),
+            // Addresses from the field as sent: RFC 2047 allows no encoded word in one, and
+            // one that decodes to `<service@paypal.com> "` would lend its address.
+            Target::Header {
+                name,
+                raw: false,
+                part: part @ (Part::Addr | Part::Addrs | Part::Host),
+            } => part.of(msg.raw_header_values(name).into_iter().map(unfolded)),
             Target::Header {
                 name,
                 raw: false,
@@ -135,8 +142,9 @@ impl Target {
                 raw: false,
                 part: Part::Addrs,
             } => msg
-                .header_values(name)
-                .flat_map(addresses)
+                .raw_header_values(name)
+                .into_iter()
+                .flat_map(|v| addresses(&unfolded(v)))
                 .filter(|a| !a.is_empty())
                 .map(lowercase)
                 .collect(),

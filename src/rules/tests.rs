@@ -1810,6 +1810,15 @@ fn builtin_evals() {
             mail("From: <bob1234567@example.org>", "x"),
         ),
         (
+            // An encoded word is display name, whatever address it decodes to.
+            "check_from_local_digits('5')",
+            mail("From: =?utf-8?q?bob?= <1234567x@example.org>", "x"),
+            mail(
+                "From: =?utf-8?q?1234567=40x=2Eexample_=22?= <bob@example.org>",
+                "x",
+            ),
+        ),
+        (
             "check_for_shifted_date('undef', '-48')",
             mail(
                 "Received: from a by b; Thu, 22 Aug 2002 18:26:25 -0700\nDate: Mon, 1 Jul 2002 10:00:00 -0700",
@@ -2881,6 +2890,9 @@ fn addr_is_the_address_not_a_bracketed_text_in_the_display_name_or_a_comment() {
         "\"<boss@partner.example>\" <spam@evil.example>",
         "spam@evil.example (<boss@partner.example>)",
         "\"boss@partner.example\" spam@evil.example",
+        // An encoded word is display name, whatever it decodes to (`<boss@…> "`).
+        "=?utf-8?q?=3Cboss=40partner=2Eexample=3E_=22?= <spam@evil.example>",
+        "=?utf-8?b?PGJvc3NAcGFydG5lci5leGFtcGxlPg==?=",
     ] {
         let raw = format!("From: {from}\nTo: a@b.example\nSubject: hi\n\nhello\n");
         assert_eq!(hits(&s, &raw), Vec::<String>::new(), "From: {from}");
@@ -2889,6 +2901,7 @@ fn addr_is_the_address_not_a_bracketed_text_in_the_display_name_or_a_comment() {
         "\"Boss, The\" <boss@partner.example>",
         "boss@partner.example (The Boss)",
         "<boss@partner.example>",
+        "=?utf-8?q?Boss=2C_The?= <boss@partner.example>",
     ] {
         let raw = format!("From: {from}\nTo: a@b.example\nSubject: hi\n\nhello\n");
         assert_eq!(
