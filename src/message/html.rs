@@ -825,7 +825,9 @@ pub(crate) fn attribute_values<'t>(
 /// or up to a space. Read attribute by attribute, so that a name inside another's quoted
 /// value (`title='x color=#fff'`) is not taken for one: that showed visible text as
 /// hidden.
-pub(crate) fn attribute<'t>(attributes: &'t str, name: &str) -> Option<&'t str> {
+pub(crate) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t str> {
+    // Most tags have no such attribute: a search for its name says so without reading them.
+    attribute_values(attributes, name).next()?;
     tag_attributes(attributes)
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .and_then(|(_, value)| value)
