@@ -432,6 +432,13 @@ impl Watcher {
             .filter(|c| !left.contains(&c.path))
             .map(|c| (c.user, c.folder, c.unique.as_str()))
             .collect();
+        // A copy in a spam folder gone, or marked deleted: a client that moves by copying
+        // may do that long after it filed the other copy, whose rescue then completes.
+        let left_spam = gone
+            .iter()
+            .filter(|c| !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())))
+            .chain(candidates.iter().filter(|c| trashed(&c.path)));
+        let completing = self.rescues_completed_by(left_spam)?;
         let mut changes = Vec::new();
         for c in &gone {
             if !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())) {
@@ -442,6 +449,7 @@ impl Watcher {
         if !changes.is_empty() {
             self.engine.current().store.write_notes(&changes)?;
         }
+
         for user in changed_users {
             let before = self.users[user].folders.len();
             self.refresh_folders(user)?;
@@ -460,7 +468,13 @@ impl Watcher {
                 self.rescan_folder(user, folder, renamed)?;
             }
         }
-        self.learn_files(candidates, false)
+        self.learn_files(candidates, false)?;
+        // Files the record knows, looked at again.
+        if !completing.is_empty() {
+            let engine = self.engine.current();
+            self.learn_chunk(&engine, &completing, false)?;
+        }
+        Ok(())
     }
 
     /// The message file at `path`, if it is one in a watched folder.
@@ -810,9 +824,13 @@ impl Watcher {
                         escape_control(from)
                     );
                     seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
+                    seen::rescue_begun(user, d, &folder.name, &c.unique, seen_at, &mut notes);
                     continue;
                 }
                 if let Some(target) = target.filter(|&t| Some(t) != learned) {
+                    if target == Class::Ham {
+                        seen::rescue_done(user, d, &mut notes);
+                    }
                     if self.burst.admit(user, now) {
                         plans.push((i, target));
                     } else {
@@ -880,7 +898,68 @@ impl Watcher {
     }
 }
 
+/// How long after a copy is filed a copy left in a spam folder, gone or marked deleted,
+/// completes its rescue: long enough for a client's next sync, short enough that a user
+/// who copied spam into Junk and throws it away later is not read as rescuing it.
+const RESCUE_WINDOW: Duration = Duration::from_secs(15 * 60);
+
+/// Whether a message file's flags (`:2,ST`) mark it deleted.
+fn trashed(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    unique_name(name).is_some_and(|u| name[u.len()..].contains('T'))
+}
+
 impl Watcher {
+    /// The filed copies whose rescue the copies `left` in spam folders complete.
+    fn rescues_completed_by<'c>(
+        &self,
+        left: impl Iterator<Item = &'c Candidate>,
+    ) -> Result<Vec<Candidate>, Error> {
+        let store = &*self.engine.current().store;
+        let since = epoch_secs().saturating_sub(RESCUE_WINDOW.as_secs());
+        let mut filed = Vec::new();
+        for c in left {
+            let u = &self.users[c.user];
+            let folder = &u.folders[c.folder];
+            if folder.kind != FolderKind::Spam {
+                continue;
+            }
+            let Some(d) = seen::file_digest(store, &u.user, &folder.name, &c.unique)? else {
+                continue;
+            };
+            let Some((name, unique)) = seen::rescue_pending(store, &u.user, &d, since)? else {
+                continue;
+            };
+            let Some(at) = u.folders.iter().position(|f| f.name == name) else {
+                continue;
+            };
+            let dir = &u.folders[at].path;
+            let new = dir.join("new").join(&unique);
+            let path = if new.is_file() {
+                Some(new)
+            } else {
+                std::fs::read_dir(dir.join("cur")).ok().and_then(|files| {
+                    files.flatten().map(|e| e.path()).find(|p| {
+                        p.file_name().and_then(|n| n.to_str()).and_then(unique_name)
+                            == Some(unique.as_str())
+                    })
+                })
+            };
+            if let Some(path) = path {
+                filed.push(Candidate {
+                    user: c.user,
+                    folder: at,
+                    path,
+                    unique,
+                });
+            }
+        }
+        Ok(filed)
+    }
+
     /// Whether a copy of the message `digest` is still in `user`'s folder `folder_name`,
     /// and not marked deleted (a client that moves by copying may expunge later).
     fn copy_stays(&self, user: usize, folder_name: &str, digest: &Digest) -> Result<bool, Error> {

@@ -8,7 +8,10 @@
 //! - `m` user NUL digest → the folder it was last seen in, NUL, when (seconds since the
 //!   epoch, 8 bytes little-endian; records older than that format have no time): where a
 //!   message came from;
-//! - `u` user → the Maildir root: the user's first scan is done.
+//! - `u` user → the Maildir root: the user's first scan is done;
+//! - `r` user NUL digest → a folder, NUL, a unique name, NUL, when: a copy of a message
+//!   learned as spam filed there while another stayed in a spam folder, a rescue that the
+//!   copy left behind, once marked deleted or gone, completes.
 
 use std::collections::HashSet;
 
@@ -40,6 +43,66 @@ pub fn file_key(user: &str, folder: &str, unique: &str) -> Vec<u8> {
 
 pub fn message_key(user: &str, digest: &Digest) -> Vec<u8> {
     key(b'm', &[user.as_bytes(), digest])
+}
+
+fn rescue_key(user: &str, digest: &Digest) -> Vec<u8> {
+    key(b'r', &[user.as_bytes(), digest])
+}
+
+/// A rescue begun: `user` filed the copy `unique` of `digest` in `folder` at `now` while
+/// another stayed in a spam folder.
+pub fn rescue_begun(
+    user: &str,
+    digest: &Digest,
+    folder: &str,
+    unique: &str,
+    now: u64,
+    changes: &mut Vec<Change>,
+) {
+    let mut v = [folder.as_bytes(), unique.as_bytes()].join(&0);
+    v.push(0);
+    v.extend_from_slice(&now.to_le_bytes());
+    changes.push((rescue_key(user, digest), Some(v)));
+}
+
+/// The folder and unique name of the copy of `digest` that `user` filed to begin a rescue,
+/// if that was after `since` (seconds since the epoch).
+pub fn rescue_pending(
+    store: &dyn Store,
+    user: &str,
+    digest: &Digest,
+    since: u64,
+) -> Result<Option<(String, String)>, Error> {
+    let Some(v) = store.note(&rescue_key(user, digest))? else {
+        return Ok(None);
+    };
+    let mut parts = v.splitn(3, |&b| b == 0);
+    let (Some(folder), Some(unique), Some(at)) = (parts.next(), parts.next(), parts.next()) else {
+        return Ok(None);
+    };
+    let at = at.try_into().map_or(0, u64::from_le_bytes);
+    Ok((at >= since).then(|| {
+        (
+            String::from_utf8_lossy(folder).into_owned(),
+            String::from_utf8_lossy(unique).into_owned(),
+        )
+    }))
+}
+
+pub fn rescue_done(user: &str, digest: &Digest, changes: &mut Vec<Change>) {
+    changes.push((rescue_key(user, digest), None));
+}
+
+/// The digest of the message file `unique` recorded in `folder`.
+pub fn file_digest(
+    store: &dyn Store,
+    user: &str,
+    folder: &str,
+    unique: &str,
+) -> Result<Option<Digest>, Error> {
+    Ok(store
+        .note(&file_key(user, folder, unique))?
+        .and_then(|v| Digest::try_from(v.as_slice()).ok()))
 }
 
 fn baseline_key(user: &str) -> Vec<u8> {

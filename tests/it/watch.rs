@@ -726,3 +726,55 @@ fn a_copy_left_in_junk_marked_deleted_does_not_stop_a_rescue() {
     assert_eq!(f.class_of(&a), Some(Class::Ham));
     assert_eq!(f.messages(), [1, 0]);
 }
+
+/// A client that moves out of Junk by copying, and marks the copy left in Junk deleted (or
+/// expunges it) later than the watcher gathers events, completes the rescue then: its
+/// filing was first read as a copy, kept beside one in Junk.
+#[test]
+fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, b) = (mail(70), mail(74));
+    let markers: Vec<String> = (71..73).chain(75..78).map(mail).collect();
+    let placed: Vec<PathBuf> = (markers.iter().enumerate())
+        .map(|(i, m)| f.place("INBOX", &format!("17000000{}.M.host:2,S", 80 + i), m))
+        .collect();
+    f.start();
+    let mut marker = 0;
+    let mut handled = |f: &Fixture| {
+        f.move_to(&placed[marker], "Junk");
+        f.wait_learned(&markers[marker], Class::Spam);
+        marker += 1;
+    };
+    // Expunged: marked deleted and removed at once, a while after the copy was filed.
+    let junk_a = f.deliver("Junk", "1700000070.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.deliver("INBOX", "1700000073.C.host", &a);
+    handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    let flagged = f.folder("Junk").join("cur/1700000070.J.host:2,ST");
+    std::fs::rename(&junk_a, &flagged).unwrap();
+    std::fs::remove_file(&flagged).unwrap();
+    handled(&f);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Ham),
+        "moved out of Junk: rescued"
+    );
+    // Only marked deleted, not yet expunged.
+    let junk_b = f.deliver("Junk", "1700000074.J.host", &b);
+    f.wait_learned(&b, Class::Spam);
+    f.deliver("Archive", "1700000077.C.host", &b);
+    handled(&f);
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "a copy stays in Junk");
+    std::fs::rename(&junk_b, f.folder("Junk").join("cur/1700000074.J.host:2,ST")).unwrap();
+    handled(&f);
+    assert_eq!(f.class_of(&b), Some(Class::Ham), "marked deleted: rescued");
+    // Read (a flag that is no deletion), a copy left in Junk completes nothing.
+    let c = mail(78);
+    let junk_c = f.deliver("Junk", "1700000078.J.host", &c);
+    f.wait_learned(&c, Class::Spam);
+    f.deliver("INBOX", "1700000079.C.host", &c);
+    std::fs::rename(&junk_c, f.folder("Junk").join("cur/1700000078.J.host:2,S")).unwrap();
+    handled(&f);
+    assert_eq!(f.class_of(&c), Some(Class::Spam), "read, not deleted");
+}
