@@ -77,16 +77,23 @@ pub fn rescue_pending(
         return Ok(None);
     };
     let mut parts = v.splitn(3, |&b| b == 0);
-    let (Some(folder), Some(unique), Some(at)) = (parts.next(), parts.next(), parts.next()) else {
+    let (Some(folder), Some(unique), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
         return Ok(None);
     };
-    let at = at.try_into().map_or(0, u64::from_le_bytes);
-    Ok((at >= since).then(|| {
+    Ok((rescue_at(&v) >= since).then(|| {
         (
             String::from_utf8_lossy(folder).into_owned(),
             String::from_utf8_lossy(unique).into_owned(),
         )
     }))
+}
+
+/// When a rescue began: the last 8 bytes of its record.
+fn rescue_at(v: &[u8]) -> u64 {
+    v.len()
+        .checked_sub(8)
+        .and_then(|at| v[at..].try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 pub fn rescue_done(user: &str, digest: &Digest, changes: &mut Vec<Change>) {
@@ -164,6 +171,14 @@ pub fn forget_moves(store: &dyn Store, user: &str, cutoff: u64, now: u64) -> Res
         }
         (_, Some(_)) => {}
         (folder, None) => changes.push((k.to_vec(), Some(stamp(folder, now)))),
+    })?;
+    // Rescues never completed (the copy in Junk kept) go with them.
+    let mut rescues = key(b'r', &[user.as_bytes()]);
+    rescues.push(0);
+    store.for_each_note(&rescues, &mut |k, v| {
+        if rescue_at(v) < cutoff {
+            changes.push((k.to_vec(), None));
+        }
     })?;
     if !changes.is_empty() {
         store.write_notes(&changes)?;
@@ -257,14 +272,22 @@ mod tests {
         seen("bob", "INBOX", "u9", &d1, 1_000, &mut changes);
         // As a record was written before records had a time.
         changes.push((message_key("ann", &d3), Some(b"Archive".to_vec())));
+        rescue_begun("ann", &d1, "INBOX", "u1", 1_000, &mut changes);
+        rescue_begun("ann", &d2, "INBOX", "u2", 5_000, &mut changes);
         store.write_notes(&changes).unwrap();
         let at = |user: &str, d: &Digest| last_folder(&store, user, d).unwrap();
         let ann = || [&d1, &d2, &d3].map(|d| at("ann", d));
         let some = |f: &str| Some(f.to_string());
         assert_eq!(ann(), [some("INBOX"), some("Junk"), some("Archive")]);
 
+        let pending = |d: &Digest| rescue_pending(&store, "ann", d, 0).unwrap().is_some();
+        assert!(pending(&d1) && pending(&d2));
         assert_eq!(forget_moves(&store, "ann", 2_000, 9_000).unwrap(), 1);
         assert_eq!(ann(), [None, some("Junk"), some("Archive")]);
+        assert!(
+            !pending(&d1) && pending(&d2),
+            "a rescue never completed goes too"
+        );
         // Only the records of where messages were: the files seen stay, and other users'.
         assert!(knows_file(&store, "ann", "INBOX", "u1").unwrap());
         assert_eq!(at("bob", &d1), some("INBOX"));
