@@ -96,7 +96,7 @@ pub enum Anomaly {
     /// mail-parser panicked; the bytes are scored as raw text.
     ParserPanic,
     /// More MIME boundaries than [`MAX_BOUNDARIES`], or one longer than RFC 2046 allows:
-    /// the bytes are scored as raw text, as mail-parser takes seconds on such a message.
+    /// the body is scored as raw text, as mail-parser takes seconds on such a message.
     ExcessiveMime,
     /// Only the first `scan_limit` bytes were looked at.
     Truncated,
@@ -1193,18 +1193,22 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         assert_eq!(msg.anomalies, [Anomaly::HtmlOnly]);
     }
 
+    /// A message forwarding `inner` (its message/rfc822 part's fields `fields` more, each
+    /// ending in a line break) after a line of its own.
+    fn forwarding(inner: &str, fields: &str) -> String {
+        format!(
+            "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
+             Content-Type: multipart/mixed; boundary=\"b\"\n\n\
+             --b\nContent-Type: text/plain\n\nsee below\n\
+             --b\nContent-Type: message/rfc822\n{fields}\n{inner}--b--\n"
+        )
+    }
+
     /// A forwarded message (message/rfc822) is shown inline by mail clients and rendered
     /// with the rest by SpamAssassin: its words are read, and it is described as attached.
     #[test]
     fn a_forwarded_message_s_text_is_read() {
-        let forward = |inner: &str| {
-            format!(
-                "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
-                 Content-Type: multipart/mixed; boundary=\"b\"\n\n\
-                 --b\nContent-Type: text/plain\n\nsee below\n\
-                 --b\nContent-Type: message/rfc822\n\n{inner}--b--\n"
-            )
-        };
+        let forward = |inner: &str| forwarding(inner, "");
         let inner =
             "From: x@example.net\nSubject: offer\nContent-Type: text/html\n\n<b>cheap pills</b>\n";
         let raw = forward(inner);
@@ -1389,12 +1393,7 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
     fn a_forwarded_part_badly_encoded_is_read() {
         let inner = "From: x@example.net\nSubject: offer\nContent-Type: text/plain\n\
                      Content-Transfer-Encoding: base64\n\nY2hlYXAgcGls!bHMgaGVyZQo=\n";
-        let raw = format!(
-            "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
-             Content-Type: multipart/mixed; boundary=\"b\"\n\n\
-             --b\nContent-Type: text/plain\n\nsee below\n\
-             --b\nContent-Type: message/rfc822\n\n{inner}--b--\n"
-        );
+        let raw = forwarding(inner, "");
         let msg = Message::parse(raw.as_bytes(), LIMIT);
         assert!(msg.text.contains("cheap pills here"), "{:?}", msg.text);
     }
@@ -1407,13 +1406,7 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
         let inner = "RnJvbTogeEBleGFtcGxlLm5ldApTdWJqZWN0OiBvZmZlcgpDb250ZW50LVR5cGU6IHRleHQv\n\
                      cGxhaW4KQ29udGVudC1UcmFuc2Zlci1FbmNvZGluZzogYmFzZTY0CgpZMmhsWVhBZ2NHbHMh\n\
                      YkhNZ2FHVnlaUW89Cg==\n";
-        let raw = format!(
-            "From: a@example.com\nSubject: fyi\nMIME-Version: 1.0\n\
-             Content-Type: multipart/mixed; boundary=\"b\"\n\n\
-             --b\nContent-Type: text/plain\n\nsee below\n\
-             --b\nContent-Type: message/rfc822\nContent-Transfer-Encoding: base64\n\n\
-             {inner}--b--\n"
-        );
+        let raw = forwarding(inner, "Content-Transfer-Encoding: base64\n");
         let msg = Message::parse(raw.as_bytes(), LIMIT);
         assert!(msg.text.contains("cheap pills here"), "{:?}", msg.text);
     }
