@@ -903,6 +903,22 @@ impl Watcher {
 /// who copied spam into Junk and throws it away later is not read as rescuing it.
 const RESCUE_WINDOW: Duration = Duration::from_secs(15 * 60);
 
+/// The files in the Maildir folder `dir` (`new/`, then `cur/`, whatever their flags) of
+/// the messages whose unique names are `uniques`.
+fn message_files(dir: &Path, uniques: &HashSet<String>) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = (uniques.iter())
+        .map(|u| dir.join("new").join(u))
+        .filter(|p| p.is_file())
+        .collect();
+    if let Ok(cur) = std::fs::read_dir(dir.join("cur")) {
+        found.extend(cur.flatten().map(|e| e.path()).filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            unique_name(name).is_some_and(|u| uniques.contains(u))
+        }));
+    }
+    found
+}
+
 /// Whether a message file's flags (`:2,ST`) mark it deleted.
 fn trashed(path: &Path) -> bool {
     let name = path
@@ -936,19 +952,8 @@ impl Watcher {
             let Some(at) = u.folders.iter().position(|f| f.name == name) else {
                 continue;
             };
-            let dir = &u.folders[at].path;
-            let new = dir.join("new").join(&unique);
-            let path = if new.is_file() {
-                Some(new)
-            } else {
-                std::fs::read_dir(dir.join("cur")).ok().and_then(|files| {
-                    files.flatten().map(|e| e.path()).find(|p| {
-                        p.file_name().and_then(|n| n.to_str()).and_then(unique_name)
-                            == Some(unique.as_str())
-                    })
-                })
-            };
-            if let Some(path) = path {
+            let named = HashSet::from([unique.clone()]);
+            if let Some(path) = message_files(&u.folders[at].path, &named).pop() {
                 filed.push(Candidate {
                     user: c.user,
                     folder: at,
@@ -972,23 +977,9 @@ impl Watcher {
         if copies.is_empty() {
             return Ok(false);
         }
-        if copies
+        Ok(message_files(&folder.path, &copies)
             .iter()
-            .any(|u| folder.path.join("new").join(u).is_file())
-        {
-            return Ok(true);
-        }
-        let Ok(cur) = std::fs::read_dir(folder.path.join("cur")) else {
-            return Ok(false);
-        };
-        Ok(cur.flatten().any(|entry| {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                return false;
-            };
-            // After the unique name come the flags (`:2,ST`); `T` marks it deleted.
-            unique_name(name).is_some_and(|u| copies.contains(u) && !name[u.len()..].contains('T'))
-        }))
+            .any(|p| !trashed(p)))
     }
 }
 
