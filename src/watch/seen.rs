@@ -59,10 +59,8 @@ pub fn rescue_begun(
     now: u64,
     changes: &mut Vec<Change>,
 ) {
-    let mut v = [folder.as_bytes(), unique.as_bytes()].join(&0);
-    v.push(0);
-    v.extend_from_slice(&now.to_le_bytes());
-    changes.push((rescue_key(user, digest), Some(v)));
+    let place = [folder.as_bytes(), unique.as_bytes()].join(&0);
+    changes.push((rescue_key(user, digest), Some(stamp(&place, now))));
 }
 
 /// The folder and unique name of the copy of `digest` that `user` filed to begin a rescue,
@@ -188,11 +186,23 @@ pub fn forget_moves(store: &dyn Store, user: &str, cutoff: u64, now: u64) -> Res
 
 /// The unique names of the files recorded in a folder.
 pub fn files_in(store: &dyn Store, user: &str, folder: &str) -> Result<HashSet<String>, Error> {
+    files_holding(store, user, folder, None)
+}
+
+/// The unique names of the files recorded in a folder, of those holding `digest` if given.
+fn files_holding(
+    store: &dyn Store,
+    user: &str,
+    folder: &str,
+    digest: Option<&Digest>,
+) -> Result<HashSet<String>, Error> {
     let mut prefix = key(b'f', &[user.as_bytes(), folder.as_bytes()]);
     prefix.push(0);
     let mut names = HashSet::new();
-    store.for_each_note(&prefix, &mut |k, _| {
-        names.insert(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
+    store.for_each_note(&prefix, &mut |k, v| {
+        if digest.is_none_or(|d| v == d) {
+            names.insert(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
+        }
     })?;
     Ok(names)
 }
@@ -237,15 +247,7 @@ pub fn copies_in(
     folder: &str,
     digest: &Digest,
 ) -> Result<HashSet<String>, Error> {
-    let mut prefix = key(b'f', &[user.as_bytes(), folder.as_bytes()]);
-    prefix.push(0);
-    let mut names = HashSet::new();
-    store.for_each_note(&prefix, &mut |k, v| {
-        if v == digest {
-            names.insert(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
-        }
-    })?;
-    Ok(names)
+    files_holding(store, user, folder, Some(digest))
 }
 
 pub fn gone(user: &str, folder: &str, unique: &str, changes: &mut Vec<Change>) {
