@@ -35,6 +35,13 @@ impl Engine {
         counts.finish().map(|()| (verdict, features))
     }
 
+    /// [`Engine::check`] of a message in transit, which nothing will learn: scored as its
+    /// sender sent it, without the tag of an earlier pass of spamnb (see
+    /// [`crate::spam_headers::as_sent`]).
+    pub fn check_in_transit(&self, raw: &[u8]) -> Result<Verdict, Error> {
+        self.check(&crate::spam_headers::as_sent(raw, &self.model.subject_tag))
+    }
+
     /// [`Engine::check`], and when the model autolearns and the verdict is firm enough, the
     /// lesson that learns `raw` as the class it was given: tentative, so that it never
     /// overrides what a person taught. The features are extracted once for both.

@@ -188,11 +188,7 @@ impl Context {
             match reading {
                 Reading::Stored => scorer.check(&raw).map(|verdict| (verdict, None)),
                 Reading::InTransit => scorer.check_autolearning(&raw),
-                // No lesson is made for it: nothing would learn it.
-                Reading::InTransitCut => {
-                    let sent = crate::spam_headers::as_sent(&raw, &scorer.model.subject_tag);
-                    scorer.check(&sent).map(|verdict| (verdict, None))
-                }
+                Reading::InTransitCut => scorer.check_in_transit(&raw).map(|v| (v, None)),
             }
         });
         let (verdict, lesson) = tokio::time::timeout_at(deadline, scoring)
