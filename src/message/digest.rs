@@ -225,8 +225,6 @@ fn hash_fields_but_own(raw: &[u8], hasher: &mut Sha256) -> usize {
     at
 }
 
-/// Hashes the body as it is but for its line endings: a CR before each LF is left out,
-/// and the last line ends in LF whether or not it did.
 /// [`hash_body`], a line of `>`s and `From ` read as `From `: an mbox quotes such lines,
 /// mboxo writers (Postfix's local, procmail) do not unquote `>From `, and an mbox is read as
 /// mboxrd, so a copy from an mbox and one from a file differ in them and nowhere else. A
@@ -244,6 +242,8 @@ fn hash_body_unquoted(body: &[u8], hasher: &mut Sha256) {
     hash_body(&unquoted, hasher);
 }
 
+/// Hashes the body as it is but for its line endings: a CR before each LF is left out,
+/// and the last line ends in LF whether or not it did.
 fn hash_body(body: &[u8], hasher: &mut Sha256) {
     let mut from = 0;
     for cr in memchr::memmem::find_iter(body, b"\r\n") {

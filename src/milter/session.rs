@@ -592,12 +592,12 @@ impl Session {
         t.sender.is_some() || !t.header.is_empty() || !t.forged.is_empty() || t.body_seen > 0
     }
 
-    /// Body bytes of the current message, scanned or not.
     /// Whether the body was cut at `max_body_bytes`: what is scored is only its start.
     pub fn body_cut(&self) -> bool {
         self.transaction.body_seen > self.transaction.body.len() as u64
     }
 
+    /// Body bytes of the current message, scanned or not.
     pub fn body_seen(&self) -> u64 {
         self.transaction.body_seen
     }
