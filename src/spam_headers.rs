@@ -277,28 +277,35 @@ pub fn rewrite(raw: &[u8], headers: &[(&str, String)], subject_tag: Option<&str>
         out.extend_from_slice(eol);
     }
     if let Some(tag) = subject_tag {
-        // White space and folds before the first word are no part of the subject (a
-        // fold right after the colon is how a long first word is folded).
-        let sent = sent_subject.unwrap_or_default();
-        let sent = sent.trim_ascii_start();
-        let mut subject = tag.as_bytes().to_vec();
-        if !sent.is_empty() {
-            subject.push(b' ');
-            subject.extend_from_slice(sent);
-        }
+        let (subject, prev) = tagged_values(tag, &sent_subject.unwrap_or_default());
         let field = fold_field("Subject", &subject, eol);
         match subject_at {
             Some(at) => drop(out.splice(at..at, field)),
             None => out.extend_from_slice(&field),
         }
-        let unfolded: Vec<u8> = sent.iter().copied().filter(|&b| b != b'\n').collect();
-        out.extend_from_slice(&fold_field(PREV_SUBJECT, &unfolded, eol));
+        out.extend_from_slice(&fold_field(PREV_SUBJECT, &prev, eol));
     }
     match body_at {
         Some(at) => out.extend_from_slice(&raw[at..]),
         None => out.extend_from_slice(eol),
     }
     out
+}
+
+/// The values of the tagged Subject and of [`PREV_SUBJECT`], before folding, for the
+/// subject `sent` (its lines split at LF, see [`lines_of`]): the tag, a space and the
+/// subject from its first word, folds kept; and the subject unfolded. White space and folds
+/// before the first word are no part of it (a fold right after the colon is how a long
+/// first word is folded).
+pub fn tagged_values(tag: &str, sent: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let sent = sent.trim_ascii_start();
+    let mut subject = tag.as_bytes().to_vec();
+    if !sent.is_empty() {
+        subject.push(b' ');
+        subject.extend_from_slice(sent);
+    }
+    let unfolded = sent.iter().copied().filter(|&b| b != b'\n').collect();
+    (subject, unfolded)
 }
 
 /// Where RFC 5322 (2.1.1) says a header line should end, and where it must.

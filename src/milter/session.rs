@@ -11,7 +11,9 @@ use super::codec::{Command, ProtocolError, Response, VERSION, action, step};
 use super::{MilterSettings, SpamAction};
 use crate::message::{PREV_SUBJECT, is_own_header, raw_header_values, unfold};
 use crate::model::{Decision, ModelConfig, Verdict};
-use crate::spam_headers::{fold_value, is_tagging_of, lines_of, spam_headers, subject_tag};
+use crate::spam_headers::{
+    fold_value, is_tagging_of, lines_of, spam_headers, subject_tag, tagged_values,
+};
 
 /// Header bytes kept for scoring. Postfix's own `header_size_limit` is 100 KiB per header;
 /// mail with more header than this is scored on its first 256 KiB of it.
@@ -523,17 +525,10 @@ impl Session {
             Some(_) if granted & action::CHANGE_HEADERS == 0 => None,
             Some(sent) if std::str::from_utf8(sent).is_err() => None,
             Some(sent) => {
-                let lines = lines_of(sent);
-                let lines = lines.trim_ascii_start();
-                let mut subject = tag.into_bytes();
-                if !lines.is_empty() {
-                    subject.push(b' ');
-                }
-                subject.extend_from_slice(lines);
-                let unfolded: Vec<u8> = lines.iter().copied().filter(|&b| b != b'\n').collect();
+                let (subject, prev) = tagged_values(&tag, &lines_of(sent));
                 Some((
                     folded("Subject", &subject),
-                    Some(folded(PREV_SUBJECT, &unfolded)),
+                    Some(folded(PREV_SUBJECT, &prev)),
                 ))
             }
         }
