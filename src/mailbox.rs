@@ -372,6 +372,20 @@ pub type Named = (String, Result<Vec<u8>, Unreadable>);
 /// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core
 /// (which matters at the start of a run, when nothing else is there to do yet), and from
 /// disk [`READ_AHEAD`] at a time.
+/// [`read_all`], what is not mail (see [`not_mail`]) named as unreadable, as the commands
+/// that learn or count mail name it.
+pub fn read_all_mail(inputs: &[Input]) -> Vec<Named> {
+    (read_all(inputs).into_iter())
+        .map(|(name, read)| match read {
+            Ok(raw) if let Some(reason) = not_mail(&raw) => {
+                let reason = reason.into();
+                (name.clone(), Err(Unreadable { name, reason }))
+            }
+            read => (name, read),
+        })
+        .collect()
+}
+
 pub fn read_all(inputs: &[Input]) -> Vec<Named> {
     let any_mbox = inputs
         .iter()
@@ -530,7 +544,7 @@ fn unquote_from_lines(raw: Vec<u8>) -> Vec<u8> {
 /// does ([`looks_like_mail`]). Learned or counted, such a file would add its noise to a
 /// class's figures for good: `learn`, `eval` and `rules stats` name it instead, for the
 /// user to leave it out.
-pub fn not_mail(raw: &[u8]) -> Option<&'static str> {
+fn not_mail(raw: &[u8]) -> Option<&'static str> {
     if raw.iter().all(u8::is_ascii_whitespace) {
         Some("empty: not a message")
     } else if !looks_like_mail(raw) {

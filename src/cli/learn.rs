@@ -79,12 +79,8 @@ fn prepare(
 ) -> (Prepared, Vec<Unreadable>) {
     let mut raws = Vec::with_capacity(chunk.len());
     let mut unreadable = Vec::new();
-    for (name, read) in mailbox::read_all(chunk) {
+    for (name, read) in mailbox::read_all_mail(chunk) {
         match read {
-            Ok(raw) if let Some(reason) = mailbox::not_mail(&raw) => unreadable.push(Unreadable {
-                name,
-                reason: reason.into(),
-            }),
             Ok(raw) => match route.refusal(&raw) {
                 Some(reason) => unreadable.push(Unreadable { name, reason }),
                 None => raws.push(raw),

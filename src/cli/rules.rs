@@ -190,15 +190,7 @@ fn stats(
         let mut n = 0;
         for chunk in inputs.chunks(256) {
             // What is not mail is named, as `learn` names it, and counts in no figure.
-            let read: Vec<_> = (mailbox::read_all(chunk).into_iter())
-                .map(|(name, raw)| match raw {
-                    Ok(raw) if let Some(reason) = mailbox::not_mail(&raw) => {
-                        let reason = reason.into();
-                        (name.clone(), Err(mailbox::Unreadable { name, reason }))
-                    }
-                    raw => (name, raw),
-                })
-                .collect();
+            let read = mailbox::read_all_mail(chunk);
             let per: Vec<Vec<u32>> = read
                 .par_iter()
                 .filter_map(|(_, raw)| raw.as_ref().ok())

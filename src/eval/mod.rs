@@ -60,14 +60,8 @@ impl Mail {
     }
 
     fn add(&mut self, inputs: &[mailbox::Input], class: Class, problems: &mut Vec<Unreadable>) {
-        for (name, read) in mailbox::read_all(inputs) {
+        for (name, read) in mailbox::read_all_mail(inputs) {
             match read {
-                Ok(raw) if let Some(reason) = mailbox::not_mail(&raw) => {
-                    problems.push(Unreadable {
-                        name,
-                        reason: reason.into(),
-                    })
-                }
                 Ok(raw) => {
                     self.raw.push(raw);
                     self.names.push(name);
