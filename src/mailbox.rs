@@ -528,16 +528,10 @@ fn drop_envelope_line(mut raw: Vec<u8>) -> Vec<u8> {
 /// mboxrd unquoting, as mail-parser's reader does it: a line of one or more `>` and then
 /// `From ` loses one `>`.
 fn unquote_from_lines(raw: Vec<u8>) -> Vec<u8> {
-    if memchr::memmem::find(&raw, b">From ").is_none() {
-        return raw;
+    match crate::message::from_lines_unquoted(&raw, false) {
+        std::borrow::Cow::Borrowed(_) => raw,
+        std::borrow::Cow::Owned(unquoted) => unquoted,
     }
-    let mut out = Vec::with_capacity(raw.len());
-    for line in raw.split_inclusive(|&b| b == b'\n') {
-        let quotes = line.iter().take_while(|&&b| b == b'>').count();
-        let quoted = quotes > 0 && line[quotes..].starts_with(b"From ");
-        out.extend_from_slice(if quoted { &line[1..] } else { line });
-    }
-    out
 }
 
 /// Why `raw` is no message, if it is not: an empty file, or one that does not begin as mail

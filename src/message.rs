@@ -742,6 +742,23 @@ fn push_text(out: &mut String, text: &str) {
     out.push_str(text);
 }
 
+/// `text` with its lines of `>`s and then `From ` unquoted (as an mbox quotes them): one
+/// `>` off, as mboxrd reads them, or with `every_quote`, all of them. Borrowed where there
+/// is none (most mail).
+pub(crate) fn from_lines_unquoted(text: &[u8], every_quote: bool) -> Cow<'_, [u8]> {
+    if memchr::memmem::find(text, b">From ").is_none() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let quotes = line.iter().take_while(|&&b| b == b'>').count();
+        let cut = if every_quote { quotes } else { 1 };
+        let quoted = quotes > 0 && line[quotes..].starts_with(b"From ");
+        out.extend_from_slice(if quoted { &line[cut..] } else { line });
+    }
+    Cow::Owned(out)
+}
+
 /// A header's value decoded, and where it is in `raw`.
 fn header_value(raw: &[u8], h: &mail_parser::Header) -> (String, std::ops::Range<usize>) {
     let span = trimmed(raw, h.offset_start as usize..h.offset_end as usize);

@@ -230,16 +230,7 @@ fn hash_fields_but_own(raw: &[u8], hasher: &mut Sha256) -> usize {
 /// mboxrd, so a copy from an mbox and one from a file differ in them and nowhere else. A
 /// body without such a line (most mail) hashes as it always has.
 fn hash_body_unquoted(body: &[u8], hasher: &mut Sha256) {
-    if memchr::memmem::find(body, b">From ").is_none() {
-        return hash_body(body, hasher);
-    }
-    let mut unquoted = Vec::with_capacity(body.len());
-    for line in body.split_inclusive(|&b| b == b'\n') {
-        let quotes = line.iter().take_while(|&&b| b == b'>').count();
-        let quoted = quotes > 0 && line[quotes..].starts_with(b"From ");
-        unquoted.extend_from_slice(if quoted { &line[quotes..] } else { line });
-    }
-    hash_body(&unquoted, hasher);
+    hash_body(&super::from_lines_unquoted(body, true), hasher);
 }
 
 /// Hashes the body as it is but for its line endings: a CR before each LF is left out,
