@@ -274,7 +274,7 @@ fn split_mbox(mbox: &[u8]) -> Vec<Vec<u8>> {
         } else {
             memchr::memmem::find(rest, b"\nFrom ").map_or(rest.len(), |i| i + 1)
         };
-        match content_length_end(rest) {
+        match content_length_end(rest, end) {
             Some(counted) if counted > end => {
                 messages.push(rest[..counted].to_vec());
                 at = start + counted;
@@ -291,9 +291,11 @@ fn split_mbox(mbox: &[u8]) -> Vec<Vec<u8>> {
 
 /// Where the message that starts `message` ends by its Content-Length field, the empty line
 /// an mbox writer adds after it included: only where the mbox ends or a `From ` line starts
-/// there, as a length that lands anywhere else is no mboxcl2 writer's.
-fn content_length_end(message: &[u8]) -> Option<usize> {
-    let body = crate::message::body_offset(message)?;
+/// there, as a length that lands anywhere else is no mboxcl2 writer's. Its header ends
+/// before the next `From ` line, at `next_from`: a message with no empty line before that
+/// has no body, and a length counted from the next message's body swallowed that message.
+fn content_length_end(message: &[u8], next_from: usize) -> Option<usize> {
+    let body = crate::message::body_offset(&message[..next_from])?;
     let head = &message[..body];
     let value = *crate::message::raw_header_values(head, "Content-Length").first()?;
     let length: usize = std::str::from_utf8(value).ok()?.trim().parse().ok()?;
@@ -867,6 +869,27 @@ mod tests {
         let wrong = one.replace("Content-Length: ", "Content-Length: 1");
         let mbox = format!("{from}\n{wrong}\n{from}\n{two}\n");
         assert_eq!(split(&mbox).len(), 3, "{mbox:?}");
+    }
+
+    /// A message of header fields alone, no empty line after them, has no body for a
+    /// Content-Length to count: the next message's empty line and length were read as its
+    /// own, and it swallowed that message.
+    #[test]
+    fn a_message_without_a_body_keeps_to_its_own_header() {
+        let from = "From a@b Mon Jan  1 00:00:00 2024";
+        for (one, two) in [
+            // The next message's length, which ends that message.
+            ("Subject: one\n", "Subject: two\nContent-Length: 4\n\nxyz\n"),
+            // Its own, counted from the next message's body.
+            ("Subject: one\nContent-Length: 4\n", "Subject: two\n\nxyz\n"),
+        ] {
+            let mbox = format!("{from}\n{one}{from}\n{two}");
+            let got: Vec<String> = split_mbox(mbox.as_bytes())
+                .iter()
+                .map(|m| String::from_utf8_lossy(m).into_owned())
+                .collect();
+            assert_eq!(got, [one, two], "splitting {mbox:?}");
+        }
     }
 
     #[test]
