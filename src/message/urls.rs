@@ -130,17 +130,19 @@ fn as_followed(written: &str) -> Cow<'_, str> {
 
 /// An http(s) link whose slashes after the scheme a browser reads as `//`: missing
 /// (`http:host`), or written with `\` (`http:\\host`, `http:/\host`), as `\` is `/` in
-/// such a URL (WHATWG URL; SpamAssassin's uri_list_canonicalize reads them so too).
+/// such a URL (WHATWG URL; SpamAssassin's uri_list_canonicalize reads them so too). Only
+/// up to its query or fragment: a browser keeps a `\` there as written.
 fn with_slashes(target: Cow<'_, str>) -> Cow<'_, str> {
     let Some((scheme, rest)) = target.split_once(':') else {
         return target;
     };
     let http = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
-    if !http || (rest.starts_with("//") && !rest.contains('\\')) {
+    let (place, query) = rest.split_at(rest.find(['?', '#']).unwrap_or(rest.len()));
+    if !http || (place.starts_with("//") && !place.contains('\\')) {
         return target;
     }
-    let rest = rest.trim_start_matches(['/', '\\']).replace('\\', "/");
-    Cow::Owned(format!("{scheme}://{rest}"))
+    let place = place.trim_start_matches(['/', '\\']).replace('\\', "/");
+    Cow::Owned(format!("{scheme}://{place}{query}"))
 }
 
 /// The URLs written in `text`: from `http://`, `https://` or `www.` at the start of a word
@@ -327,6 +329,27 @@ mod tests {
             ("https:\\\\spam.example/buy", "https://spam.example/buy"),
             ("HTTP:spam.example/buy", "HTTP://spam.example/buy"),
             ("mailto:me@example.org", "mailto:me@example.org"),
+        ] {
+            let html = format!("<a href=\"{href}\">order now</a>");
+            assert_eq!(find_urls("", &html), [url], "{html:?}");
+        }
+    }
+
+    /// A browser reads `\` as `/` up to the query, not in the query or the fragment: a
+    /// `\` there was made a `/` too, a URL no browser follows.
+    #[test]
+    fn backslashes_in_a_query_or_fragment_stay() {
+        for (href, url) in [
+            (
+                "http://spam.example/buy?next=a\\b#c\\d",
+                "http://spam.example/buy?next=a\\b#c\\d",
+            ),
+            (
+                "http:\\\\spam.example\\buy?next=a\\b",
+                "http://spam.example/buy?next=a\\b",
+            ),
+            ("https:spam.example\\x#a\\b", "https://spam.example/x#a\\b"),
+            ("http:/\\spam.example#\\?\\", "http://spam.example#\\?\\"),
         ] {
             let html = format!("<a href=\"{href}\">order now</a>");
             assert_eq!(find_urls("", &html), [url], "{html:?}");
