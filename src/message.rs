@@ -856,8 +856,10 @@ fn percent_decoded(text: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
     while let Some(&b) = bytes.get(at) {
+        // Two hex digits, checked first: the number parser would take `+f` for one.
         let hex = bytes
             .get(at + 1..at + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u8::from_str_radix(h, 16).ok());
         match hex {
@@ -1300,6 +1302,19 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             ("data:text/html,<a href=http://x.example/>", None),
         ] {
             assert_eq!(url_host(url).as_deref(), host, "{url}");
+        }
+    }
+
+    /// `%` and two hex digits is an escape; a sign is no digit, though Rust's number parser
+    /// takes one first: `%+f` was read as the byte 0x0f.
+    #[test]
+    fn a_sign_after_a_percent_is_no_escape() {
+        for (url, host) in [
+            ("http://sp%+1am.example/", "sp%+1am.example"),
+            ("http://sp%-1am.example/", "sp%-1am.example"),
+            ("http://sp%+a%61m.example/", "sp%+aam.example"),
+        ] {
+            assert_eq!(url_host(url).as_deref(), Some(host), "{url}");
         }
     }
 
