@@ -307,13 +307,23 @@ fn number(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// `pair` as text when it is two hex digits: the number parser alone would also take a
+/// sign and one digit (`+f`), which no dump writes.
+fn hex_pair(pair: &[u8]) -> Option<&str> {
+    if !pair.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
+    std::str::from_utf8(pair).ok()
+}
+
 fn parse_digest(hex: &str) -> Option<Digest> {
     if hex.len() != 32 {
         return None;
     }
     let mut out = [0u8; 16];
     for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok()?;
+        let pair = hex_pair(hex.as_bytes().get(i * 2..i * 2 + 2)?)?;
+        *byte = u8::from_str_radix(pair, 16).ok()?;
     }
     Some(out)
 }
@@ -347,7 +357,7 @@ fn unescape(s: &str) -> Option<String> {
     let mut rest = s.as_bytes();
     while let Some((&b, tail)) = rest.split_first() {
         if b == b'%' {
-            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            let hex = hex_pair(tail.get(..2)?)?;
             bytes.push(u8::from_str_radix(hex, 16).ok()?);
             rest = &tail[2..];
         } else {
@@ -567,6 +577,11 @@ mod tests {
         }
         assert_eq!(unescape("%G0"), None);
         assert_eq!(unescape("%4"), None);
+        // A sign is no hex digit, though Rust's number parser takes one first.
+        assert_eq!(unescape("%+f"), None);
+        let digest = "00112233445566778899aabbccddeeff";
+        assert!(parse_digest(digest).is_some());
+        assert_eq!(parse_digest(&digest.replace("00", "+0")), None);
     }
 
     /// A dump that gave a feature twice was imported with the feature stored once and
