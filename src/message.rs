@@ -892,6 +892,10 @@ fn ipv4(host: &str) -> Option<String> {
         if digits.is_empty() && radix == 16 {
             return Some(0);
         }
+        // Digits only, checked first: the number parser would take `+2` for one.
+        if !digits.chars().all(|c| c.is_digit(radix)) {
+            return None;
+        }
         u64::from_str_radix(digits, radix).ok()
     });
     let mut address: u64 = 0;
@@ -1297,6 +1301,9 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             ("http://1.2.3.4/", Some("1.2.3.4")),
             ("http://1.2.3.256/", Some("1.2.3.256")),
             ("http://123.example/", Some("123.example")),
+            // A sign is no digit (the number parser takes one): no browser's address.
+            ("http://1.+2.3.4/", Some("1.+2.3.4")),
+            ("http://1.0+7.0x+f.4/", Some("1.0+7.0x+f.4")),
             // Code and content name no place: no `url:javascript` token, no listed host.
             ("JavaScript:window.location='https://x.example/'", None),
             ("data:text/html,<a href=http://x.example/>", None),
