@@ -467,6 +467,8 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                         if closer == Some(')') {
                             extended = x_flag.unwrap_or(extended);
                             i = j + 1;
+                            // Perl reads a count after flags alone as text: `a(?-x){2}`.
+                            last_quantifiable = false;
                             continue;
                         }
                         emit!("(?:");
@@ -478,6 +480,7 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                             emit!(")");
                             extended = x_flag.unwrap_or(extended);
                             i = j + 1;
+                            last_quantifiable = false;
                             continue;
                         }
                     }
@@ -494,9 +497,12 @@ pub fn translate(p: &PerlPattern) -> Result<Translated, Unsupported> {
                     look: false,
                     extended,
                 });
-                emit!("(");
+                // `(?:` whole: taken a character at a time, its `:` was a literal that a
+                // count could follow (`(?: {2})` under `x`, text to Perl).
+                let open = if rest.starts_with("(?:") { "(?:" } else { "(" };
+                emit!(open);
                 last_quantifiable = false;
-                i += 1;
+                i += open.len();
                 continue;
             }
             ')' => {
@@ -960,6 +966,11 @@ mod tests {
             (r"(?x:a b) c", "", "ab c", "abc"),
             (r"a(?x) b(?-x) c", "", "ab c", "a b c"),
             (r"(?x: a (?-x:b c) d ) e", "", "ab cd e", "ab cde"),
+            // A count after flags alone, or just inside `(?:`, is text to Perl.
+            (r"a(?-x){1,2}b", "", "a{1,2}b", "aab"),
+            (r"c(?x)  {1,2}", "", "c{1,2}", "cc"),
+            (r"^(?:   {2})$", "x", "{2}", ""),
+            (r"(?i){2}a", "", "{2}A", "a"),
         ] {
             let t = tr(src, flags);
             assert!(t.fancy.is_none(), "{src}");
