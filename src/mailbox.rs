@@ -369,11 +369,6 @@ pub fn read(source: &MailSource) -> Result<Vec<u8>, Unreadable> {
 /// A message's name and bytes, or why there are none.
 pub type Named = (String, Result<Vec<u8>, Unreadable>);
 
-/// Reads many messages, each mbox file once, in the order given: each message's name and
-/// its bytes, or why there are none. A file listed as one input may be an mbox of many
-/// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core
-/// (which matters at the start of a run, when nothing else is there to do yet), and from
-/// disk [`READ_AHEAD`] at a time.
 /// [`read_all`], what is not mail (see [`not_mail`]) named as unreadable, as the commands
 /// that learn or count mail name it.
 pub fn read_all_mail(inputs: &[Input]) -> Vec<Named> {
@@ -388,6 +383,11 @@ pub fn read_all_mail(inputs: &[Input]) -> Vec<Named> {
         .collect()
 }
 
+/// Reads many messages, each mbox file once, in the order given: each message's name and
+/// its bytes, or why there are none. A file listed as one input may be an mbox of many
+/// messages (see [`TOLD_WHEN_READ`]): each of them is named. Files are read on every core
+/// (which matters at the start of a run, when nothing else is there to do yet), and from
+/// disk [`READ_AHEAD`] at a time.
 pub fn read_all(inputs: &[Input]) -> Vec<Named> {
     let any_mbox = inputs
         .iter()

@@ -584,8 +584,7 @@ mod tests {
         assert_eq!(parse_digest(&digest.replace("00", "+0")), None);
     }
 
-    /// A dump that gave a feature twice was imported with the feature stored once and
-    /// counted twice in the totals.
+    /// A dump that is not UTF-8 is refused at the line that is not, as any other bad line.
     #[test]
     fn a_dump_that_is_not_utf8_is_refused_at_its_line() {
         let dir = tempfile::tempdir().unwrap();
@@ -602,6 +601,8 @@ mod tests {
         assert_eq!(copy.totals(), Totals::default());
     }
 
+    /// A dump that gave a feature twice was imported with the feature stored once and
+    /// counted twice in the totals.
     #[test]
     fn a_dump_that_gives_a_feature_twice_is_refused() {
         let dir = tempfile::tempdir().unwrap();
