@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::features::{Extractor, Features};
 use crate::message::Digest;
-use crate::model::{Class, ModelConfig, Verdict, classify};
+use crate::model::{Class, ModelConfig, Verdict, classify_readings};
 use crate::store::{Error, Lesson, Outcome, ReadCounts, Store};
 
 pub struct Engine {
@@ -25,14 +25,19 @@ impl Engine {
 
     /// The verdict on `raw`, and the features it was made from.
     fn scored(&self, raw: &[u8]) -> Result<(Verdict, Features), Error> {
-        let features = self.extractor.features(raw);
+        let readings = self.extractor.readings(raw);
         let counts = ReadCounts::new(&*self.store);
-        let mut verdict = classify(&features, &counts, &self.model);
+        let mut verdict = classify_readings(
+            &readings.learned,
+            readings.hidden_read.as_ref(),
+            &counts,
+            &self.model,
+        );
         if let Some(rules) = &self.extractor.rules {
             let decisive = rules.decisive(&verdict.rules);
             verdict.overruled(&decisive);
         }
-        counts.finish().map(|()| (verdict, features))
+        counts.finish().map(|()| (verdict, readings.learned))
     }
 
     /// [`Engine::check`] of a message in transit, which nothing will learn: scored as its

@@ -205,20 +205,49 @@ pub struct Extractor {
 }
 
 impl Extractor {
+    /// `raw`'s features as they are learned.
     pub fn features(&self, raw: &[u8]) -> Features {
+        self.read(raw, false).learned
+    }
+
+    /// `raw`'s features as they are scored: see [`Readings`].
+    pub fn readings(&self, raw: &[u8]) -> Readings {
+        self.read(raw, true)
+    }
+
+    fn read(&self, raw: &[u8], both: bool) -> Readings {
         let msg = crate::message::Message::parse(raw, self.scan_limit);
-        // About one distinct feature per 8 bytes of text, and half its bytes: a guess
-        // that spares most of the growing without reserving much a message never uses.
-        let mut features =
-            Features::with_capacity(msg.text.len() / 8 + 64, msg.text.len() / 2 + 1024);
-        crate::tokenize::tokenize(&msg, &self.tokenizer, &mut features);
-        if let Some(rules) = &self.rules {
-            for name in rules.evaluate(&msg) {
+        let rule_hits = self.rules.as_ref().map(|rules| rules.evaluate(&msg));
+        let reading = |hidden_as_words| {
+            // About one distinct feature per 8 bytes of text, and half its bytes: a guess
+            // that spares most of the growing without reserving much a message never uses.
+            let mut features =
+                Features::with_capacity(msg.text.len() / 8 + 64, msg.text.len() / 2 + 1024);
+            crate::tokenize::tokenize(&msg, &self.tokenizer, hidden_as_words, &mut features);
+            for name in rule_hits.iter().flatten() {
                 features.add_joined(&[RULE_PREFIX, name]);
             }
+            features
+        };
+        Readings {
+            learned: reading(false),
+            hidden_read: (both && crate::tokenize::mostly_hidden(&msg)).then(|| reading(true)),
         }
-        features
     }
+}
+
+/// A message's features as it is scored. Its hidden words are features of their own
+/// (`hidden:WORD`), so that ham words padded in out of the reader's sight cannot lend
+/// spam their standing. But a message mostly hidden may be shown whole by a style sheet
+/// spamnb does not read, its words out of the weighing: such a message is also read with
+/// its hidden words as words, and the spammier reading is its score. Either way a sender
+/// gains nothing: more padding makes it no cleaner, and hiding everything hides nothing.
+/// Learned is always the first reading, so padding never teaches its words as spam.
+#[derive(Debug, Clone)]
+pub struct Readings {
+    pub learned: Features,
+    /// For a message mostly hidden: its hidden words read as words.
+    pub hidden_read: Option<Features>,
 }
 
 #[cfg(test)]
@@ -265,6 +294,46 @@ mod tests {
         f.add("w7");
         f.add("new");
         assert_eq!((f.count("w7"), f.count("new"), f.len()), (8, 1, 101));
+    }
+
+    /// Ham words padded in out of sight make spam no cleaner, however many: past half the
+    /// text, they were read as words, and a spam padded with three times its length of
+    /// hidden ham was scored ham. A message hidden whole is scored on its words.
+    #[test]
+    fn hidden_padding_never_makes_spam_cleaner() {
+        use crate::eval::table::Table;
+        use crate::model::{Class, Decision, ModelConfig, classify_readings};
+        let html = |shown: &str, hidden: &str| {
+            format!(
+                "From: a@example.org\nSubject: offer\nContent-Type: text/html\n\n\
+                 <p>{shown}</p><div style=\"display:none\">{hidden}</div>\n"
+            )
+        };
+        let spam = "cheap pills without prescription order today discreet shipping";
+        let ham = "meeting agenda minutes budget review project schedule quarterly ";
+        let ex = extractor();
+        let mut table = Table::new();
+        for _ in 0..50 {
+            table.learn(&ex.features(html(spam, "").as_bytes()), Class::Spam, 1);
+            table.learn(&ex.features(html(ham, "").as_bytes()), Class::Ham, 1);
+        }
+        let cfg = ModelConfig::default();
+        let score = |raw: &str| {
+            let r = ex.readings(raw.as_bytes());
+            classify_readings(&r.learned, r.hidden_read.as_ref(), &table, &cfg)
+        };
+        let bare = score(&html(spam, "")).score;
+        for pad in [1, 2, 5, 20] {
+            let verdict = score(&html(spam, &ham.repeat(pad)));
+            assert!(
+                verdict.score >= bare - 1e-9,
+                "{pad}: {} < {bare}",
+                verdict.score
+            );
+        }
+        // Hidden whole, to be shown by a style sheet that is not read: still spam.
+        let verdict = score(&html("hello", spam));
+        assert_eq!(verdict.decision, Decision::Spam, "{}", verdict.score);
     }
 
     /// Random bytes, cut and bit-flipped messages, deep MIME nesting: features, never a

@@ -398,6 +398,30 @@ pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfi
     out
 }
 
+/// Scores a message's two readings (see [`crate::features::Readings`]): the spammier of
+/// the two when there are two.
+pub fn classify_readings(
+    learned: &Features,
+    hidden_read: Option<&Features>,
+    counts: &dyn CountSource,
+    cfg: &ModelConfig,
+) -> Verdict {
+    let learned = classify(learned, counts, cfg);
+    let Some(hidden_read) = hidden_read else {
+        return learned;
+    };
+    let mut other = classify(hidden_read, counts, cfg);
+    if other.score <= learned.score {
+        return learned;
+    }
+    other.note.get_or_insert_with(|| {
+        "most of its text is hidden: scored with its hidden words read as words, the \
+         spammier reading"
+            .into()
+    });
+    other
+}
+
 /// Scores `features` against `counts`.
 pub fn classify(features: &Features, counts: &dyn CountSource, cfg: &ModelConfig) -> Verdict {
     let totals = counts.totals();

@@ -56,8 +56,18 @@ pub const HIDDEN_PREFIX: &str = "hidden:";
 /// The sign of a message whose text is mostly hidden, read as words all the same.
 const MOSTLY_HIDDEN: &str = "anomaly:mostly_hidden";
 
-/// Adds every token of `msg` to `out`.
-pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
+/// Whether most of `msg`'s text is hidden from its reader. Padding is part of a message,
+/// not most of it: a message so hidden may be shown whole by a style sheet that spamnb
+/// does not read, and its words are then what it says.
+pub fn mostly_hidden(msg: &Message) -> bool {
+    let hidden_bytes: usize = msg.hidden.iter().map(|r| r.len()).sum();
+    hidden_bytes * 2 > msg.text.len()
+}
+
+/// Adds every token of `msg` to `out`. Its hidden words are features of their own
+/// (`hidden:WORD`), unless `hidden_as_words`: the second reading of a message
+/// [`mostly_hidden`] (see [`crate::features::Readings`]).
+pub fn tokenize(msg: &Message, opts: &TokenizerOptions, hidden_as_words: bool, out: &mut Features) {
     let mut previous: Option<String> = None;
     let mut body_word = |w: &str| {
         if opts.pair_tokens {
@@ -68,15 +78,8 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         }
         out.add(w);
     };
-    let hidden_bytes: usize = msg.hidden.iter().map(|r| r.len()).sum();
-    if msg.hidden.is_empty() {
+    if msg.hidden.is_empty() || hidden_as_words {
         words(&msg.text, opts, &mut body_word);
-    } else if hidden_bytes * 2 > msg.text.len() {
-        // Most of the text hidden is no padding: a style sheet (which is not read) may show
-        // it all, and a sender would have moved the words that are read out of sight. They
-        // are read as words, and the hiding is a sign of its own.
-        words(&msg.text, opts, &mut body_word);
-        out.add(MOSTLY_HIDDEN);
     } else {
         // Words padded in where the reader cannot see them (Bayes poisoning: ham words in
         // spam) are features of their own, learned apart: they cannot lend spam the ham
@@ -85,6 +88,9 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
         let (shown, hidden) = split_hidden(&msg.text, &msg.hidden);
         words(&shown, opts, &mut body_word);
         words(&hidden, opts, &mut |w| out.add_joined(&[HIDDEN_PREFIX, w]));
+    }
+    if mostly_hidden(msg) {
+        out.add(MOSTLY_HIDDEN);
     }
     if opts.header_tokens {
         header_tokens(msg, opts, out);
@@ -571,7 +577,7 @@ mod tests {
     fn tokens_of(raw: &[u8], opts: &TokenizerOptions) -> Features {
         let msg = Message::parse(raw, 1 << 20);
         let mut f = Features::new();
-        tokenize(&msg, opts, &mut f);
+        tokenize(&msg, opts, false, &mut f);
         f
     }
 
@@ -583,23 +589,30 @@ mod tests {
         out
     }
 
-    /// A message whose text is mostly hidden may be shown whole by a style sheet: were its
-    /// words read only as hidden ones, a sender could take every word that is weighed out
-    /// of sight. They are read as words, with a sign that says so.
+    /// A message whose text is mostly hidden may be shown whole by a style sheet that is not
+    /// read. As learned, its hidden words stay apart, with a sign that says so; in its
+    /// second reading (`hidden_as_words`, see `Readings`) they are words.
     #[test]
-    fn a_message_mostly_hidden_is_read_as_words() {
+    fn a_message_mostly_hidden_is_read_both_ways() {
         let html = "<style>span{display:inline!important}</style>\
                     <p>Hi <span style=\"display:none\">cheap pills without prescription</span>";
         let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n");
-        let f = tokens_of(raw.as_bytes(), &TokenizerOptions::default());
-        for word in ["cheap", "pills", "prescription", MOSTLY_HIDDEN] {
-            assert_eq!(f.count(word), 1, "{word}: {:?}", f.sorted());
+        let msg = Message::parse(raw.as_bytes(), 1 << 20);
+        assert!(mostly_hidden(&msg));
+        for (hidden_as_words, as_word) in [(false, 0), (true, 1)] {
+            let mut f = Features::new();
+            tokenize(&msg, &TokenizerOptions::default(), hidden_as_words, &mut f);
+            for word in ["cheap", "pills", "prescription"] {
+                let apart = format!("{HIDDEN_PREFIX}{word}");
+                let counts = (f.count(word), f.count(&apart));
+                assert_eq!(counts, (as_word, 1 - as_word), "{word}: {:?}", f.sorted());
+            }
+            assert_eq!(f.count(MOSTLY_HIDDEN), 1);
         }
-        assert_eq!(f.count(&format!("{HIDDEN_PREFIX}cheap")), 0);
     }
 
     /// A message of HTML `html`, after more shown text: most of a message hidden is read
-    /// another way (see `a_message_mostly_hidden_is_read_as_words`).
+    /// another way (see `a_message_mostly_hidden_is_read_both_ways`).
     fn html_message(html: &str) -> Vec<u8> {
         format!(
             "From: a@example.org\nSubject: x\nContent-Type: text/html\n\n<p>{}</p>\n{html}\n",

@@ -17,7 +17,7 @@ pub mod table;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::features::{Extractor, Features};
+use crate::features::{Extractor, Features, Readings};
 use crate::mailbox::{self, Unreadable};
 use crate::model::{self, Class, CountSource, Decision, EventModel, ModelConfig};
 use metrics::{Confusion, Figures};
@@ -27,7 +27,9 @@ use table::{Selection, Table};
 /// One message, reduced to what evaluation needs.
 #[derive(Debug, Clone)]
 pub struct Item {
+    /// As learned; scored with `hidden_read` as the engine scores [`Readings`].
     pub features: Features,
+    pub hidden_read: Option<Features>,
     pub class: Class,
     /// The rules scored as decisive that hit: they overrule the words here as in the engine.
     pub decisive: Vec<(String, f64)>,
@@ -79,13 +81,17 @@ impl Mail {
             .par_iter()
             .zip(self.classes.par_iter())
             .map(|(raw, &class)| {
-                let features = extractor.features(raw);
+                let Readings {
+                    learned: features,
+                    hidden_read,
+                } = extractor.readings(raw);
                 let decisive = extractor
                     .rules
                     .as_ref()
                     .map_or_else(Vec::new, |rules| rules.decisive(&features.rule_hits()));
                 Item {
                     features,
+                    hidden_read,
                     class,
                     decisive,
                     date: date_of(raw),
@@ -160,7 +166,7 @@ impl Scored {
 
 /// `item`'s verdict as the engine would give it against `counts`.
 fn verdict(item: &Item, counts: &dyn CountSource, cfg: &ModelConfig) -> model::Verdict {
-    let mut v = model::classify(&item.features, counts, cfg);
+    let mut v = model::classify_readings(&item.features, item.hidden_read.as_ref(), counts, cfg);
     v.overruled(&item.decisive);
     v
 }
@@ -714,6 +720,7 @@ mod tests {
             .iter()
             .map(|(words, class)| Item {
                 features: words.split_whitespace().collect(),
+                hidden_read: None,
                 class: *class,
                 decisive: Vec::new(),
                 date: None,
@@ -811,6 +818,7 @@ mod tests {
         let items = (0..1003)
             .map(|i| Item {
                 features: Features::new(),
+                hidden_read: None,
                 class: if i % 4 == 0 { Class::Spam } else { Class::Ham },
                 decisive: Vec::new(),
                 date: None,
