@@ -183,6 +183,12 @@ fn split_hidden(text: &str, hidden: &[std::ops::Range<usize>]) -> (String, Strin
             continue;
         };
         shown.push_str(before);
+        // A run takes the space before it; where a word shown follows it directly, that
+        // space parted two words the reader sees (`cheap <b hidden>.</b>pills`).
+        let after = text.get(span.end..).unwrap_or_default();
+        if words.starts_with(' ') && after.starts_with(|c: char| !c.is_whitespace()) {
+            shown.push(' ');
+        }
         unseen.push_str(words);
         unseen.push('\n');
         at = span.end;
@@ -709,6 +715,13 @@ mod tests {
             (
                 "Via<span style=\"display:none\">meeting</span>gra now",
                 &["viagra", "now"],
+                &["meeting"],
+            ),
+            // And the words it stands between, when it took the space before it.
+            ("cheap <b hidden>.</b>pills today", &["cheap", "pills"], &[]),
+            (
+                "cheap <span style=\"display:none\">meeting</span>pills",
+                &["cheap", "pills"],
                 &["meeting"],
             ),
             // Shown again: an element's own size and visibility count.
