@@ -21,7 +21,9 @@ pub use digest::{Digest, DigestKind};
 /// HTML as the text its reader sees: what [`Message::text`] holds of an HTML part.
 pub use html::separates_words;
 pub use html::to_text as html_to_text;
-pub(crate) use html::{attribute, attribute_values, css_declarations, font_px};
+pub(crate) use html::{
+    FONT_SIZE_PIXELS, attribute, attribute_values, css_declarations, font_px, legacy_font_px,
+};
 pub(crate) use html_color::{ColorFlags, ColorStack};
 
 /// Where spamnb keeps the Subject of spam it tagged (`[model] subject_tag`), as it was sent;

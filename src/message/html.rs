@@ -409,6 +409,11 @@ const MIN_READABLE_PX: f32 = 8.0;
 /// Text more transparent than this cannot be read.
 const MIN_READABLE_OPACITY: f32 = 0.1;
 
+/// The pixels of `<font size>` 1 to 7, as readers map them.
+pub(crate) const FONT_SIZE_PIXELS: [f32; 7] = [10.0, 13.0, 16.0, 18.0, 24.0, 32.0, 48.0];
+
+const FONT: u128 = name_key(b"font");
+
 /// An element open at a point of the page, and what it does to the text inside it.
 #[derive(Clone, Copy)]
 struct Open {
@@ -509,6 +514,13 @@ impl Hider {
                 style = Some(value.unwrap_or_default());
             }
             hidden |= attribute.eq_ignore_ascii_case("hidden");
+            if key == FONT
+                && attribute.eq_ignore_ascii_case("size")
+                && let Some(px) = value.and_then(legacy_font_px)
+            {
+                // Absolute, as `x-small` is: text inside `font-size: 0` shows again.
+                open.font_px = px;
+            }
         }
         let mut display_none = hidden;
         if let Some(style) = style {
@@ -610,6 +622,25 @@ pub(crate) fn font_px(value: &str, around: f32) -> Option<f32> {
         return None;
     };
     Some(px)
+}
+
+/// A `<font size>` in pixels: 1 to 7, or a step from 3 (`+2`); any number beyond those
+/// is the nearest, as a browser takes it, so none is smaller than 10 pixels.
+pub(crate) fn legacy_font_px(value: &str) -> Option<f32> {
+    let value = value.trim();
+    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
+    let size: i64 = match value.as_bytes().first()? {
+        sign @ (b'+' | b'-') => {
+            let step: i64 = value[1..1 + digits(&value[1..])].parse().ok()?;
+            if *sign == b'+' {
+                3i64.saturating_add(step)
+            } else {
+                3i64.saturating_sub(step)
+            }
+        }
+        _ => value[..digits(value)].parse().ok()?,
+    };
+    Some(FONT_SIZE_PIXELS[(size.clamp(1, 7) - 1) as usize])
 }
 
 /// A CSS number, or a percentage of 1: an `opacity`.
@@ -986,6 +1017,45 @@ mod tests {
                 .collect();
             assert_eq!(spans, hidden, "{html:?}");
         }
+    }
+
+    /// The runs of words `html` hides, each trimmed.
+    fn hidden_runs(html: &str) -> Vec<String> {
+        let rendered = render(html);
+        assert_eq!(rendered.text, to_text(html), "{html:?}");
+        (rendered.hidden.iter())
+            .map(|span| rendered.text[span.clone()].trim().to_string())
+            .collect()
+    }
+
+    fn assert_hides(cases: &[(&str, &[&str])]) {
+        for (html, hidden) in cases {
+            assert_eq!(hidden_runs(html), *hidden, "{html:?}");
+        }
+    }
+
+    /// `<font size>` is 1 to 7, and a number beyond is the nearest: the smallest is 10
+    /// pixels, which shows. It sets its text's size whatever the size around it, as
+    /// `x-small` does; a `font-size` of its own sets it again.
+    #[test]
+    fn a_font_size_attribute_shows_its_text() {
+        assert_hides(&[
+            ("<font size=1>cheap</font>", &[]),
+            ("<font size=\"0\">cheap</font>", &[]),
+            ("<font size=-7>cheap</font>", &[]),
+            (
+                "<div style=\"font-size:0\"><font size=2>cheap</font> meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<font size=3 style=\"font-size:0\">meeting</font>",
+                &["meeting"],
+            ),
+            (
+                "<span style=\"font-size:0\"><font size=x>meeting</font></span>",
+                &["meeting"],
+            ),
+        ]);
     }
 
     /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,

@@ -9,7 +9,8 @@ use aho_corasick::AhoCorasick;
 
 use super::eval::HtmlExtras;
 use crate::message::{
-    ColorFlags, ColorStack, attribute, attribute_values, css_declarations, font_px,
+    ColorFlags, ColorStack, FONT_SIZE_PIXELS, attribute, attribute_values, css_declarations,
+    font_px, legacy_font_px,
 };
 
 /// The facts of one message's HTML parts.
@@ -460,8 +461,8 @@ fn read_stats_attributes(name: &[u8], attributes: &str, stats: &mut Stats) {
             if let Some(face) = attribute(attributes, "face") {
                 stats.font_face_bad |= !is_font_list(face);
             }
-            if let Some(size) = attribute(attributes, "size").and_then(font_size) {
-                stats.max_size = stats.max_size.max(size);
+            if let Some(size) = attribute(attributes, "size").and_then(legacy_font_px) {
+                stats.max_size = stats.max_size.max(f64::from(size));
             }
         }
         b"big" => stats.max_size = stats.max_size.max(DEFAULT_FONT_PX * 1.2),
@@ -485,35 +486,14 @@ fn sets_colors(html: &str) -> bool {
         || attribute_values(html, "link").next().is_some()
 }
 
-/// The pixels of `<font size>` 1 to 7, as readers map them.
-const FONT_SIZE_PIXELS: [f64; 7] = [10.0, 13.0, 16.0, 18.0, 24.0, 32.0, 48.0];
-
 /// A size in pixels as the `<font size>`, 1 to 7, it is at least: SpamAssassin's rules
 /// give sizes so (`html_range('max_size', '6', 'inf')`: 32 pixels or more).
 pub(super) fn font_size_number(pixels: f64) -> f64 {
     FONT_SIZE_PIXELS
         .iter()
-        .filter(|&&p| p <= pixels)
+        .filter(|&&p| f64::from(p) <= pixels)
         .count()
         .max(1) as f64
-}
-
-/// A `<font size>` in pixels: 1 to 7 (or a step from 3, `+2`).
-fn font_size(value: &str) -> Option<f64> {
-    let value = value.trim();
-    let digits = |s: &str| s.bytes().take_while(u8::is_ascii_digit).count();
-    let size: i64 = match value.as_bytes().first()? {
-        sign @ (b'+' | b'-') => {
-            let step: i64 = value[1..1 + digits(&value[1..])].parse().ok()?;
-            if *sign == b'+' {
-                3i64.saturating_add(step)
-            } else {
-                3i64.saturating_sub(step)
-            }
-        }
-        _ => value[..digits(value)].parse().ok()?,
-    };
-    Some(FONT_SIZE_PIXELS[(size.clamp(1, 7) - 1) as usize])
 }
 
 /// A `style` attribute's `property` (`width`, `height`) in pixels: a number, bare or in
@@ -710,9 +690,9 @@ mod tests {
             ("+1", 18.0),
             ("-5", 10.0),
         ] {
-            assert_eq!(font_size(size), Some(px), "{size}");
+            assert_eq!(legacy_font_px(size), Some(px), "{size}");
         }
-        assert_eq!(font_size("x"), None);
+        assert_eq!(legacy_font_px("x"), None);
         assert_eq!(css_font_size("FONT-SIZE : 2em"), Some(32.0));
         assert_eq!(css_font_size("font-size:x-large;"), Some(24.0));
         assert_eq!(css_font_size("font-size: 150%"), Some(24.0));
