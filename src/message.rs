@@ -13,6 +13,7 @@ pub mod content;
 mod digest;
 mod html;
 mod html_color;
+mod html_css;
 pub mod image;
 mod urls;
 

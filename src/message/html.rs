@@ -10,6 +10,7 @@
 //! [`render`] also says which words the reader is not shown (`Hider`): Bayes poisoning
 //! pads spam with ham words hidden from its reader, and tokens keep them apart.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::LazyLock;
@@ -18,6 +19,7 @@ use aho_corasick::AhoCorasick;
 use mail_parser::decoders::html::add_html_token;
 
 use super::html_color::ColorStack;
+use super::html_css::{by_importance, declarations, without_comments};
 
 /// Where a tag breaks the text, and how.
 #[derive(Clone, Copy)]
@@ -403,7 +405,8 @@ const MAX_OPEN: usize = 256;
 /// tags that end nothing takes time in its length, not in its length times its depth.
 const MAX_SEARCH: usize = 64;
 
-/// Text smaller than this many pixels cannot be read (SpamAssassin's limit).
+/// Text smaller than this many pixels cannot be read (SpamAssassin's limit); nor text in a
+/// box that clips it to less than this.
 const MIN_READABLE_PX: f32 = 8.0;
 
 /// Text more transparent than this cannot be read.
@@ -413,6 +416,107 @@ const MIN_READABLE_OPACITY: f32 = 0.1;
 pub(crate) const FONT_SIZE_PIXELS: [f32; 7] = [10.0, 13.0, 16.0, 18.0, 24.0, 32.0, 48.0];
 
 const FONT: u128 = name_key(b"font");
+
+/// Text placed this many pixels or more to the left of the page, or above it, is off it:
+/// no reader's window starts there, and no scrolling shows it.
+const OFF_PAGE_PX: f32 = 1000.0;
+
+/// The page's own boxes: a `height` and `overflow` on them set the window's, and clip
+/// nothing.
+const PAGE_BOXES: [u128; 2] = name_keys([b"body", b"html"]);
+const BR: u128 = name_key(b"br");
+
+/// How an element is laid out, as far as hidden text goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Display {
+    Inline,
+    /// Also a flex or grid box, or a list item.
+    Block,
+    InlineBlock,
+    Cell,
+    /// A table, or a row or group of them.
+    Table,
+}
+
+impl Display {
+    /// As a reader lays out an element of this (lowercase) name.
+    fn of(name: &[u8]) -> Display {
+        match name {
+            b"address" | b"article" | b"aside" | b"blockquote" | b"center" | b"details"
+            | b"dialog" | b"dir" | b"div" | b"dl" | b"dd" | b"dt" | b"fieldset" | b"figcaption"
+            | b"figure" | b"footer" | b"form" | b"h1" | b"h2" | b"h3" | b"h4" | b"h5" | b"h6"
+            | b"header" | b"hgroup" | b"legend" | b"li" | b"main" | b"menu" | b"nav" | b"ol"
+            | b"p" | b"pre" | b"section" | b"summary" | b"ul" | b"body" | b"html" => Display::Block,
+            b"td" | b"th" | b"caption" => Display::Cell,
+            b"table" | b"tr" | b"tbody" | b"thead" | b"tfoot" | b"colgroup" => Display::Table,
+            _ => Display::Inline,
+        }
+    }
+
+    /// The display a `display` value's first word asks for; none for `none` and for what
+    /// is none (an invalid value is dropped).
+    fn declared(word: &str) -> Option<Display> {
+        let is = |w: &str| word.eq_ignore_ascii_case(w);
+        Some(
+            if ["block", "list-item", "flow-root", "flex", "grid"]
+                .into_iter()
+                .any(is)
+            {
+                Display::Block
+            } else if ["inline-block", "inline-flex", "inline-grid"]
+                .into_iter()
+                .any(is)
+            {
+                Display::InlineBlock
+            } else if is("table-cell") || is("table-caption") {
+                Display::Cell
+            } else if word
+                .get(..5)
+                .is_some_and(|w| w.eq_ignore_ascii_case("table"))
+                || is("inline-table")
+            {
+                Display::Table
+            } else if is("inline") || is("contents") {
+                Display::Inline
+            } else {
+                return None;
+            },
+        )
+    }
+
+    /// As positioned out of the flow or floated: a box of its own.
+    fn blockified(self) -> Display {
+        match self {
+            Display::Table => Display::Table,
+            _ => Display::Block,
+        }
+    }
+
+    /// Whether it ends the line before it, and so the first line of the block around it.
+    fn ends_line(self) -> bool {
+        matches!(self, Display::Block | Display::Cell | Display::Table)
+    }
+
+    /// Whether its content is lines of its own: a `text-indent` moves the first.
+    fn has_lines(self) -> bool {
+        matches!(self, Display::Block | Display::InlineBlock | Display::Cell)
+    }
+
+    /// Whether its `height` and `width` hold, and its `overflow` clips to them (a cell or
+    /// a table grows to fit what is in it).
+    fn is_sized(self) -> bool {
+        matches!(self, Display::Block | Display::InlineBlock)
+    }
+}
+
+/// An element's `position`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Position {
+    Static,
+    Relative,
+    Absolute,
+    Fixed,
+}
 
 /// An element open at a point of the page, and what it does to the text inside it.
 #[derive(Clone, Copy)]
@@ -426,6 +530,20 @@ struct Open {
     font_px: f32,
     /// What shows of it: its own `opacity` times those around it.
     opacity: f32,
+    /// Inside a box that clips it to (almost) nothing: `height: 0; overflow: hidden`.
+    clipped: bool,
+    /// Whether an element at or inside a box that clips is positioned: one positioned
+    /// `absolute` inside is placed in it, and clipped; else it is placed outside, and shown.
+    clip_holds_absolute: bool,
+    /// How far its positioned elements move it, left and up (negative), right and down, in
+    /// pixels, from where it would be.
+    shift: [f32; 2],
+    /// Its `text-indent` in pixels, which every element inside inherits.
+    indent_px: f32,
+    /// On the first line of a block whose `text-indent` moves that line off the page.
+    indented_away: bool,
+    /// Whether its content is lines of its own ([`Display::has_lines`]).
+    has_lines: bool,
 }
 
 /// Outside every element: text shows, 16 pixels high.
@@ -435,14 +553,29 @@ const PAGE: Open = Open {
     invisible: false,
     font_px: 16.0,
     opacity: 1.0,
+    clipped: false,
+    clip_holds_absolute: false,
+    shift: [0.0; 2],
+    indent_px: 0.0,
+    indented_away: false,
+    has_lines: true,
 };
 
 /// Follows the elements open at a point of the page and says whether text there is hidden
-/// from its reader: `display: none`, `visibility: hidden`, a `font-size` under 8 pixels
-/// and `opacity` near 0 in an inline `style`, the `hidden` attribute, and text drawn in
-/// its background's colour ([`ColorStack`]), as SpamAssassin's renderer judges it for its
-/// Bayes. Style sheets are not read: one can show what an inline style hides, which is
-/// why hidden words are not dropped, only kept apart.
+/// from its reader, as a browser shows it: `display: none`, `visibility: hidden`, a
+/// `font-size` under 8 pixels (the `font` shorthand's too), `opacity` near 0, a block whose
+/// `height` or `width` is under 8 pixels with `overflow: hidden`, an element `position`ed
+/// far off the page to the left or above (`left: -9999px`), the first line of a block with
+/// a `text-indent` as far, the `hidden` attribute, and text drawn in its background's colour
+/// ([`ColorStack`]), as SpamAssassin's renderer judges the last for its Bayes.
+///
+/// Declarations are read from the `style` attribute, `!important` ones last. Style sheets
+/// are not read: one can show what an inline style hides, which is why hidden words are not
+/// dropped, only kept apart. Outlook's `mso-hide: all`
+/// hides nothing in the other readers, and hides nothing here: spam that uses it to hide
+/// uses `display: none` with it, and newsletters put it on the buttons everyone else sees.
+/// Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font size>`:
+/// the smallest is 10 pixels.
 ///
 /// Elements end as a browser ends them, in outline: an end tag ends the innermost open
 /// element of its name and those inside it, and `<p>`, `<li>`, `<td>`, `<tr>` and their
@@ -456,6 +589,11 @@ struct Hider {
     /// inside a `display: none` nested deeper than [`MAX_OPEN`] is still hidden.
     floor: Open,
     colors: ColorStack,
+    /// Kept from tag to tag, not to allocate for each: an element's declarations in the
+    /// order they count.
+    cascaded: String,
+    /// Whether a first line was indented off the page: lines end only then.
+    indents: bool,
 }
 
 impl Hider {
@@ -464,6 +602,8 @@ impl Hider {
             open: VecDeque::new(),
             floor: PAGE,
             colors: ColorStack::new(),
+            cascaded: String::new(),
+            indents: false,
         }
     }
 
@@ -478,12 +618,14 @@ impl Hider {
             || top.invisible
             || top.font_px < MIN_READABLE_PX
             || top.opacity < MIN_READABLE_OPACITY
+            || top.clipped
+            || top.shift.iter().any(|&px| px <= -OFF_PAGE_PX)
+            || top.indented_away
             || self.colors.hides_text()
     }
 
     /// A start tag: `name` lowercase, `attributes` as written.
     fn start(&mut self, name: &[u8], attributes: &str) {
-        self.colors.open(name, attributes);
         let key = name_key(name);
         if ENDS_P.contains(&key) {
             self.end_innermost(&P, &P_SCOPE);
@@ -499,56 +641,151 @@ impl Hider {
             b"option" => self.end_innermost(&OPTION, &SELECT),
             _ => {}
         }
+        if key == BR {
+            self.end_first_line();
+        }
         if VOID.contains(&key) || RAW.contains(&key) {
             return;
+        }
+        let (mut style, mut hidden, mut size) = (None, false, None);
+        for (attribute, value) in tag_attributes(attributes) {
+            // The first of two attributes of a name counts, as in a browser.
+            let is = |name: &str| attribute.eq_ignore_ascii_case(name);
+            let value = value.unwrap_or_default();
+            match attribute.len() {
+                5 if is("style") => _ = style.get_or_insert(value),
+                6 if is("hidden") => hidden = true,
+                4 if key == FONT && is("size") => _ = size.get_or_insert(value),
+                _ => {}
+            }
+        }
+        let decoded = style.map(decode_entities).unwrap_or_default();
+        let own = if decoded.is_empty() {
+            Cow::Borrowed("")
+        } else {
+            without_comments(&decoded)
+        };
+        // Declarations in the order they count, the last of a property the one that
+        // counts: `!important` ones last.
+        let mut cascaded = std::mem::take(&mut self.cascaded);
+        cascaded.clear();
+        let declared: &str = if own.contains('!') {
+            by_importance(&own, &mut cascaded);
+            &cascaded
+        } else {
+            &own
+        };
+        let declared = Some(declared).filter(|d| !d.is_empty());
+        self.colors.open_styled(name, attributes, declared);
+        // Most elements have no style of their own, nor a first line indented off the page
+        // around them that how they are laid out would end: they hide what is around them.
+        if declared.is_none() && !hidden && size.is_none() && !self.indents {
+            let around = *self.top();
+            if around.indent_px > -OFF_PAGE_PX {
+                self.cascaded = cascaded;
+                self.push(Open {
+                    name: key,
+                    has_lines: false,
+                    ..around
+                });
+                return;
+            }
+        }
+        let d = declared.map(Declared::read).unwrap_or_default();
+
+        let mut display = Display::of(name);
+        let mut display_none = hidden;
+        if let Some(value) = d.display {
+            // A `display` of its own shows what the `hidden` attribute hid.
+            let word = first_word(value);
+            display_none = word.eq_ignore_ascii_case("none");
+            display = Display::declared(word).unwrap_or(display);
+        }
+        let position = match d.position.map(first_word) {
+            Some(p) if p.eq_ignore_ascii_case("relative") => Position::Relative,
+            Some(p) if p.eq_ignore_ascii_case("absolute") => Position::Absolute,
+            Some(p) if p.eq_ignore_ascii_case("fixed") => Position::Fixed,
+            _ => Position::Static,
+        };
+        let floats = d
+            .float
+            .is_some_and(|f| !first_word(f).eq_ignore_ascii_case("none"));
+        if matches!(position, Position::Absolute | Position::Fixed) || floats {
+            display = display.blockified();
+        }
+        if display.ends_line() {
+            self.end_first_line();
         }
         let around = *self.top();
         let mut open = Open {
             name: key,
+            has_lines: display.has_lines(),
             ..around
         };
-        let (mut style, mut hidden) = (None, false);
-        for (attribute, value) in tag_attributes(attributes) {
-            // The first of two attributes of a name counts, as in a browser.
-            if attribute.eq_ignore_ascii_case("style") && style.is_none() {
-                style = Some(value.unwrap_or_default());
-            }
-            hidden |= attribute.eq_ignore_ascii_case("hidden");
-            if key == FONT
-                && attribute.eq_ignore_ascii_case("size")
-                && let Some(px) = value.and_then(legacy_font_px)
-            {
-                // Absolute, as `x-small` is: text inside `font-size: 0` shows again.
-                open.font_px = px;
+        if let Some(px) = size.and_then(legacy_font_px) {
+            // Absolute, as `x-small` is: text inside `font-size: 0` shows again.
+            open.font_px = px;
+        }
+        if let Some(value) = d.visibility {
+            let word = first_word(value);
+            if word.eq_ignore_ascii_case("hidden") || word.eq_ignore_ascii_case("collapse") {
+                open.invisible = true;
+            } else if word.eq_ignore_ascii_case("visible") {
+                open.invisible = false;
             }
         }
-        let mut display_none = hidden;
-        if let Some(style) = style {
-            for (property, value) in css_declarations(&decode_entities(style)) {
-                let is = |name: &str| property.eq_ignore_ascii_case(name);
-                let word = value.split_ascii_whitespace().next().unwrap_or_default();
-                let word_is = |w: &str| word.eq_ignore_ascii_case(w);
-                if is("display") {
-                    // A `display` of its own shows what the `hidden` attribute hid.
-                    display_none = word_is("none");
-                } else if is("visibility") {
-                    if word_is("hidden") || word_is("collapse") {
-                        open.invisible = true;
-                    } else if word_is("visible") {
-                        open.invisible = false;
-                    }
-                } else if is("font-size") {
-                    if let Some(px) = font_px(value, around.font_px) {
-                        open.font_px = px;
-                    }
-                } else if is("opacity")
-                    && let Some(opacity) = css_number(value)
-                {
-                    open.opacity = around.opacity * opacity.clamp(0.0, 1.0);
-                }
-            }
+        if let Some(px) = d.font_size.and_then(|v| font_px(v, around.font_px)) {
+            open.font_px = px;
         }
+        if let Some(opacity) = d.opacity.and_then(css_number) {
+            open.opacity = around.opacity * opacity.clamp(0.0, 1.0);
+        }
+        let length = |value: Option<&str>| value.and_then(|v| css_length(v, open.font_px));
+
+        // Moved by its position: from where it would be (relative), from the box it is
+        // placed in (absolute: taken to be the one around), from the window (fixed).
+        let offset = |near: Option<&str>, far: Option<&str>| match length(near) {
+            Some(px) => px,
+            None => length(far).map_or(0.0, |px| -px),
+        };
+        let own_shift = [offset(d.left, d.right), offset(d.top, d.bottom)];
+        match position {
+            Position::Static => {}
+            Position::Relative | Position::Absolute => {
+                open.shift = [0, 1].map(|i| around.shift[i] + own_shift[i]);
+            }
+            Position::Fixed => open.shift = own_shift,
+        }
+
+        // A box clips what is inside it, but for what is placed outside it: an element
+        // fixed to the window, or one absolute whose box is outside it.
+        if position == Position::Fixed
+            || (position == Position::Absolute && !around.clip_holds_absolute)
+        {
+            open.clipped = false;
+            open.clip_holds_absolute = false;
+        }
+        let positioned = position != Position::Static;
+        open.clip_holds_absolute |= positioned && open.clipped;
+        if display.is_sized() && !PAGE_BOXES.contains(&key) && d.clips(length) {
+            open.clipped = true;
+            open.clip_holds_absolute |= positioned;
+        }
+
+        if let Some(value) = d.text_indent {
+            open.indent_px = length(Some(value)).unwrap_or(0.0);
+        }
+        if open.has_lines {
+            open.indented_away = open.indent_px <= -OFF_PAGE_PX;
+        }
+        self.indents |= open.indented_away;
+
         open.none |= display_none;
+        self.cascaded = cascaded;
+        self.push(open);
+    }
+
+    fn push(&mut self, open: Open) {
         if self.open.len() >= MAX_OPEN {
             self.floor = self.open.pop_front().unwrap_or(PAGE);
         }
@@ -578,6 +815,226 @@ impl Hider {
             }
         }
     }
+
+    /// A line ends (`<br>`, a block begins): what follows in the innermost block is not on
+    /// its first line, which a `text-indent` moves.
+    fn end_first_line(&mut self) {
+        if !self.indents {
+            return;
+        }
+        for open in self.open.iter_mut().rev().take(MAX_SEARCH) {
+            open.indented_away = false;
+            if open.has_lines {
+                return;
+            }
+        }
+    }
+}
+
+/// What an element's declarations ask for, as far as hidden text goes: the last value of
+/// each property.
+#[derive(Default)]
+struct Declared<'s> {
+    display: Option<&'s str>,
+    visibility: Option<&'s str>,
+    font_size: Option<&'s str>,
+    opacity: Option<&'s str>,
+    height: Option<&'s str>,
+    max_height: Option<&'s str>,
+    min_height: Option<&'s str>,
+    width: Option<&'s str>,
+    max_width: Option<&'s str>,
+    min_width: Option<&'s str>,
+    overflow_x: Option<&'s str>,
+    overflow_y: Option<&'s str>,
+    /// Whether its padding, top, right, bottom and left, leaves room that shows.
+    padded: [bool; 4],
+    position: Option<&'s str>,
+    left: Option<&'s str>,
+    top: Option<&'s str>,
+    right: Option<&'s str>,
+    bottom: Option<&'s str>,
+    text_indent: Option<&'s str>,
+    float: Option<&'s str>,
+}
+
+impl<'s> Declared<'s> {
+    fn read(style: &'s str) -> Declared<'s> {
+        let mut d = Declared::default();
+        for (property, value, _) in declarations(style) {
+            let mut lower = [0u8; 16];
+            let Some(name) = lower.get_mut(..property.len()) else {
+                continue;
+            };
+            name.copy_from_slice(property.as_bytes());
+            name.make_ascii_lowercase();
+            let slot = match &*name {
+                b"display" => &mut d.display,
+                b"visibility" => &mut d.visibility,
+                b"font-size" => &mut d.font_size,
+                b"font" => {
+                    if let Some(size) = font_shorthand_size(value) {
+                        d.font_size = Some(size);
+                    }
+                    continue;
+                }
+                b"opacity" => &mut d.opacity,
+                b"height" => &mut d.height,
+                b"max-height" => &mut d.max_height,
+                b"min-height" => &mut d.min_height,
+                b"width" => &mut d.width,
+                b"max-width" => &mut d.max_width,
+                b"min-width" => &mut d.min_width,
+                b"overflow" => {
+                    // `overflow: x y`, or one for both.
+                    let mut words = value.split_ascii_whitespace();
+                    d.overflow_x = words.next();
+                    d.overflow_y = words.next().or(d.overflow_x);
+                    continue;
+                }
+                b"overflow-x" => &mut d.overflow_x,
+                b"overflow-y" => &mut d.overflow_y,
+                b"padding" => {
+                    // One to four values: all sides; top and bottom, sides; top, sides,
+                    // bottom; each.
+                    let mut sides = [true; 4];
+                    let count = (sides.iter_mut().zip(value.split_ascii_whitespace()))
+                        .map(|(side, value)| *side = has_room(value))
+                        .count();
+                    let [t, r, b, _] = sides;
+                    d.padded = match count {
+                        0 => continue,
+                        1 => [t; 4],
+                        2 => [t, r, t, r],
+                        3 => [t, r, b, r],
+                        _ => sides,
+                    };
+                    continue;
+                }
+                b"padding-top" | b"padding-right" | b"padding-bottom" | b"padding-left" => {
+                    let side = ["top", "right", "bottom", "left"]
+                        .iter()
+                        .position(|s| name.ends_with(s.as_bytes()))
+                        .unwrap_or(0);
+                    d.padded[side] = has_room(value);
+                    continue;
+                }
+                b"position" => &mut d.position,
+                b"left" => &mut d.left,
+                b"top" => &mut d.top,
+                b"right" => &mut d.right,
+                b"bottom" => &mut d.bottom,
+                b"text-indent" => &mut d.text_indent,
+                b"float" => &mut d.float,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        d
+    }
+
+    /// Whether a box of these declarations clips its content to less than a readable
+    /// line: under 8 pixels high (or wide), `overflow` hidden that way, no `min-height`
+    /// (or `min-width`) and no padding to make room. `length` reads a length in pixels.
+    fn clips(&self, length: impl Fn(Option<&str>) -> Option<f32>) -> bool {
+        let below = |value: Option<&str>| length(value).is_some_and(|px| px < MIN_READABLE_PX);
+        let roomy = |value: Option<&str>| length(value).is_some_and(|px| px >= MIN_READABLE_PX);
+        let hidden = |value: Option<&str>| {
+            value
+                .is_some_and(|v| v.eq_ignore_ascii_case("hidden") || v.eq_ignore_ascii_case("clip"))
+        };
+        let [top, right, bottom, left] = self.padded;
+        let vertical = hidden(self.overflow_y)
+            && (below(self.height) || below(self.max_height))
+            && !roomy(self.min_height)
+            && !top
+            && !bottom;
+        let horizontal = hidden(self.overflow_x)
+            && (below(self.width) || below(self.max_width))
+            && !roomy(self.min_width)
+            && !left
+            && !right;
+        vertical || horizontal
+    }
+}
+
+/// A value's first word.
+fn first_word(value: &str) -> &str {
+    value.split_ascii_whitespace().next().unwrap_or_default()
+}
+
+/// Whether a padding leaves room: any but a length of 0 (a percentage may).
+fn has_room(value: &str) -> bool {
+    css_length(value, PAGE.font_px).is_none_or(|px| px > 0.0)
+}
+
+/// The size in a `font` shorthand (`font: bold 0/0 a`): the first of its words that is a
+/// size (a length with its unit, 0, a keyword), the line height after a `/` left out. None
+/// where it has none, or no family after it, as a browser then drops it.
+fn font_shorthand_size(value: &str) -> Option<&str> {
+    let mut words = value.split_ascii_whitespace();
+    while let Some(word) = words.next() {
+        let size = word.split('/').next().unwrap_or_default();
+        let digits = size
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || *b == b'.')
+            .count();
+        let is_size = if digits == 0 {
+            font_px(size, PAGE.font_px).is_some()
+        } else {
+            // A number alone is a weight (`700`), but for 0.
+            size[digits..].bytes().next().is_some() || size.bytes().all(|b| b == b'0' || b == b'.')
+        };
+        if is_size {
+            return words.next().is_some().then_some(size);
+        }
+    }
+    None
+}
+
+/// A CSS length in pixels (`0`, `-9999px`, `2em`, given the element's font size; a number
+/// alone as pixels, as readers take it in mail without a doctype). None for what is no
+/// length, `auto`, and a percentage, of a size not known here: `height: 0%` inside a box
+/// whose height is its content's is no height at all, and clips nothing.
+fn css_length(value: &str, font_px: f32) -> Option<f32> {
+    let value = value.trim();
+    let (sign, number) = match value.as_bytes().first()? {
+        b'-' => (-1.0, &value[1..]),
+        b'+' => (1.0, &value[1..]),
+        _ => (1.0, value),
+    };
+    let number_len = number
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b'.')
+        .count();
+    let (number, unit) = number.split_at(number_len);
+    let number: f32 = number.parse().ok()?;
+    let is = |u: &str| unit.eq_ignore_ascii_case(u);
+    let px_per_unit = if unit.is_empty() || is("px") {
+        1.0
+    } else if is("pt") {
+        4.0 / 3.0
+    } else if is("pc") {
+        16.0
+    } else if is("in") {
+        96.0
+    } else if is("cm") {
+        96.0 / 2.54
+    } else if is("mm") {
+        96.0 / 25.4
+    } else if is("em") {
+        font_px
+    } else if is("rem") {
+        PAGE.font_px
+    } else if is("ex") || is("ch") {
+        font_px / 2.0
+    } else if number == 0.0 && unit.bytes().all(|b| b.is_ascii_alphabetic()) {
+        // `0vh`: nothing, of whatever size.
+        0.0
+    } else {
+        return None;
+    };
+    Some(sign * number * px_per_unit).filter(|px| px.is_finite())
 }
 
 /// A CSS `font-size` in pixels, given the size around it: a keyword, or a number in
@@ -1034,6 +1491,196 @@ mod tests {
         }
     }
 
+    /// A block no higher (or wider) than 8 pixels that clips what overflows it shows no
+    /// line of text; one that lets it overflow, has room, or does not take a height shows
+    /// it. As in a browser; Outlook, which reads neither `max-height` nor `overflow`, is
+    /// why spam adds `mso-hide: all`, and `display: none` with it.
+    #[test]
+    fn a_box_clipped_to_nothing_hides_its_text() {
+        assert_hides(&[
+            (
+                "<div style=\"max-height:0;overflow:hidden\">meeting</div>cheap",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"height:0px; overflow: hidden\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<p style=\"height:1px;overflow:hidden\">meeting</p>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"width:0;overflow:hidden\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"max-width:0;overflow:clip\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"overflow-y:hidden;height:0\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"overflow:visible hidden;max-height:0\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"max-height:0;overflow:hidden;padding:0\">meeting</div>",
+                &["meeting"],
+            ),
+            // An inline element laid out as a box, or placed as one, takes a height.
+            (
+                "<span style=\"display:block;height:0;overflow:hidden\">meeting</span>",
+                &["meeting"],
+            ),
+            (
+                "<span style=\"float:left;height:0;overflow:hidden\">meeting</span>",
+                &["meeting"],
+            ),
+            (
+                "<span style=\"position:absolute;width:1px;overflow:hidden\">meeting</span>",
+                &["meeting"],
+            ),
+            // What is inside is clipped, whatever its own size; an absolute element too
+            // when the box it is placed in is inside.
+            (
+                "<div style=\"height:0;overflow:hidden\"><b style=\"display:block;height:50px\">\
+                 meeting</b></div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"height:0;overflow:hidden;position:relative\">\
+                 <span style=\"position:absolute\">meeting</span></div>",
+                &["meeting"],
+            ),
+            // Near misses: shown.
+            ("<div style=\"max-height:0\">cheap</div>", &[]),
+            ("<div style=\"overflow:hidden\">cheap</div>", &[]),
+            (
+                "<div style=\"height:20px;overflow:hidden\">cheap</div>",
+                &[],
+            ),
+            ("<div style=\"height:50%;overflow:hidden\">cheap</div>", &[]),
+            ("<div style=\"height:0%;overflow:hidden\">cheap</div>", &[]),
+            (
+                "<div style=\"overflow:hidden visible;height:0\">cheap</div>",
+                &[],
+            ),
+            ("<span style=\"height:0;overflow:hidden\">cheap</span>", &[]),
+            (
+                "<table><tr><td style=\"height:0;overflow:hidden\">cheap</td></table>",
+                &[],
+            ),
+            ("<body style=\"height:0;overflow:hidden\">cheap", &[]),
+            (
+                "<div style=\"height:0;overflow:hidden;padding:10px\">cheap</div>",
+                &[],
+            ),
+            (
+                "<div style=\"height:0;overflow:hidden;padding:0 0 12px\">cheap</div>",
+                &[],
+            ),
+            (
+                "<div style=\"height:0;min-height:20px;overflow:hidden\">cheap</div>",
+                &[],
+            ),
+            (
+                "<div style=\"max-height:0;overflow:hidden\"></div>cheap",
+                &[],
+            ),
+            // Placed outside the box: fixed to the window, or absolute in a box outside.
+            (
+                "<div style=\"height:0;overflow:hidden\"><span style=\"position:fixed\">cheap\
+                 </span></div>",
+                &[],
+            ),
+            (
+                "<div style=\"height:0;overflow:hidden\"><span style=\"position:absolute\">\
+                 cheap</span></div>",
+                &[],
+            ),
+        ]);
+    }
+
+    /// An element placed far to the left of the page, or above it, or the first line of a
+    /// block indented as far, cannot be scrolled to. Placed a little off, or to the right
+    /// (which a reader scrolls to), it shows.
+    #[test]
+    fn an_element_off_the_page_hides_its_text() {
+        assert_hides(&[
+            (
+                "<div style=\"position:absolute;left:-9999px\">meeting</div>cheap",
+                &["meeting"],
+            ),
+            (
+                "<span style=\"position:absolute;top:-5000px\">meeting</span>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"position:fixed;left:-100em\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"position:relative;left:-2000px\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"position:absolute;right:9999px\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"position:absolute;left:-9999px\"><span style=\"position:absolute;\
+                 left:0\">meeting</span></div>",
+                &["meeting"],
+            ),
+            (
+                "<p style=\"text-indent:-9999px\">meeting</p>cheap",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"text-indent:-9999px\"><p>meeting</p></div>",
+                &["meeting"],
+            ),
+            (
+                "<p style=\"text-indent:-9999px\">meeting <b>agenda</b><br>cheap</p>",
+                &["meeting agenda"],
+            ),
+            (
+                "<div style=\"text-indent:-9999px\">meeting<p style=\"text-indent:0\">cheap</p>\
+                 pills</div>",
+                &["meeting"],
+            ),
+            // Near misses: shown.
+            ("<div style=\"left:-9999px\">cheap</div>", &[]),
+            (
+                "<div style=\"position:absolute;left:-20px\">cheap</div>",
+                &[],
+            ),
+            (
+                "<div style=\"position:absolute;left:9999px\">cheap</div>",
+                &[],
+            ),
+            (
+                "<div style=\"position:absolute;left:-50%\">cheap</div>",
+                &[],
+            ),
+            ("<p style=\"text-indent:-50px\">cheap</p>", &[]),
+            ("<span style=\"text-indent:-9999px\">cheap</span>", &[]),
+            (
+                "<div style=\"position:absolute;left:-9999px\"><span style=\"position:fixed;\
+                 left:0\">cheap</span></div>",
+                &[],
+            ),
+            (
+                "<div style=\"position:absolute;left:-9999px\"><span style=\"position:relative;\
+                 left:9999px\">cheap</span></div>",
+                &[],
+            ),
+        ]);
+    }
+
     /// `<font size>` is 1 to 7, and a number beyond is the nearest: the smallest is 10
     /// pixels, which shows. It sets its text's size whatever the size around it, as
     /// `x-small` does; a `font-size` of its own sets it again.
@@ -1058,6 +1705,67 @@ mod tests {
         ]);
     }
 
+    /// What does not hide text in a browser hides none here: Outlook's `mso-hide`, which
+    /// other readers ignore, and a line height of 0, whose lines overlap.
+    #[test]
+    fn what_hides_nothing_in_a_browser_hides_nothing() {
+        assert_hides(&[
+            ("<span style=\"mso-hide:all\">cheap</span>", &[]),
+            (
+                "<a href=x style=\"mso-hide:all;display:inline-block\">cheap</a>",
+                &[],
+            ),
+            ("<div style=\"line-height:0\">cheap</div>", &[]),
+            (
+                "<div style=\"line-height:0;overflow:hidden\">cheap</div>",
+                &[],
+            ),
+            (
+                "<div style=\"display:none;mso-hide:all\">meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<div style=\"line-height:0;font-size:0\">meeting</div>",
+                &["meeting"],
+            ),
+        ]);
+    }
+
+    /// The `font` shorthand sets a size; CSS comments are no part of a style.
+    #[test]
+    fn a_style_is_read_as_css() {
+        assert_hides(&[
+            ("<span style=\"font:0/0 a\">meeting</span>", &["meeting"]),
+            (
+                "<span style=\"font: bold 1px Arial\">meeting</span>",
+                &["meeting"],
+            ),
+            ("<span style=\"font:700 12px Arial\">cheap</span>", &[]),
+            ("<span style=\"font:0\">cheap</span>", &[]),
+            (
+                "<span style=\"display:/**/none\">meeting</span>",
+                &["meeting"],
+            ),
+            (
+                "<span style=\"display:/*x*/none;\">meeting</span>",
+                &["meeting"],
+            ),
+            ("<span style=\"dis/**/play:none\">cheap</span>", &[]),
+            (
+                "<span style=\"font-family:'/*';display:none\">meeting</span>",
+                &["meeting"],
+            ),
+            (
+                "<span style=\"font-family:'a;display:none'\">cheap</span>",
+                &[],
+            ),
+            (
+                "<span style=\"display:none !important;display:inline\">meeting</span>",
+                &["meeting"],
+            ),
+        ]);
+    }
+
     /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,
     /// and start tags that end a paragraph far below: each tag costs a bounded search.
     #[test]
@@ -1069,6 +1777,12 @@ mod tests {
             "<p><table>".to_string() + &"<span>".repeat(300) + &"<div>".repeat(n),
             "<font color=white>".repeat(600) + &"</span>".repeat(n),
             "<b style=\"font-size:50%\">x".repeat(n),
+            // A first line ended under a deep stack of inline elements, and boxes placed
+            // and clipped inside each other.
+            "<div style=\"text-indent:-9999px\">".to_string()
+                + &"<span>".repeat(1000)
+                + &"<br>x".repeat(n),
+            "<div style=\"position:absolute;left:-9999px;height:0;overflow:hidden\">".repeat(n),
         ] {
             let page = page + "<span style=\"display:none\">meeting</span> cheap";
             let started = std::time::Instant::now();

@@ -2,8 +2,10 @@
 //! `html_test('font_low_contrast')` and `html_test('font_invalid_color')`. Hidden text is
 //! how spam feeds a filter words its reader never sees. [`ColorStack`] follows the colours
 //! that the tags around a text set, from HTML attributes and inline CSS, as the rules' HTML
-//! facts (`rules::html_facts`) walk the markup; style sheets (`<style>`, classes) are not read,
-//! and a message's HTML parts are read as one page (SpamAssassin starts each afresh).
+//! facts (`rules::html_facts`) walk the markup; style sheets (`<style>`, classes) are not read
+//! for them, as SpamAssassin reads none, and a message's HTML parts are read as one page
+//! (SpamAssassin starts each afresh). The hidden-text reader (`html::Hider`) gives the
+//! stack a style as CSS reads it ([`ColorStack::open_styled`]).
 //!
 //! Where SpamAssassin 4.0.1 differs, spamnb does what its test means to do, as a reader
 //! shows the page: `bgcolor` on body, table, row and cell sets the background (SpamAssassin
@@ -349,9 +351,20 @@ impl ColorStack {
 
     /// A start tag: `name` lowercase, `attributes` as written.
     pub(crate) fn open(&mut self, name: &[u8], attributes: &str) {
-        let Some(tag) = Tag::of(name) else {
-            return;
-        };
+        if let Some(tag) = Tag::of(name) {
+            self.push(tag, attributes, attribute(attributes, "style"));
+        }
+    }
+
+    /// A start tag whose declarations are `style`, in place of its `style` attribute: the
+    /// hidden-text reader's, read as CSS reads them.
+    pub(crate) fn open_styled(&mut self, name: &[u8], attributes: &str, style: Option<&str>) {
+        if let Some(tag) = Tag::of(name) {
+            self.push(tag, attributes, style);
+        }
+    }
+
+    fn push(&mut self, tag: Tag, attributes: &str, style: Option<&str>) {
         // A cell (or row) begun ends the cell, and the fonts in it, left open before it.
         let ends: &[Tag] = match tag {
             Tag::Cell => &[Tag::Font, Tag::Cell],
@@ -401,7 +414,7 @@ impl ColorStack {
                 bg = Color::Unknown;
             }
         }
-        if let Some(style) = attr("style") {
+        if let Some(style) = style {
             (fg, bg) = apply_style(style, fg, bg, behind);
         }
         self.styles.push(Style::new(tag, fg, bg));
