@@ -596,24 +596,59 @@ mod tests {
     }
 
     /// A message whose text is mostly hidden may be shown whole by a style sheet that is not
-    /// read. As learned, its hidden words stay apart, with a sign that says so; in its
-    /// second reading (`hidden_as_words`, see `Readings`) they are words.
+    /// read (here, a rule with a combinator). As learned, its hidden words stay apart, with
+    /// a sign that says so; in its second reading (`hidden_as_words`, see `Readings`) they
+    /// are words. So too when a style sheet that is read hides them.
     #[test]
     fn a_message_mostly_hidden_is_read_both_ways() {
-        let html = "<style>span{display:inline!important}</style>\
-                    <p>Hi <span style=\"display:none\">cheap pills without prescription</span>";
-        let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n");
-        let msg = Message::parse(raw.as_bytes(), 1 << 20);
-        assert!(mostly_hidden(&msg));
-        for (hidden_as_words, as_word) in [(false, 0), (true, 1)] {
-            let mut f = Features::new();
-            tokenize(&msg, &TokenizerOptions::default(), hidden_as_words, &mut f);
-            for word in ["cheap", "pills", "prescription"] {
-                let apart = format!("{HIDDEN_PREFIX}{word}");
-                let counts = (f.count(word), f.count(&apart));
-                assert_eq!(counts, (as_word, 1 - as_word), "{word}: {:?}", f.sorted());
+        for html in [
+            "<style>p span{display:inline!important}</style>\
+             <p>Hi <span style=\"display:none\">cheap pills without prescription</span>",
+            "<style>.a{display:none}</style><p>Hi <span class=a>cheap pills without \
+             prescription</span>",
+        ] {
+            let raw =
+                format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n");
+            let msg = Message::parse(raw.as_bytes(), 1 << 20);
+            assert!(mostly_hidden(&msg), "{html:?}");
+            for (hidden_as_words, as_word) in [(false, 0), (true, 1)] {
+                let mut f = Features::new();
+                tokenize(&msg, &TokenizerOptions::default(), hidden_as_words, &mut f);
+                for word in ["cheap", "pills", "prescription"] {
+                    let apart = format!("{HIDDEN_PREFIX}{word}");
+                    let counts = (f.count(word), f.count(&apart));
+                    assert_eq!(counts, (as_word, 1 - as_word), "{word}: {:?}", f.sorted());
+                }
+                assert_eq!(f.count(MOSTLY_HIDDEN), 1);
             }
-            assert_eq!(f.count(MOSTLY_HIDDEN), 1);
+        }
+    }
+
+    /// A style sheet that hides the words an inline style shows and shows those it hides
+    /// (ham words padded in where the reader does not see them, spam words where a
+    /// reader of inline styles alone would not): read, it is read as the reader sees it.
+    /// Its rules written so that they are not read (combinators), it is taken at its
+    /// inline styles, most of the message hidden, and its second reading reads every word.
+    #[test]
+    fn a_style_sheet_that_swaps_shown_and_hidden_is_caught() {
+        let swap = |hide: &str, show: &str| {
+            format!(
+                "<style>{hide}{{display:none}} {show}{{display:inline!important}}</style>\
+                 <div><p class=a>meeting</p> <span class=b style=\"display:none\">cheap pills \
+                 without prescription</span></div>"
+            )
+        };
+        let read = swap(".a", ".b");
+        let f = tokens_of(&html_message(&read), &TokenizerOptions::default());
+        assert_shown_and_hidden(&read, &["cheap", "pills", "prescription"], &["meeting"]);
+        assert_eq!(f.count(MOSTLY_HIDDEN), 0);
+        let unread = swap("div .a", "div .b");
+        let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{unread}\n");
+        let msg = Message::parse(raw.as_bytes(), 1 << 20);
+        let mut f = Features::new();
+        tokenize(&msg, &TokenizerOptions::default(), true, &mut f);
+        for word in ["cheap", "pills", "prescription", "meeting", MOSTLY_HIDDEN] {
+            assert_eq!(f.count(word), 1, "{word} in {unread:?}: {:?}", f.sorted());
         }
     }
 

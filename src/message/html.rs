@@ -19,7 +19,7 @@ use aho_corasick::AhoCorasick;
 use mail_parser::decoders::html::add_html_token;
 
 use super::html_color::ColorStack;
-use super::html_css::{by_importance, declarations, without_comments};
+use super::html_css::{MAX_CLASSES, StyleSheet, cascade, declarations, without_comments};
 
 /// Where a tag breaks the text, and how.
 #[derive(Clone, Copy)]
@@ -156,7 +156,9 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         hidden_spans: Vec::new(),
     };
     // Most HTML can hide nothing, and is read as it was before hidden text was looked for.
-    let mut hider = (mark_hidden && may_hide(html)).then(Hider::new);
+    let mut hider = (mark_hidden && may_hide(html)).then(|| Hider::new(html));
+    // A style sheet may hide the page before its first tag (`body { font-size: 0 }`).
+    text.hidden = hider.as_ref().is_some_and(Hider::hides);
     let mut decoded = String::new();
     let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
@@ -175,37 +177,19 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
             }
             continue;
         }
-        let rest = &bytes[at..];
-        if rest.starts_with(b"!--") {
-            // From the comment's own dashes: `<!-->` and `<!--->` are whole, empty
-            // comments to a browser, and text after them is shown. `--!>` ends one too.
-            let end = memchr::memmem::find(&rest[1..], b"-->").map(|e| 1 + e + 3);
-            let bang = memchr::memmem::find(&rest[3..end.unwrap_or(rest.len())], b"--!>");
-            at = match bang.map(|e| 3 + e + 4).or(end) {
-                Some(end) => at + end,
-                None => bytes.len(),
-            };
-            continue;
-        }
-        let closing = rest.first() == Some(&b'/');
-        let name = &rest[usize::from(closing)..];
-        let name_len = name
-            .iter()
-            .take_while(|b| b.is_ascii_alphanumeric())
-            .count();
-        let markup = name_len > 0 && name[0].is_ascii_alphabetic();
-        if !markup {
-            // `<!x ...>`, `<?x ...>` and `</ x>` are comments to a browser, to their first
-            // `>` whatever the quotes; "<3" or "a < b" is text.
-            if matches!(rest, [b'!' | b'?', ..] | [b'/', _, ..]) {
-                at = memchr::memchr(b'>', rest).map_or(bytes.len(), |e| at + e + 1);
-            } else {
-                text.words("<");
+        let (closing, name_len) = match markup_at(bytes, at) {
+            Markup::Comment(end) => {
+                at = end;
+                continue;
             }
-            continue;
-        }
+            Markup::Text => {
+                text.words("<");
+                continue;
+            }
+            Markup::Tag { closing, name_len } => (closing, name_len),
+        };
+        let name = &bytes[at + usize::from(closing)..][..name_len];
         let end = tag_end(bytes, at, &mut unclosed);
-        let name = &name[..name_len];
         if let Some(hider) = &mut hider {
             let mut lower = [0u8; NAME_KEY_BYTES];
             let lower = &mut lower[..name_len.min(NAME_KEY_BYTES)];
@@ -226,14 +210,10 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         at = end;
         text.brk(break_of(name));
         let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
-        // Their content is text to the end tag, not markup: a `<!--` in a title opens no
-        // comment. A browser shows that of a title, textarea and xmp.
-        let raw_text = [&b"script"[..], b"style", b"iframe", b"noembed", b"noframes"];
-        let shown = [&b"title"[..], b"textarea", b"xmp"];
-        let raw_shown = shown.iter().position(|n| is(n));
+        let raw_shown = RAW_SHOWN.iter().position(|n| is(n));
         if closing
             || bytes[..end].ends_with(b"/>")
-            || !(raw_shown.is_some() || raw_text.iter().any(|n| is(n)))
+            || !(raw_shown.is_some() || RAW_TEXT.iter().any(|n| is(n)))
         {
             continue;
         }
@@ -256,6 +236,133 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
     }
 }
 
+// Their content is text to the end tag, not markup: a `<!--` in a title opens no comment.
+// A browser shows that of a title, textarea and xmp.
+const RAW_TEXT: [&[u8]; 5] = [b"script", b"style", b"iframe", b"noembed", b"noframes"];
+const RAW_SHOWN: [&[u8]; 3] = [b"title", b"textarea", b"xmp"];
+
+/// What a `<` begins.
+enum Markup {
+    /// A comment, or what a browser reads as one, that ends just before this.
+    Comment(usize),
+    /// Text: "<3", "a < b".
+    Text,
+    /// A start or end tag, its name `name_len` long (after the `/` of an end tag).
+    Tag { closing: bool, name_len: usize },
+}
+
+/// What the `<` just before `at` begins.
+fn markup_at(bytes: &[u8], at: usize) -> Markup {
+    let rest = &bytes[at..];
+    if rest.starts_with(b"!--") {
+        // From the comment's own dashes: `<!-->` and `<!--->` are whole, empty
+        // comments to a browser, and text after them is shown. `--!>` ends one too.
+        let end = memchr::memmem::find(&rest[1..], b"-->").map(|e| 1 + e + 3);
+        let bang = memchr::memmem::find(&rest[3..end.unwrap_or(rest.len())], b"--!>");
+        return Markup::Comment(match bang.map(|e| 3 + e + 4).or(end) {
+            Some(end) => at + end,
+            None => bytes.len(),
+        });
+    }
+    let closing = rest.first() == Some(&b'/');
+    let name = &rest[usize::from(closing)..];
+    let name_len = name
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric())
+        .count();
+    if name_len > 0 && name[0].is_ascii_alphabetic() {
+        Markup::Tag { closing, name_len }
+    } else if matches!(rest, [b'!' | b'?', ..] | [b'/', _, ..]) {
+        // `<!x ...>`, `<?x ...>` and `</ x>` are comments to a browser, to their first
+        // `>` whatever the quotes.
+        Markup::Comment(memchr::memchr(b'>', rest).map_or(bytes.len(), |e| at + e + 1))
+    } else {
+        Markup::Text
+    }
+}
+
+/// A page's style sheets, and whether it wrote the tags a reader makes up where it did not
+/// before the last of them.
+struct PageStyle {
+    sheet: StyleSheet,
+    has_html: bool,
+    has_body: bool,
+}
+
+/// The style sheets of `html`, if it has any that has a rule that is read: its `<style>`
+/// elements, found as [`render`] finds elements (none in a comment, a script or an
+/// attribute's value), all before rendering, as a reader applies them to the whole page
+/// wherever they are in it. One for another medium (`media="print"`) is not read. The page
+/// is read to its last `<style`, mostly in its head.
+fn read_style_sheets(html: &str) -> Option<PageStyle> {
+    let bytes = html.as_bytes();
+    // From the end: a look at each `<`, where a search for the words would read every byte.
+    let last = memchr::memrchr_iter(b'<', bytes).find(|&at| {
+        bytes
+            .get(at + 1..at + 6)
+            .is_some_and(|name| name.eq_ignore_ascii_case(b"style"))
+    })?;
+    let mut page = PageStyle {
+        sheet: StyleSheet::default(),
+        has_html: false,
+        has_body: false,
+    };
+    let mut unclosed = [usize::MAX; 2];
+    let mut at = 0;
+    while let Some(found) = memchr::memchr(b'<', &bytes[at..]) {
+        if at + found > last {
+            break;
+        }
+        at += found + 1;
+        let (closing, name_len) = match markup_at(bytes, at) {
+            Markup::Comment(end) => {
+                at = end;
+                continue;
+            }
+            Markup::Text => continue,
+            Markup::Tag { closing, name_len } => (closing, name_len),
+        };
+        let end = tag_end(bytes, at, &mut unclosed);
+        if closing {
+            at = end;
+            continue;
+        }
+        let name = &bytes[at..at + name_len];
+        let attributes = &html[at + name_len..end.max(at + name_len)];
+        at = end;
+        let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
+        page.has_html |= is(b"html");
+        page.has_body |= is(b"body");
+        if bytes[..end].ends_with(b"/>") || !RAW_SHOWN.iter().chain(&RAW_TEXT).any(|n| is(n)) {
+            continue;
+        }
+        let (content_end, after) = end_of_element(bytes, end, name);
+        if is(b"style") && is_for_screens(attributes) {
+            page.sheet.read(&html[end..content_end]);
+        }
+        at = after;
+    }
+    (!page.sheet.is_empty()).then_some(page)
+}
+
+/// Whether a `<style>` element with these attributes styles a page on a screen: CSS
+/// (`type` none or `text/css`), for all media or screens.
+fn is_for_screens(attributes: &str) -> bool {
+    let attributes = attributes.strip_suffix('>').unwrap_or(attributes);
+    let css = attribute(attributes, "type").is_none_or(|t| {
+        let t = t.trim();
+        t.is_empty() || t.eq_ignore_ascii_case("text/css")
+    });
+    let screen = attribute(attributes, "media").is_none_or(|media| {
+        media.trim().is_empty()
+            || media.split(',').any(|m| {
+                let m = m.trim();
+                m.eq_ignore_ascii_case("all") || m.eq_ignore_ascii_case("screen")
+            })
+    });
+    css && screen
+}
+
 /// Whether `html` has what can hide text: a `style`, a `hidden` attribute, a colour (the
 /// words are looked for anywhere, in any case), `<body text=…>`. Most mail has none of
 /// them in its HTML, and its text is read as it always was.
@@ -273,7 +380,7 @@ fn may_hide(html: &str) -> bool {
 const NAME_KEY_BYTES: usize = 16;
 
 /// A lowercase element name (at most [`NAME_KEY_BYTES`] of it) as one number.
-const fn name_key(name: &[u8]) -> u128 {
+pub(super) const fn name_key(name: &[u8]) -> u128 {
     let mut key = [0u8; NAME_KEY_BYTES];
     let mut i = 0;
     while i < name.len() && i < NAME_KEY_BYTES {
@@ -569,9 +676,10 @@ const PAGE: Open = Open {
 /// a `text-indent` as far, the `hidden` attribute, and text drawn in its background's colour
 /// ([`ColorStack`]), as SpamAssassin's renderer judges the last for its Bayes.
 ///
-/// Declarations are read from the `style` attribute, `!important` ones last. Style sheets
-/// are not read: one can show what an inline style hides, which is why hidden words are not
-/// dropped, only kept apart. Outlook's `mso-hide: all`
+/// Declarations are read from the `style` attribute and from the page's style sheets, the
+/// rules with simple selectors ([`StyleSheet`]), in the cascade's order. What is not read
+/// (rules with other selectors, a reader's own style sheet) can still show what these hide,
+/// which is why hidden words are not dropped, only kept apart. Outlook's `mso-hide: all`
 /// hides nothing in the other readers, and hides nothing here: spam that uses it to hide
 /// uses `display: none` with it, and newsletters put it on the buttons everyone else sees.
 /// Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font size>`:
@@ -589,22 +697,51 @@ struct Hider {
     /// inside a `display: none` nested deeper than [`MAX_OPEN`] is still hidden.
     floor: Open,
     colors: ColorStack,
-    /// Kept from tag to tag, not to allocate for each: an element's declarations in the
-    /// order they count.
+    /// The page's style sheets, when they have a rule that is read.
+    sheet: Option<StyleSheet>,
+    /// Kept from tag to tag, not to allocate for each: the rules that match an element,
+    /// its classes, its declarations in the cascade's order.
+    matched: Vec<u64>,
+    classes: String,
     cascaded: String,
+    /// What was around the `<html>` and the `<body>` made up for the page, if they were.
+    made_up: [Option<Open>; 2],
     /// Whether a first line was indented off the page: lines end only then.
     indents: bool,
 }
 
 impl Hider {
-    fn new() -> Hider {
-        Hider {
+    fn new(html: &str) -> Hider {
+        let mut hider = Hider {
             open: VecDeque::new(),
             floor: PAGE,
             colors: ColorStack::new(),
+            sheet: None,
+            matched: Vec::new(),
+            classes: String::new(),
             cascaded: String::new(),
+            made_up: [None; 2],
             indents: false,
+        };
+        let Some(page) = read_style_sheets(html) else {
+            return hider;
+        };
+        hider.sheet = Some(page.sheet);
+        // A reader makes up the `<html>` and `<body>` a page leaves out, and its style
+        // sheet styles them: `body { font-size: 0 }` hides a page without a `<body>` too.
+        // One written later is the same element: it is styled from what is around the one
+        // made up, not inside it, so that its rules count once.
+        for (i, name, written) in [
+            (0, &b"html"[..], page.has_html),
+            (1, b"body", page.has_body),
+        ] {
+            if !written && hider.sheet.as_ref().is_some_and(|s| s.has_rules_for(name)) {
+                let around = *hider.top();
+                hider.start(name, "");
+                hider.made_up[i] = Some(around);
+            }
         }
+        hider
     }
 
     fn top(&self) -> &Open {
@@ -647,7 +784,7 @@ impl Hider {
         if VOID.contains(&key) || RAW.contains(&key) {
             return;
         }
-        let (mut style, mut hidden, mut size) = (None, false, None);
+        let (mut style, mut hidden, mut class, mut id, mut size) = (None, false, None, None, None);
         for (attribute, value) in tag_attributes(attributes) {
             // The first of two attributes of a name counts, as in a browser.
             let is = |name: &str| attribute.eq_ignore_ascii_case(name);
@@ -655,6 +792,8 @@ impl Hider {
             match attribute.len() {
                 5 if is("style") => _ = style.get_or_insert(value),
                 6 if is("hidden") => hidden = true,
+                5 if is("class") => _ = class.get_or_insert(value),
+                2 if is("id") => _ = id.get_or_insert(value),
                 4 if key == FONT && is("size") => _ = size.get_or_insert(value),
                 _ => {}
             }
@@ -665,24 +804,53 @@ impl Hider {
         } else {
             without_comments(&decoded)
         };
-        // Declarations in the order they count, the last of a property the one that
-        // counts: `!important` ones last.
+        let mut matched = std::mem::take(&mut self.matched);
+        matched.clear();
+        if let Some(sheet) = &self.sheet {
+            // The id, then the classes, lowercase in one buffer.
+            let mut lower = std::mem::take(&mut self.classes);
+            lower.clear();
+            if let Some(id) = id.filter(|_| sheet.has_ids()) {
+                lower.push_str(&decode_entities(id));
+            }
+            let id_end = lower.len();
+            if let Some(class) = class.filter(|_| sheet.has_classes()) {
+                lower.push_str(&decode_entities(class));
+            }
+            lower.make_ascii_lowercase();
+            let (id, rest) = lower.split_at(id_end);
+            let mut classes = [""; MAX_CLASSES];
+            let count = (classes.iter_mut().zip(rest.split_ascii_whitespace()))
+                .map(|(slot, class)| *slot = class)
+                .count();
+            let id = Some(id).filter(|id| !id.is_empty());
+            sheet.matching(key, id, &classes[..count], &mut matched);
+            self.classes = lower;
+        }
+        // Declarations in the cascade's order, the last of a property the one that counts:
+        // the style sheet's, and the element's own, `!important` ones last.
         let mut cascaded = std::mem::take(&mut self.cascaded);
         cascaded.clear();
-        let declared: &str = if own.contains('!') {
-            by_importance(&own, &mut cascaded);
+        let declared: &str = if !matched.is_empty() || own.contains('!') {
+            cascade(self.sheet.as_ref(), &matched, &own, &mut cascaded);
             &cascaded
         } else {
             &own
         };
         let declared = Some(declared).filter(|d| !d.is_empty());
         self.colors.open_styled(name, attributes, declared);
+        let made_up = match name {
+            b"html" => self.made_up[0],
+            b"body" => self.made_up[1],
+            _ => None,
+        };
         // Most elements have no style of their own, nor a first line indented off the page
         // around them that how they are laid out would end: they hide what is around them.
         if declared.is_none() && !hidden && size.is_none() && !self.indents {
-            let around = *self.top();
+            let around = made_up.unwrap_or(*self.top());
             if around.indent_px > -OFF_PAGE_PX {
                 self.cascaded = cascaded;
+                self.matched = matched;
                 self.push(Open {
                     name: key,
                     has_lines: false,
@@ -716,7 +884,7 @@ impl Hider {
         if display.ends_line() {
             self.end_first_line();
         }
-        let around = *self.top();
+        let around = made_up.unwrap_or(*self.top());
         let mut open = Open {
             name: key,
             has_lines: display.has_lines(),
@@ -782,6 +950,7 @@ impl Hider {
 
         open.none |= display_none;
         self.cascaded = cascaded;
+        self.matched = matched;
         self.push(open);
     }
 
@@ -1766,6 +1935,116 @@ mod tests {
         ]);
     }
 
+    /// Rules with simple selectors hide as a `style` does, wherever the sheet is in the
+    /// page; one of the element's own, or a more specific rule, shows again.
+    #[test]
+    fn a_style_sheet_hides_text() {
+        assert_hides(&[
+            (
+                "<style>.x{display:none}</style><p class=x>meeting</p>cheap",
+                &["meeting"],
+            ),
+            (
+                "<style>#y { font-size: 0 }</style><div id=y>meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<style>span.z { visibility: hidden }</style><span class=\"a z\">meeting</span> \
+                 <b class=z>cheap</b>",
+                &["meeting"],
+            ),
+            (
+                "<p class=x>meeting</p><style>.x{display:none}</style>",
+                &["meeting"],
+            ),
+            (
+                "<style>P.X{display:none}</style><p class=\"x\">meeting</p>",
+                &["meeting"],
+            ),
+            (
+                "<style>.w{color:#fff}</style><span class=w>meeting</span>",
+                &["meeting"],
+            ),
+            (
+                "<style>.c{max-height:0;overflow:hidden}</style><div class=c>meeting</div>",
+                &["meeting"],
+            ),
+            (
+                "<style>.o{position:absolute;left:-9999px}</style><b class=o>meeting</b>",
+                &["meeting"],
+            ),
+            (
+                "<style>@media screen{.x{display:none}}</style><p class=x>meeting</p>",
+                &["meeting"],
+            ),
+            (
+                "<style><!-- .x{display:none} --></style><p class=x>meeting</p>",
+                &["meeting"],
+            ),
+            (
+                "<style>.x{display:/**/none}</style><p class=x>meeting</p>",
+                &["meeting"],
+            ),
+            (
+                "<style>.x{display:none}</style><p class=\"y x\">meeting</p>",
+                &["meeting"],
+            ),
+            // The page's `<body>`, made up where it has none, is styled too.
+            ("<style>body{font-size:0}</style>meeting", &["meeting"]),
+            (
+                "<style>body{font-size:0} p{font-size:16px}</style>meeting<p>cheap</p>",
+                &["meeting"],
+            ),
+            (
+                "<style>*{visibility:hidden}</style><p>meeting</p>",
+                &["meeting"],
+            ),
+            // Shown again: by the element's own style, an important rule, a more
+            // specific one.
+            (
+                "<style>.h{display:none}</style><span class=h style=\"display:inline\">cheap</span>",
+                &[],
+            ),
+            (
+                "<style>.s{display:inline !important}</style>\
+                 <span class=s style=\"display:none\">cheap</span>",
+                &[],
+            ),
+            (
+                "<style>#i{display:block} .h{display:none}</style><p class=h id=i>cheap</p>",
+                &[],
+            ),
+            (
+                "<style>.h{display:none} .h{display:block}</style><p class=h>cheap</p>",
+                &[],
+            ),
+        ]);
+    }
+
+    /// Rules not read hide nothing: other selectors, other media, a sheet that is not one.
+    #[test]
+    fn what_a_style_sheet_does_not_say_simply_hides_nothing() {
+        for html in [
+            "<style>div .x{display:none}</style><div><p class=x>cheap</p></div>",
+            "<style>.x:hover{display:none}</style><p class=x>cheap</p>",
+            "<style>[class=x]{display:none}</style><p class=x>cheap</p>",
+            "<style>a:hover, .x{display:none}</style><p class=x>cheap</p>",
+            "<style>.x{display:none}</style><p class=xy>cheap</p>",
+            "<style>.x{display:none}</style><p id=x>cheap</p>",
+            "<style media=print>.x{display:none}</style><p class=x>cheap</p>",
+            "<style type=text/less>.x{display:none}</style><p class=x>cheap</p>",
+            "<style>@media (max-width:600px){.x{display:none}}</style><p class=x>cheap</p>",
+            "<style>@supports (display:grid){.x{display:none}}</style><p class=x>cheap</p>",
+            "<!-- <style>.x{display:none}</style> --><p class=x>cheap</p>",
+            "<img alt=\"<style>.x{display:none}</style>\"><p class=x>cheap</p>",
+            "</b title=\"<style>.x{display:none}</style>\"><p class=x>cheap</p>",
+            "<script>'<style>.x{display:none}</style>'</script><p class=x>cheap</p>",
+            "<style>.x{content:'}'} .y{display:none}</style><p class=x>cheap</p>",
+        ] {
+            assert_eq!(hidden_runs(html), Vec::<String>::new(), "{html:?}");
+        }
+    }
+
     /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,
     /// and start tags that end a paragraph far below: each tag costs a bounded search.
     #[test]
@@ -1783,6 +2062,16 @@ mod tests {
                 + &"<span>".repeat(1000)
                 + &"<br>x".repeat(n),
             "<div style=\"position:absolute;left:-9999px;height:0;overflow:hidden\">".repeat(n),
+            // Style sheets: every element matched against the most rules kept for its
+            // classes, and the rules read of many sheets.
+            "<style>".to_string()
+                + &(0..9)
+                    .map(|i| format!(".c{i}, .c{i}.c0 {{ color: red }}"))
+                    .collect::<String>()
+                    .repeat(8)
+                + "</style>"
+                + &"<b class=\"c0 c1 c2 c3 c4 c5 c6 c7 c8\" id=c0>x".repeat(n),
+            "<style>.a{display:none}</style>".repeat(n / 10),
         ] {
             let page = page + "<span style=\"display:none\">meeting</span> cheap";
             let started = std::time::Instant::now();

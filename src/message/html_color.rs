@@ -5,7 +5,7 @@
 //! facts (`rules::html_facts`) walk the markup; style sheets (`<style>`, classes) are not read
 //! for them, as SpamAssassin reads none, and a message's HTML parts are read as one page
 //! (SpamAssassin starts each afresh). The hidden-text reader (`html::Hider`) gives the
-//! stack a style as CSS reads it ([`ColorStack::open_styled`]).
+//! stack what a page's style sheet says as well ([`ColorStack::open_styled`]).
 //!
 //! Where SpamAssassin 4.0.1 differs, spamnb does what its test means to do, as a reader
 //! shows the page: `bgcolor` on body, table, row and cell sets the background (SpamAssassin
@@ -357,7 +357,7 @@ impl ColorStack {
     }
 
     /// A start tag whose declarations are `style`, in place of its `style` attribute: the
-    /// hidden-text reader's, read as CSS reads them.
+    /// hidden-text reader's, with those of the page's style sheet.
     pub(crate) fn open_styled(&mut self, name: &[u8], attributes: &str, style: Option<&str>) {
         if let Some(tag) = Tag::of(name) {
             self.push(tag, attributes, style);
