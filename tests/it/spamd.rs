@@ -167,27 +167,6 @@ fn spamc_gets_what_spamd_would_give() {
     assert_eq!(out.stdout, *ham);
 }
 
-/// This test process holds more than a thousand sockets: lift the soft limit (often
-/// 1024) to the hard one.
-fn raise_open_files_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: the calls read and write only the struct on this stack frame.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
-        limit.rlim_cur = limit.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
-    }
-    assert!(
-        limit.rlim_cur >= 2400,
-        "the test needs 2400 open files; the hard limit is {}",
-        limit.rlim_max
-    );
-}
-
 /// Reads whatever the daemon sends until it closes, within `timeout`.
 fn read_reply(s: &mut TcpStream, timeout: Duration) -> String {
     s.set_read_timeout(Some(timeout)).expect("timeout");
@@ -224,7 +203,7 @@ fn hostile_clients_do_not_hurt_good_ones() {
     );
     let (_, hams) = unseen(1);
     let ham = &hams[0];
-    raise_open_files_limit();
+    util::raise_open_files_limit(2400);
     let good = |d: &Daemon| {
         let started = Instant::now();
         let out = d.spamc(&["-c"], ham);

@@ -178,3 +178,24 @@ pub fn hold(db: &Path) -> (Holder, std::process::ChildStdin) {
     }
     (learn, message)
 }
+
+/// Lifts this test process's soft limit of open files (often 1024) to the hard one, for a
+/// test that holds `needed` sockets at once.
+pub fn raise_open_files_limit(needed: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: the calls read and write only the struct on this stack frame.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+    }
+    assert!(
+        limit.rlim_cur >= needed,
+        "the test needs {needed} open files; the hard limit is {}",
+        limit.rlim_max
+    );
+}
