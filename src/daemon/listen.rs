@@ -2,6 +2,7 @@
 //! one [`Listener`] type so that every protocol's server loop accepts from either.
 
 use std::fmt;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -53,8 +54,27 @@ impl<'de> serde::Deserialize<'de> for Address {
 }
 
 /// A stream from either kind of listener.
-pub trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+pub trait Stream: AsyncRead + AsyncWrite + AsFd + Unpin + Send {
+    /// Whether bytes from the peer wait unread, asked of the socket itself: the runtime
+    /// learns of them only when its reactor next looks, which under a burst of new
+    /// connections can be well after they arrived.
+    fn has_unread(&self) -> bool {
+        let mut byte = 0u8;
+        // SAFETY: recv writes at most one byte, into `byte` on this stack frame; the
+        // descriptor is the stream's own, open while `self` is borrowed. MSG_DONTWAIT
+        // keeps the call from blocking, and MSG_PEEK leaves the byte to the next read.
+        let n = unsafe {
+            libc::recv(
+                self.as_fd().as_raw_fd(),
+                (&raw mut byte).cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        n > 0
+    }
+}
+impl<T: AsyncRead + AsyncWrite + AsFd + Unpin + Send> Stream for T {}
 
 pub enum Listener {
     Tcp(TcpListener),

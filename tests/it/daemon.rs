@@ -567,6 +567,97 @@ fn sigterm_drains_open_sessions() {
     assert!(d.log().contains("stopped"));
 }
 
+/// Idle connections to the HTTP endpoint, opened from several threads as fast as they go
+/// and more than it keeps open, never keep a liveness check from its answer: a probe that
+/// sends its request promptly is answered every time, neither closed as the oldest idle
+/// connection before its request was read nor turned away.
+#[test]
+fn health_answers_every_probe_under_a_flood_of_idle_connections() {
+    use std::collections::VecDeque;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let (threads, keep) = (4, 300);
+    util::raise_open_files_limit(threads as u64 * keep as u64 + 200);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(dir.path(), &dir.path().join("db"), &Sections::default());
+    let http: std::net::SocketAddr = d.http.parse().expect("http address");
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicUsize::new(0));
+    // Idle connections the daemon closed before this client did: the flood was more than
+    // the endpoint keeps.
+    let closed = Arc::new(AtomicUsize::new(0));
+    let flood: Vec<_> = (0..threads)
+        .map(|_| {
+            let (stop, opened, closed) = (stop.clone(), opened.clone(), closed.clone());
+            std::thread::spawn(move || {
+                let mut idle = VecDeque::new();
+                while !stop.load(Ordering::Relaxed) {
+                    // One the kernel dropped for a full listen queue is tried again at
+                    // once, not a second later as connect would.
+                    if let Ok(s) = TcpStream::connect_timeout(&http, Duration::from_millis(50)) {
+                        idle.push_back(s);
+                        opened.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if idle.len() > keep
+                        && let Some(mut s) = idle.pop_front()
+                        && s.set_nonblocking(true).is_ok()
+                        && matches!(s.read(&mut [0u8; 1]), Ok(0))
+                    {
+                        closed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    let warming = Instant::now();
+    while opened.load(Ordering::Relaxed) < threads * keep
+        && warming.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let probe = || -> std::io::Result<String> {
+        // The flood keeps the listen queue full, and the kernel drops a new connection's
+        // first packet then: connect would try again a second later, the probe does at
+        // once, as the daemon never saw the one dropped.
+        let mut s = (0..25)
+            .find_map(|_| TcpStream::connect_timeout(&http, Duration::from_millis(200)).ok())
+            .ok_or_else(|| std::io::Error::other("no connection in 25 tries"))?;
+        // Promptly, not in the same instant: a probe in a busy interpreter waits its turn.
+        std::thread::sleep(Duration::from_millis(1));
+        s.write_all(b"GET /health HTTP/1.0\r\n\r\n")?;
+        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+        let mut reply = String::new();
+        s.read_to_string(&mut reply)?;
+        Ok(reply)
+    };
+    let probes = 40;
+    let mut failed = Vec::new();
+    for _ in 0..probes {
+        match probe() {
+            Ok(reply) if reply.starts_with("HTTP/1.1 200 OK") => {}
+            other => failed.push(other),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in flood {
+        t.join().expect("flood thread");
+    }
+    let (opened, closed) = (
+        opened.load(Ordering::Relaxed),
+        closed.load(Ordering::Relaxed),
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {probes} probes failed while {opened} idle connections were opened: {failed:?}",
+        failed.len()
+    );
+    assert!(
+        closed > 0,
+        "of {opened} idle connections the daemon closed none: the flood was not more than it keeps"
+    );
+}
+
 #[test]
 fn cli_through_the_daemon_prints_what_the_direct_path_prints() {
     let dir = tempfile::tempdir().expect("tempdir");
