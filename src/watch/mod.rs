@@ -20,6 +20,9 @@
 //!   and had been learned as spam, or carries `X-Spam-Flag: YES`, unless a copy of it stays
 //!   there unmarked for deletion (the user copied it into Junk and filed the other copy); a
 //!   fresh delivery into a ham folder teaches nothing;
+//! - a copy left in the spam folder that is marked deleted or gone within 15 minutes (a
+//!   client that moves by copying) completes the rescue, seen as it happens or by the next
+//!   rescan;
 //! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
 //!   not unlearned.
 //!
@@ -153,6 +156,24 @@ struct Candidate {
     folder: usize,
     path: PathBuf,
     unique: String,
+}
+
+/// A message file by its user, folder and unique name: one that went from its folder, or
+/// was marked deleted there.
+struct FileAt {
+    user: usize,
+    folder: usize,
+    unique: String,
+}
+
+impl From<Candidate> for FileAt {
+    fn from(c: Candidate) -> FileAt {
+        FileAt {
+            user: c.user,
+            folder: c.folder,
+            unique: c.unique,
+        }
+    }
 }
 
 /// How many messages go to the store in one atomic write, at most: as `spamnb learn`
@@ -432,43 +453,65 @@ impl Watcher {
             .filter(|c| !left.contains(&c.path))
             .map(|c| (c.user, c.folder, c.unique.as_str()))
             .collect();
-        // A copy in a spam folder gone, or marked deleted: a client that moves by copying
-        // may do that long after it filed the other copy, whose rescue then completes.
-        let left_spam = gone
-            .iter()
+        let gone: Vec<FileAt> = (gone.into_iter())
             .filter(|c| !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())))
-            .chain(candidates.iter().filter(|c| trashed(&c.path)));
-        let completing = self.rescues_completed_by(left_spam)?;
-        let mut changes = Vec::new();
-        for c in &gone {
-            if !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())) {
-                let u = &self.users[c.user];
-                seen::gone(&u.user, &u.folders[c.folder].name, &c.unique, &mut changes);
-            }
-        }
-        if !changes.is_empty() {
-            self.engine.current().store.write_notes(&changes)?;
-        }
+            .map(FileAt::from)
+            .collect();
+        let marked: Vec<FileAt> = (candidates.iter())
+            .filter(|c| trashed(&c.path))
+            .cloned()
+            .map(FileAt::from)
+            .collect();
 
         for user in changed_users {
             let before = self.users[user].folders.len();
             self.refresh_folders(user)?;
             // A folder that was just created may hold mail before its watch was set; one
             // that arrived by a rename holds mail filed long ago: it is only recorded.
-            for folder in before..self.users[user].folders.len() {
+            let after = self.users[user].folders.len();
+            for folder in before..after {
                 let path = &self.users[user].folders[folder].path;
-                let renamed = arrived.iter().any(|a| path.starts_with(a));
-                if renamed {
+                if arrived.iter().any(|a| path.starts_with(a)) {
                     info!(
                         "folder watch: {} of {} came by a rename: recording what it holds, learning nothing",
                         escape_control(&self.users[user].folders[folder].name),
                         self.users[user].user
                     );
+                    self.rescan_folders(user, folder..folder + 1, true)?;
+                } else {
+                    self.rescan_folders(user, folder..folder + 1, false)?;
                 }
-                self.rescan_folder(user, folder, renamed)?;
             }
         }
-        self.learn_files(candidates, false)?;
+        self.take_in(candidates, &gone, &marked, false)
+    }
+
+    /// Takes in what changed in a user's folders: the files that have `gone` from their
+    /// folders (the record forgets them), the files `marked` deleted (the `T` flag), and the
+    /// files that `appeared`, which it learns from, or with `baseline` only records.
+    fn take_in(
+        &mut self,
+        appeared: Vec<Candidate>,
+        gone: &[FileAt],
+        marked: &[FileAt],
+        baseline: bool,
+    ) -> Result<(), Error> {
+        // Read before the record forgets the files that went: a copy left in a spam folder
+        // that went or was marked deleted completes the rescue its filing began.
+        let completing = if baseline {
+            Vec::new()
+        } else {
+            self.rescues_completed_by(gone, marked)?
+        };
+        let mut changes = Vec::new();
+        for f in gone {
+            let u = &self.users[f.user];
+            seen::gone(&u.user, &u.folders[f.folder].name, &f.unique, &mut changes);
+        }
+        if !changes.is_empty() {
+            self.engine.current().store.write_notes(&changes)?;
+        }
+        self.learn_files(appeared, baseline)?;
         // Files the record knows, looked at again.
         if !completing.is_empty() {
             let engine = self.engine.current();
@@ -661,9 +704,7 @@ impl Watcher {
                 self.users[user].user
             );
         }
-        for folder in 0..self.users[user].folders.len() {
-            self.rescan_folder(user, folder, baseline)?;
-        }
+        self.rescan_folders(user, 0..self.users[user].folders.len(), baseline)?;
         if baseline {
             let u = &self.users[user];
             store.write_notes(&[seen::baseline_done(&u.user, &u.root.to_string_lossy())])?;
@@ -671,45 +712,59 @@ impl Watcher {
         Ok(())
     }
 
-    /// Handles every file of a folder that the record does not know, and forgets the
-    /// record of files that are gone.
-    fn rescan_folder(&mut self, user: usize, folder: usize, baseline: bool) -> Result<(), Error> {
+    /// Handles every file of the user's `folders` that the record does not know, forgets
+    /// the record of files that are gone, and completes the rescues that a copy left in a
+    /// spam folder, gone or marked deleted since, completes.
+    fn rescan_folders(
+        &mut self,
+        user: usize,
+        folders: std::ops::Range<usize>,
+        baseline: bool,
+    ) -> Result<(), Error> {
         let store = self.engine.current().store.clone();
-        let (name, path) = {
-            let f = &self.users[user].folders[folder];
-            (f.name.clone(), f.path.clone())
-        };
         let user_name = self.users[user].user.clone();
-        let mut known = seen::files_in(&*store, &user_name, &name)?;
         let mut candidates = Vec::new();
-        for sub in ["new", "cur"] {
-            let Ok(entries) = std::fs::read_dir(path.join(sub)) else {
-                continue;
-            };
-            for entry in entries.filter_map(Result::ok) {
-                let file_name = entry.file_name();
-                let Some(unique) = file_name.to_str().and_then(unique_name) else {
+        let mut gone = Vec::new();
+        let mut marked = Vec::new();
+        for folder in folders {
+            let f = &self.users[user].folders[folder];
+            let mut known = seen::files_in(&*store, &user_name, &f.name)?;
+            for sub in ["new", "cur"] {
+                let Ok(entries) = std::fs::read_dir(f.path.join(sub)) else {
                     continue;
                 };
-                if known.remove(unique) {
-                    continue;
+                for entry in entries.filter_map(Result::ok) {
+                    let file_name = entry.file_name();
+                    let Some(unique) = file_name.to_str().and_then(unique_name) else {
+                        continue;
+                    };
+                    let at = FileAt {
+                        user,
+                        folder,
+                        unique: unique.to_string(),
+                    };
+                    if known.remove(unique) {
+                        // Only a copy in a spam folder marked deleted completes anything.
+                        if f.kind == FolderKind::Spam && trashed(&entry.path()) {
+                            marked.push(at);
+                        }
+                        continue;
+                    }
+                    candidates.push(Candidate {
+                        user,
+                        folder,
+                        path: entry.path(),
+                        unique: at.unique,
+                    });
                 }
-                candidates.push(Candidate {
-                    user,
-                    folder,
-                    path: entry.path(),
-                    unique: unique.to_string(),
-                });
             }
+            gone.extend(known.into_iter().map(|unique| FileAt {
+                user,
+                folder,
+                unique,
+            }));
         }
-        let mut changes = Vec::new();
-        for unique in &known {
-            seen::gone(&user_name, &name, unique, &mut changes);
-        }
-        if !changes.is_empty() {
-            store.write_notes(&changes)?;
-        }
-        self.learn_files(candidates, baseline)
+        self.take_in(candidates, &gone, &marked, baseline)
     }
 
     /// Reads the files, decides what each teaches, learns it, and records the files as
@@ -899,8 +954,9 @@ impl Watcher {
 }
 
 /// How long after a copy is filed a copy left in a spam folder, gone or marked deleted,
-/// completes its rescue: long enough for a client's next sync, short enough that a user
-/// who copied spam into Junk and throws it away later is not read as rescuing it.
+/// completes its rescue: long enough for a client's next sync (or a restart of the
+/// watcher), short enough that a user who copied spam into Junk and throws it away later
+/// is not read as rescuing it.
 const RESCUE_WINDOW: Duration = Duration::from_secs(15 * 60);
 
 /// The files in the Maildir folder `dir` (`new/`, then `cur/`, whatever their flags) of
@@ -929,15 +985,17 @@ fn trashed(path: &Path) -> bool {
 }
 
 impl Watcher {
-    /// The filed copies whose rescue the copies `left` in spam folders complete.
-    fn rescues_completed_by<'c>(
+    /// The filed copies whose rescue completes now that a copy left in a spam folder has
+    /// `gone` from there or has been `marked` deleted.
+    fn rescues_completed_by(
         &self,
-        left: impl Iterator<Item = &'c Candidate>,
+        gone: &[FileAt],
+        marked: &[FileAt],
     ) -> Result<Vec<Candidate>, Error> {
         let store = &*self.engine.current().store;
         let since = epoch_secs().saturating_sub(RESCUE_WINDOW.as_secs());
         let mut filed = Vec::new();
-        for c in left {
+        for c in gone.iter().chain(marked) {
             let u = &self.users[c.user];
             let folder = &u.folders[c.folder];
             if folder.kind != FolderKind::Spam {

@@ -778,3 +778,86 @@ fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     handled(&f);
     assert_eq!(f.class_of(&c), Some(Class::Spam), "read, not deleted");
 }
+
+/// A client moves a message out of Junk by copying it and expunges the original later,
+/// while the watcher is stopped: the start-up rescan, which finds the original gone,
+/// completes the rescue.
+#[test]
+fn a_copy_left_in_junk_expunged_while_stopped_completes_the_rescue_at_start() {
+    let mut f = Fixture::new(settings());
+    let (a, m1) = (mail(94), mail(95));
+    let p1 = f.place("INBOX", "1700000095.M.host:2,S", &m1);
+    f.start();
+    let junk_a = f.deliver("Junk", "1700000094.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.deliver("INBOX", "1700000096.C.host", &a);
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    f.stop();
+    std::fs::remove_file(&junk_a).unwrap();
+    f.start();
+    f.stop();
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Ham),
+        "the copy in Junk is gone: rescued"
+    );
+}
+
+/// As above, the copy left in Junk only marked deleted while the watcher is stopped: a
+/// rescan knows the file by its unique name, and still sees its new flag.
+#[test]
+fn a_copy_left_in_junk_marked_deleted_while_stopped_completes_the_rescue_at_start() {
+    let mut f = Fixture::new(settings());
+    let (a, m1) = (mail(96), mail(97));
+    let p1 = f.place("INBOX", "1700000097.M.host:2,S", &m1);
+    f.start();
+    let junk_a = f.deliver("Junk", "1700000096.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.deliver("INBOX", "1700000098.C.host", &a);
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    std::fs::rename(&junk_a, f.folder("Junk").join("cur/1700000096.J.host:2,ST")).unwrap();
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Ham), "marked deleted: rescued");
+}
+
+/// The copy left in Junk expunged, and its event lost in a kernel event-queue overflow:
+/// the rescan that makes up for the lost events completes the rescue.
+#[test]
+fn a_copy_left_in_junk_expunged_before_an_overflow_completes_the_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, m1) = (mail(100), mail(101));
+    let p1 = f.place("INBOX", "1700000101.M.host:2,S", &m1);
+    f.start();
+    let junk_a = f.deliver("Junk", "1700000100.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.deliver("INBOX", "1700000102.C.host", &a);
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    let watcher = Watcher::start(f.settings.clone(), f.engine.clone()).unwrap();
+    std::fs::remove_file(&junk_a).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    watcher.simulate_overflow();
+    let counters = watcher.counters();
+    let token = CancellationToken::new();
+    let t = token.clone();
+    let handle = std::thread::spawn(move || watcher.run(&t).unwrap());
+    wait_until(
+        || counters.rescans.load(Ordering::Relaxed) == 2,
+        "the rescan ran",
+    );
+    token.cancel();
+    handle.join().unwrap();
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Ham),
+        "the copy in Junk is gone: rescued"
+    );
+}
