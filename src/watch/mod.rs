@@ -17,10 +17,15 @@
 //!   that is spamnb's own verdict filed by a Sieve rule, and learning it would only teach
 //!   the filter what it already believes;
 //! - a message moved into a ham folder is relearned as ham when it came from a spam folder
-//!   and had been learned as spam, or carries `X-Spam-Flag: YES`, unless a copy of it stays
-//!   there unmarked for deletion (the user copied it into Junk and filed the other copy); a
-//!   fresh delivery into a ham folder teaches nothing;
-//! - a copy left in the spam folder that is marked deleted or gone within 15 minutes (a
+//!   and had been learned as spam, or carries `X-Spam-Flag: YES`; a fresh delivery into a
+//!   ham folder teaches nothing;
+//! - a file came from the folder that a file of the same message left in the same batch of
+//!   events or rescan (a move; a folder other than a spam folder if there is one, so that
+//!   mail filed from INBOX to Archive while its copy in Junk is thrown away came from
+//!   INBOX), else from the folder the message was last seen in (a copy made there, or a
+//!   move the watcher did not see);
+//! - a copy made out of a spam folder while the one copied stays there unmarked for
+//!   deletion rescues nothing yet; that one marked deleted or gone within 15 minutes (a
 //!   client that moves by copying) completes the rescue, seen as it happens or by the next
 //!   rescan;
 //! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
@@ -175,6 +180,11 @@ impl From<Candidate> for FileAt {
         }
     }
 }
+
+/// The messages (by user and digest) that files left folders with in one batch of events
+/// or one rescan, and the folders they left: a file of one of them that arrives in another
+/// folder was moved from there, not copied from where the message was last seen.
+type Departures = HashMap<(usize, Digest), Vec<usize>>;
 
 /// How many messages go to the store in one atomic write, at most: as `spamnb learn`
 /// batches, since a write rewrites every bucket of counts it touches.
@@ -496,12 +506,15 @@ impl Watcher {
         marked: &[FileAt],
         baseline: bool,
     ) -> Result<(), Error> {
-        // Read before the record forgets the files that went: a copy left in a spam folder
+        // Read before the record forgets the files that went: what they held tells a file
+        // moved from one folder to another from a copy, and a copy left in a spam folder
         // that went or was marked deleted completes the rescue its filing began.
-        let completing = if baseline {
-            Vec::new()
+        let (departures, completing) = if baseline {
+            (Departures::new(), Vec::new())
         } else {
-            self.rescues_completed_by(gone, marked)?
+            let departures = self.departures(gone)?;
+            let completing = self.rescues_completed_by(&departures, marked)?;
+            (departures, completing)
         };
         let mut changes = Vec::new();
         for f in gone {
@@ -511,11 +524,11 @@ impl Watcher {
         if !changes.is_empty() {
             self.engine.current().store.write_notes(&changes)?;
         }
-        self.learn_files(appeared, baseline)?;
+        self.learn_files(appeared, baseline, &departures)?;
         // Files the record knows, looked at again.
         if !completing.is_empty() {
             let engine = self.engine.current();
-            self.learn_chunk(&engine, &completing, false)?;
+            self.learn_chunk(&engine, &completing, false, &departures)?;
         }
         Ok(())
     }
@@ -714,7 +727,8 @@ impl Watcher {
 
     /// Handles every file of the user's `folders` that the record does not know, forgets
     /// the record of files that are gone, and completes the rescues that a copy left in a
-    /// spam folder, gone or marked deleted since, completes.
+    /// spam folder, gone or marked deleted since, completes: all the folders at once, so
+    /// that a file moved from one to another while nobody watched is known as moved.
     fn rescan_folders(
         &mut self,
         user: usize,
@@ -768,8 +782,14 @@ impl Watcher {
     }
 
     /// Reads the files, decides what each teaches, learns it, and records the files as
-    /// seen. With `baseline`, only records them.
-    fn learn_files(&mut self, candidates: Vec<Candidate>, baseline: bool) -> Result<(), Error> {
+    /// seen. With `baseline`, only records them. `departures` are the files of messages
+    /// that left their folders in the same batch of events or rescan.
+    fn learn_files(
+        &mut self,
+        candidates: Vec<Candidate>,
+        baseline: bool,
+        departures: &Departures,
+    ) -> Result<(), Error> {
         let engine = self.engine.current();
         let store = engine.store.clone();
         // A flag change renames a file the record knows: skipped before reading it.
@@ -793,7 +813,7 @@ impl Watcher {
         for (i, c) in fresh.iter().enumerate() {
             bytes += std::fs::metadata(&c.path).map_or(0, |m| m.len());
             if i + 1 - start >= BATCH || bytes >= BATCH_BYTES || i + 1 == fresh.len() {
-                self.learn_chunk(&engine, &fresh[start..=i], baseline)?;
+                self.learn_chunk(&engine, &fresh[start..=i], baseline, departures)?;
                 start = i + 1;
                 bytes = 0;
             }
@@ -806,6 +826,7 @@ impl Watcher {
         engine: &Engine,
         chunk: &[Candidate],
         baseline: bool,
+        departures: &Departures,
     ) -> Result<(), Error> {
         let store = &*engine.store;
         let read: Vec<Option<(Vec<u8>, Digest)>> = chunk
@@ -859,28 +880,39 @@ impl Watcher {
                 Counters::add(&self.counters.unreadable, 1);
             } else if !baseline {
                 let previous = seen::last_folder(store, user, d)?;
-                let moved_from = previous
-                    .as_deref()
-                    .filter(|p| *p != folder.name)
-                    .map(|p| classify(p, &self.settings));
+                // Moved here from the folder a file of it left at the same time; else a
+                // copy (or a move the watcher did not see) of where it was last seen. A
+                // message whose last place was forgotten comes as a delivery.
+                let moved = (previous.is_some())
+                    .then(|| self.moved_from(c, d, departures))
+                    .flatten();
+                let from = match moved {
+                    Some(f) => Some(self.users[c.user].folders[f].name.clone()),
+                    None => previous.clone().filter(|p| *p != folder.name),
+                };
+                let moved_from = from.as_deref().map(|p| classify(p, &self.settings));
                 let learned = store.ledger_entry(d)?.map(|e| e.class);
                 let target = decide(folder.kind, moved_from, learned, carries_spam_flag(raw));
-                // Another copy filed while one stays in the spam folder (copied into Junk,
-                // not moved) rescues nothing. That folder stays where it was last seen, so
-                // that moving the copy out of it later is the rescue.
                 if target == Some(Class::Ham)
                     && moved_from == Some(FolderKind::Spam)
-                    && let Some(from) = &previous
-                    && self.copy_stays(c.user, from, d)?
+                    && let Some(from) = &from
                 {
-                    info!(
-                        "folder watch: {} is a copy; another stays in {}: not relearned",
-                        shown(&c.path),
-                        escape_control(from)
-                    );
-                    seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
-                    seen::rescue_begun(user, d, &folder.name, &c.unique, seen_at, &mut notes);
-                    continue;
+                    let copies = seen::copies_in(store, user, from, d)?;
+                    if self.copy_stays(c.user, from, &copies) {
+                        // Out of the spam folder while another copy stays there unmarked
+                        // for deletion: no rescue yet. That folder stays where it was last
+                        // seen, so that moving that copy out of it later is the rescue,
+                        // and marking it deleted or expunging it soon completes this one
+                        // (a client that moves by copying).
+                        info!(
+                            "folder watch: {} is a copy; another stays in {}: not relearned",
+                            shown(&c.path),
+                            escape_control(from)
+                        );
+                        seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
+                        seen::rescue_begun(user, d, &folder.name, &c.unique, seen_at, &mut notes);
+                        continue;
+                    }
                 }
                 if let Some(target) = target.filter(|&t| Some(t) != learned) {
                     if target == Class::Ham {
@@ -893,6 +925,19 @@ impl Watcher {
                             .entry((c.user, c.folder, target.name()))
                             .or_default() += 1;
                     }
+                }
+                // Filed from one folder to another while a copy stays in the spam folder
+                // it was last seen in: that stays where it was last seen, so that a copy
+                // made out of it later is still a rescue.
+                if moved.is_some()
+                    && moved_from != Some(FolderKind::Spam)
+                    && folder.kind != FolderKind::Spam
+                    && let Some(last) = previous.as_deref().filter(|p| *p != folder.name)
+                    && classify(last, &self.settings) == FolderKind::Spam
+                    && !seen::copies_in(store, user, last, d)?.is_empty()
+                {
+                    seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
+                    continue;
                 }
             }
             seen::seen(user, &folder.name, &c.unique, d, seen_at, &mut notes);
@@ -953,10 +998,10 @@ impl Watcher {
     }
 }
 
-/// How long after a copy is filed a copy left in a spam folder, gone or marked deleted,
-/// completes its rescue: long enough for a client's next sync (or a restart of the
-/// watcher), short enough that a user who copied spam into Junk and throws it away later
-/// is not read as rescuing it.
+/// How long after a copy is made out of a spam folder the one left there, gone or marked
+/// deleted, completes its rescue: long enough for a client's next sync (or a restart of
+/// the watcher), short enough that a user who copied mail out of Junk, keeping it there,
+/// and empties Junk days later is not read as rescuing it then.
 const RESCUE_WINDOW: Duration = Duration::from_secs(15 * 60);
 
 /// The files in the Maildir folder `dir` (`new/`, then `cur/`, whatever their flags) of
@@ -985,25 +1030,65 @@ fn trashed(path: &Path) -> bool {
 }
 
 impl Watcher {
+    /// What the record says the files that `gone` from their folders held: the messages
+    /// that left a folder in this batch of events or rescan, and the folders they left.
+    fn departures(&self, gone: &[FileAt]) -> Result<Departures, Error> {
+        let store = &*self.engine.current().store;
+        let mut departures = Departures::new();
+        for f in gone {
+            let u = &self.users[f.user];
+            if let Some(d) =
+                seen::file_digest(store, &u.user, &u.folders[f.folder].name, &f.unique)?
+            {
+                departures.entry((f.user, d)).or_default().push(f.folder);
+            }
+        }
+        Ok(departures)
+    }
+
+    /// The folder the file `c` of the message `digest` was moved from: one that a file of
+    /// the message left in the same batch or rescan. A spam folder only when no other
+    /// folder lost it: mail filed from INBOX to Archive while its copy in Junk is thrown
+    /// away came out of INBOX. None when no file of it left a folder: a copy, or a
+    /// delivery.
+    fn moved_from(&self, c: &Candidate, digest: &Digest, departures: &Departures) -> Option<usize> {
+        let folders = &self.users[c.user].folders;
+        let left: Vec<usize> = (departures.get(&(c.user, *digest))?.iter().copied())
+            .filter(|&f| f != c.folder)
+            .collect();
+        (left.iter().find(|&&f| folders[f].kind != FolderKind::Spam))
+            .or(left.first())
+            .copied()
+    }
+
     /// The filed copies whose rescue completes now that a copy left in a spam folder has
-    /// `gone` from there or has been `marked` deleted.
+    /// gone from there (in `departures`) or has been `marked` deleted.
     fn rescues_completed_by(
         &self,
-        gone: &[FileAt],
+        departures: &Departures,
         marked: &[FileAt],
     ) -> Result<Vec<Candidate>, Error> {
         let store = &*self.engine.current().store;
         let since = epoch_secs().saturating_sub(RESCUE_WINDOW.as_secs());
-        let mut filed = Vec::new();
-        for c in gone.iter().chain(marked) {
-            let u = &self.users[c.user];
-            let folder = &u.folders[c.folder];
-            if folder.kind != FolderKind::Spam {
-                continue;
+        let in_spam =
+            |user: usize, folder: usize| self.users[user].folders[folder].kind == FolderKind::Spam;
+        let mut left: Vec<(usize, Digest)> = (departures.iter())
+            .filter(|((user, _), folders)| folders.iter().any(|&f| in_spam(*user, f)))
+            .map(|(&key, _)| key)
+            .collect();
+        for f in marked.iter().filter(|f| in_spam(f.user, f.folder)) {
+            let u = &self.users[f.user];
+            if let Some(d) =
+                seen::file_digest(store, &u.user, &u.folders[f.folder].name, &f.unique)?
+            {
+                left.push((f.user, d));
             }
-            let Some(d) = seen::file_digest(store, &u.user, &folder.name, &c.unique)? else {
-                continue;
-            };
+        }
+        left.sort_unstable();
+        left.dedup();
+        let mut filed = Vec::new();
+        for (user, d) in left {
+            let u = &self.users[user];
             let Some((name, unique)) = seen::rescue_pending(store, &u.user, &d, since)? else {
                 continue;
             };
@@ -1013,7 +1098,7 @@ impl Watcher {
             let named = HashSet::from([unique.clone()]);
             if let Some(path) = message_files(&u.folders[at].path, &named).pop() {
                 filed.push(Candidate {
-                    user: c.user,
+                    user,
                     folder: at,
                     path,
                     unique,
@@ -1023,21 +1108,20 @@ impl Watcher {
         Ok(filed)
     }
 
-    /// Whether a copy of the message `digest` is still in `user`'s folder `folder_name`,
-    /// and not marked deleted (a client that moves by copying may expunge later).
-    fn copy_stays(&self, user: usize, folder_name: &str, digest: &Digest) -> Result<bool, Error> {
-        let u = &self.users[user];
-        let Some(folder) = u.folders.iter().find(|f| f.name == folder_name) else {
-            return Ok(false);
-        };
-        let store = &*self.engine.current().store;
-        let copies = seen::copies_in(store, &u.user, folder_name, digest)?;
-        if copies.is_empty() {
-            return Ok(false);
-        }
-        Ok(message_files(&folder.path, &copies)
+    /// Whether one of the files `copies` recorded in `user`'s folder `folder_name` is still
+    /// there and not marked deleted (a client that moves by copying may expunge later).
+    fn copy_stays(&self, user: usize, folder_name: &str, copies: &HashSet<String>) -> bool {
+        let Some(folder) = self.users[user]
+            .folders
             .iter()
-            .any(|p| !trashed(p)))
+            .find(|f| f.name == folder_name)
+        else {
+            return false;
+        };
+        !copies.is_empty()
+            && message_files(&folder.path, copies)
+                .iter()
+                .any(|p| !trashed(p))
     }
 }
 

@@ -10,8 +10,8 @@
 //!   message came from;
 //! - `u` user → the Maildir root: the user's first scan is done;
 //! - `r` user NUL digest → a folder, NUL, a unique name, NUL, when: a copy of a message
-//!   learned as spam filed there while another stayed in a spam folder, a rescue that the
-//!   copy left behind, once marked deleted or gone, completes.
+//!   learned as spam made there out of a spam folder while the one copied stayed, a rescue
+//!   that the copy left behind, once marked deleted or gone, completes.
 
 use std::collections::HashSet;
 
@@ -49,8 +49,8 @@ fn rescue_key(user: &str, digest: &Digest) -> Vec<u8> {
     key(b'r', &[user.as_bytes(), digest])
 }
 
-/// A rescue begun: `user` filed the copy `unique` of `digest` in `folder` at `now` while
-/// another stayed in a spam folder.
+/// A rescue begun: `user` made the copy `unique` of `digest` in `folder` at `now` out of a
+/// spam folder, where the one copied stayed.
 pub fn rescue_begun(
     user: &str,
     digest: &Digest,

@@ -679,7 +679,8 @@ fn links_and_files_that_are_not_mail_are_not_learned() {
 }
 
 /// Copied into Junk, not moved: the copy in Junk is learned as spam, and filing the other
-/// copy away rescues nothing. Moving the copy out of Junk later is the rescue.
+/// copy away rescues nothing. Moving the copy out of Junk later is the rescue, and so is
+/// copying it out by a client that then marks the one in Junk deleted.
 #[test]
 fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
     let mut f = Fixture::new(settings());
@@ -687,6 +688,11 @@ fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
     let inbox_copy = f.place("INBOX", "1700000060.A.host:2,S", &a);
     let p1 = f.place("INBOX", "1700000061.M.host:2,S", &m1);
     let p2 = f.place("INBOX", "1700000062.M.host:2,S", &m2);
+    let (b, m3, m4, m5) = (mail(66), mail(67), mail(68), mail(69));
+    let inbox_b = f.place("INBOX", "1700000066.B.host:2,S", &b);
+    let p3 = f.place("INBOX", "1700000067.M.host:2,S", &m3);
+    let p4 = f.place("INBOX", "1700000068.M.host:2,S", &m4);
+    let p5 = f.place("INBOX", "1700000069.M.host:2,S", &m5);
     f.start();
     // An IMAP COPY: a new file, of a new name, in Junk.
     let junk_copy = f.deliver("Junk", "1700000063.J.host", &a);
@@ -704,6 +710,28 @@ fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
     f.wait_learned(&m2, Class::Spam);
     assert_eq!(f.class_of(&a), Some(Class::Ham), "out of Junk: rescued");
     assert_eq!(f.messages(), [1, 2]);
+
+    // The same, the copy in Junk taken out by a client that moves by copying: a new file
+    // in INBOX, the one in Junk marked deleted and expunged on its next sync.
+    let junk_b = f.deliver("Junk", "1700000070.J.host", &b);
+    f.wait_learned(&b, Class::Spam);
+    f.move_to(&inbox_b, "Archive");
+    f.move_to(&p3, "Junk");
+    f.wait_learned(&m3, Class::Spam);
+    f.deliver("INBOX", "1700000070.C.host", &b);
+    f.move_to(&p4, "Junk");
+    f.wait_learned(&m4, Class::Spam);
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "a copy stays in Junk");
+    let flagged = f.folder("Junk").join("cur/1700000070.J.host:2,ST");
+    std::fs::rename(&junk_b, &flagged).unwrap();
+    std::fs::remove_file(&flagged).unwrap();
+    f.move_to(&p5, "Junk");
+    f.wait_learned(&m5, Class::Spam);
+    assert_eq!(
+        f.class_of(&b),
+        Some(Class::Ham),
+        "copied out of Junk: rescued"
+    );
 }
 
 /// A client that moves by copying and marking the original deleted may expunge it later:
@@ -777,6 +805,34 @@ fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     std::fs::rename(&junk_c, f.folder("Junk").join("cur/1700000078.J.host:2,S")).unwrap();
     handled(&f);
     assert_eq!(f.class_of(&c), Some(Class::Spam), "read, not deleted");
+}
+
+/// A user copies spam into Junk (learned as spam), files the original from INBOX in
+/// Archive, then empties Junk a few minutes later: nothing came out of Junk, so nothing
+/// was rescued. Filing the original had begun a rescue that deleting the copy completed.
+#[test]
+fn deleting_the_copy_in_junk_after_filing_the_original_keeps_it_spam() {
+    let mut f = Fixture::new(settings());
+    let (a, m1, m2) = (mail(90), mail(91), mail(92));
+    let inbox_copy = f.place("INBOX", "1700000090.A.host:2,S", &a);
+    let p1 = f.place("INBOX", "1700000091.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000092.M.host:2,S", &m2);
+    f.start();
+    let junk_copy = f.deliver("Junk", "1700000093.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.move_to(&inbox_copy, "Archive");
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    // Junk emptied (the copy expunged, not moved anywhere).
+    std::fs::remove_file(&junk_copy).unwrap();
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "deleting the spam from Junk is no rescue of the filed original"
+    );
 }
 
 /// A client moves a message out of Junk by copying it and expunges the original later,
@@ -859,5 +915,67 @@ fn a_copy_left_in_junk_expunged_before_an_overflow_completes_the_rescue() {
         f.class_of(&a),
         Some(Class::Ham),
         "the copy in Junk is gone: rescued"
+    );
+}
+
+/// Mail copied into Junk, the copy deleted there (Junk emptied), and the original filed
+/// from INBOX into Archive later, or as Junk is emptied: it never came out of Junk, so it
+/// stays learned as spam.
+#[test]
+fn filing_the_original_after_emptying_junk_of_its_copy_rescues_nothing() {
+    let mut f = Fixture::new(settings());
+    let (a, c, m1, m2) = (mail(103), mail(114), mail(105), mail(106));
+    let inbox_a = f.place("INBOX", "1700000103.A.host:2,S", &a);
+    let inbox_c = f.place("INBOX", "1700000114.C.host:2,S", &c);
+    let p1 = f.place("INBOX", "1700000105.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000106.M.host:2,S", &m2);
+    f.start();
+    let junk_a = f.deliver("Junk", "1700000107.J.host", &a);
+    let junk_c = f.deliver("Junk", "1700000115.J.host", &c);
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&c, Class::Spam);
+    std::fs::remove_file(&junk_a).unwrap();
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    f.move_to(&inbox_a, "Archive");
+    // C filed, and its copy in Junk deleted, at once: one batch sees both go.
+    f.move_to(&inbox_c, "Archive");
+    std::fs::remove_file(&junk_c).unwrap();
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "moved from INBOX");
+    assert_eq!(
+        f.class_of(&c),
+        Some(Class::Spam),
+        "moved from INBOX as Junk was emptied"
+    );
+}
+
+/// The original of mail copied into Junk filed while the watcher is stopped, and Junk
+/// emptied after it started: the start-up rescan sees the original leave INBOX as it sees
+/// it arrive in Archive, so that filing began no rescue.
+#[test]
+fn filing_the_original_while_stopped_then_emptying_junk_keeps_it_spam() {
+    let mut f = Fixture::new(settings());
+    let (a, m1, m2) = (mail(110), mail(111), mail(112));
+    let inbox_a = f.place("INBOX", "1700000110.A.host:2,S", &a);
+    let p1 = f.place("INBOX", "1700000111.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000112.M.host:2,S", &m2);
+    f.start();
+    let junk_a = f.deliver("Junk", "1700000113.J.host", &a);
+    f.wait_learned(&a, Class::Spam);
+    f.stop();
+    f.move_to(&inbox_a, "Archive");
+    f.move_to(&p1, "Junk");
+    f.start();
+    assert_eq!(f.class_of(&m1), Some(Class::Spam));
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    std::fs::remove_file(&junk_a).unwrap();
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "deleting the spam from Junk is no rescue of the filed original"
     );
 }

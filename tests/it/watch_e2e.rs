@@ -357,7 +357,8 @@ impl Dovecot {
 
 /// Runs IMAP commands as ann (password `secret`) on a Dovecot at 127.0.0.1:`port`, through
 /// Python's imaplib: `append N [FOLDER]` (INBOX unless named), `create FOLDER`,
-/// `move N FROM TO`, `copy N FROM TO` (N: the number in the message's subject).
+/// `move N FROM TO`, `copy N FROM TO`, `delete N FOLDER` (marks it deleted), `expunge
+/// FOLDER` (N: the number in the message's subject).
 fn imap(port: u16, commands: &[&str], mails: &dyn Fn(usize) -> String) {
     let mut script = format!(
         "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {port})\nm.login('ann', 'secret')\n\
@@ -380,6 +381,13 @@ fn imap(port: u16, commands: &[&str], mails: &dyn Fn(usize) -> String) {
             [verb @ ("move" | "copy"), n, from, to] => script.push_str(&format!(
                 "t, d = m.uid('{}', find({n}, '{from}'), '{to}')\nassert t == 'OK', d\n",
                 verb.to_uppercase()
+            )),
+            ["delete", n, folder] => script.push_str(&format!(
+                "t, d = m.uid('STORE', find({n}, '{folder}'), '+FLAGS', '(\\\\Deleted)')\n\
+                 assert t == 'OK', d\n"
+            )),
+            ["expunge", folder] => script.push_str(&format!(
+                "m.select('{folder}')\nt, d = m.expunge()\nassert t == 'OK', d\n"
             )),
             _ => panic!("bad IMAP step {c}"),
         }
@@ -584,6 +592,80 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
         "a delivery into INBOX teaches nothing"
     );
     drop(dovecot);
+}
+
+/// Through a real Dovecot, whose MOVE links the file into the other folder and expunges the
+/// original at once: mail copied into Junk, its original then filed in Archive and its copy
+/// in Junk deleted (at once, or later), stays spam; mail copied out of Junk by a client
+/// that moves by copying, the copy left there deleted later, is rescued.
+#[test]
+fn dovecot_filing_beside_a_copy_in_junk_is_no_rescue_and_copying_out_is() {
+    let Some(dir) = dovecot_dir() else {
+        return;
+    };
+    let Some(dovecot) = Dovecot::start(dir.path(), "") else {
+        return;
+    };
+    let mails = |n: usize| mail(n);
+    dovecot.imap(
+        &[
+            "append 7301",
+            "append 7302",
+            "append 7304",
+            "create Archive",
+        ],
+        &mails,
+    );
+    let db = dir.path().join("db");
+    let root = dir.path().join("home/ann/Maildir");
+    let config = write_config(dir.path(), "ann", &root);
+    let (watcher, log) = watch_logged(&config, &db);
+
+    dovecot.imap(
+        &[
+            "copy 7301 INBOX Junk",
+            "copy 7302 INBOX Junk",
+            "append 7303 Junk",
+        ],
+        &mails,
+    );
+    for _ in 0..3 {
+        log.wait_for("as spam for ann");
+    }
+    dovecot.imap(
+        &[
+            "move 7301 INBOX Archive",
+            "delete 7301 Junk",
+            "expunge Junk",
+            "move 7302 INBOX Archive",
+        ],
+        &mails,
+    );
+    dovecot.imap(&["delete 7302 Junk", "expunge Junk"], &mails);
+    dovecot.imap(&["copy 7303 Junk INBOX"], &mails);
+    log.wait_for("another stays in");
+    dovecot.imap(&["delete 7303 Junk", "expunge Junk"], &mails);
+    log.wait_for("as ham for ann");
+    dovecot.imap(&["move 7304 INBOX Junk"], &mails);
+    log.wait_for("as spam for ann");
+    stop_watcher(watcher);
+    drop(dovecot);
+
+    let (counts, ledger) = learned(&db);
+    let class = |n: usize| ledger.get(&hex(&mail(n))).map(String::as_str);
+    assert_eq!(
+        class(7301),
+        Some("spam ann"),
+        "filed as its copy in Junk went"
+    );
+    assert_eq!(
+        class(7302),
+        Some("spam ann"),
+        "filed, then its copy in Junk went"
+    );
+    assert_eq!(class(7303), Some("ham ann"), "copied out of Junk");
+    assert_eq!(class(7304), Some("spam ann"));
+    assert_eq!(counts, [1, 3]);
 }
 
 fn walkdir_names(root: &Path) -> Vec<String> {
