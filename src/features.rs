@@ -216,22 +216,28 @@ impl Extractor {
     }
 
     fn read(&self, raw: &[u8], both: bool) -> Readings {
+        use crate::tokenize::{body_words, mostly_hidden, other_tokens};
         let msg = crate::message::Message::parse(raw, self.scan_limit);
-        let rule_hits = self.rules.as_ref().map(|rules| rules.evaluate(&msg));
-        let reading = |hidden_as_words| {
-            // About one distinct feature per 8 bytes of text, and half its bytes: a guess
-            // that spares most of the growing without reserving much a message never uses.
-            let mut features =
-                Features::with_capacity(msg.text.len() / 8 + 64, msg.text.len() / 2 + 1024);
-            crate::tokenize::tokenize(&msg, &self.tokenizer, hidden_as_words, &mut features);
-            for name in rule_hits.iter().flatten() {
-                features.add_joined(&[RULE_PREFIX, name]);
+        // About one distinct feature per 8 bytes of text, and half its bytes: a guess
+        // that spares most of the growing without reserving much a message never uses.
+        let mut learned =
+            Features::with_capacity(msg.text.len() / 8 + 64, msg.text.len() / 2 + 1024);
+        other_tokens(&msg, &self.tokenizer, &mut learned);
+        if let Some(rules) = &self.rules {
+            for name in rules.evaluate(&msg) {
+                learned.add_joined(&[RULE_PREFIX, name]);
             }
-            features
-        };
+        }
+        // The two readings differ in the text's words alone: the rest is made once.
+        let hidden_read = (both && mostly_hidden(&msg)).then(|| {
+            let mut hidden_read = learned.clone();
+            body_words(&msg, &self.tokenizer, true, &mut hidden_read);
+            hidden_read
+        });
+        body_words(&msg, &self.tokenizer, false, &mut learned);
         Readings {
-            learned: reading(false),
-            hidden_read: (both && crate::tokenize::mostly_hidden(&msg)).then(|| reading(true)),
+            learned,
+            hidden_read,
         }
     }
 }

@@ -53,7 +53,7 @@ impl Default for TokenizerOptions {
 /// What a word of HTML its reader is not shown becomes: `hidden:WORD`.
 pub const HIDDEN_PREFIX: &str = "hidden:";
 
-/// The sign of a message whose text is mostly hidden, read as words all the same.
+/// The sign of a message whose text is mostly hidden ([`mostly_hidden`]).
 const MOSTLY_HIDDEN: &str = "anomaly:mostly_hidden";
 
 /// Whether most of `msg`'s text is hidden from its reader. Padding is part of a message,
@@ -64,10 +64,16 @@ pub fn mostly_hidden(msg: &Message) -> bool {
     hidden_bytes * 2 > msg.text.len()
 }
 
-/// Adds every token of `msg` to `out`. Its hidden words are features of their own
+/// Adds the words of `msg`'s text to `out`. Its hidden words are features of their own
 /// (`hidden:WORD`), unless `hidden_as_words`: the second reading of a message
-/// [`mostly_hidden`] (see [`crate::features::Readings`]).
-pub fn tokenize(msg: &Message, opts: &TokenizerOptions, hidden_as_words: bool, out: &mut Features) {
+/// [`mostly_hidden`] (see [`crate::features::Readings`]), which differs from the first in
+/// these alone.
+pub fn body_words(
+    msg: &Message,
+    opts: &TokenizerOptions,
+    hidden_as_words: bool,
+    out: &mut Features,
+) {
     let mut previous: Option<String> = None;
     let mut body_word = |w: &str| {
         if opts.pair_tokens {
@@ -89,6 +95,11 @@ pub fn tokenize(msg: &Message, opts: &TokenizerOptions, hidden_as_words: bool, o
         words(&shown, opts, &mut body_word);
         words(&hidden, opts, &mut |w| out.add_joined(&[HIDDEN_PREFIX, w]));
     }
+}
+
+/// Adds every token of `msg` but the words of its text to `out`: the sign of a message
+/// mostly hidden, and the header, HTML tag, URL, anomaly and attachment tokens.
+pub fn other_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     if mostly_hidden(msg) {
         out.add(MOSTLY_HIDDEN);
     }
@@ -583,7 +594,8 @@ mod tests {
     fn tokens_of(raw: &[u8], opts: &TokenizerOptions) -> Features {
         let msg = Message::parse(raw, 1 << 20);
         let mut f = Features::new();
-        tokenize(&msg, opts, false, &mut f);
+        body_words(&msg, opts, false, &mut f);
+        other_tokens(&msg, opts, &mut f);
         f
     }
 
@@ -612,8 +624,9 @@ mod tests {
             let msg = Message::parse(raw.as_bytes(), 1 << 20);
             assert!(mostly_hidden(&msg), "{html:?}");
             for (hidden_as_words, as_word) in [(false, 0), (true, 1)] {
-                let mut f = Features::new();
-                tokenize(&msg, &TokenizerOptions::default(), hidden_as_words, &mut f);
+                let (opts, mut f) = (TokenizerOptions::default(), Features::new());
+                body_words(&msg, &opts, hidden_as_words, &mut f);
+                other_tokens(&msg, &opts, &mut f);
                 for word in ["cheap", "pills", "prescription"] {
                     let apart = format!("{HIDDEN_PREFIX}{word}");
                     let counts = (f.count(word), f.count(&apart));
@@ -645,8 +658,9 @@ mod tests {
         let unread = swap("div .a", "div .b");
         let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{unread}\n");
         let msg = Message::parse(raw.as_bytes(), 1 << 20);
-        let mut f = Features::new();
-        tokenize(&msg, &TokenizerOptions::default(), true, &mut f);
+        let (opts, mut f) = (TokenizerOptions::default(), Features::new());
+        body_words(&msg, &opts, true, &mut f);
+        other_tokens(&msg, &opts, &mut f);
         for word in ["cheap", "pills", "prescription", "meeting", MOSTLY_HIDDEN] {
             assert_eq!(f.count(word), 1, "{word} in {unread:?}: {:?}", f.sorted());
         }
