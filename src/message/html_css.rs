@@ -107,25 +107,17 @@ pub(super) fn without_comments(css: &str) -> Cow<'_, str> {
     }
     let mut out = String::with_capacity(css.len());
     let (mut at, mut copied) = (0, 0);
-    let mut quote = None;
-    while at < bytes.len() {
-        let b = bytes[at];
-        match quote {
-            Some(_) if b == b'\\' => at += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if b == b'"' || b == b'\'' => quote = Some(b),
-            None if bytes[at..].starts_with(b"/*") => {
-                out.push_str(&css[copied..at]);
-                out.push(' ');
-                at = memchr::memmem::find(&bytes[at + 2..], b"*/")
-                    .map_or(bytes.len(), |e| at + 2 + e + 2);
-                copied = at;
-                continue;
-            }
-            None => {}
+    // Each search starts outside quotes: after a comment, or after a `/` outside them.
+    while let Some(slash) = find_outside_quotes(bytes, at, b"/") {
+        if bytes.get(slash + 1) != Some(&b'*') {
+            at = slash + 1;
+            continue;
         }
-        at += 1;
+        out.push_str(&css[copied..slash]);
+        out.push(' ');
+        at =
+            memchr::memmem::find(&bytes[slash + 2..], b"*/").map_or(bytes.len(), |e| slash + 4 + e);
+        copied = at;
     }
     out.push_str(&css[copied.min(bytes.len())..]);
     out.into()
