@@ -1112,18 +1112,24 @@ impl<'s> Declared<'s> {
             value
                 .is_some_and(|v| v.eq_ignore_ascii_case("hidden") || v.eq_ignore_ascii_case("clip"))
         };
+        // One axis: its overflow, its size, largest and least sizes, and its two paddings.
+        let clipped = |overflow, size, max, min, padded: [bool; 2]| {
+            hidden(overflow) && (below(size) || below(max)) && !roomy(min) && padded == [false; 2]
+        };
         let [top, right, bottom, left] = self.padded;
-        let vertical = hidden(self.overflow_y)
-            && (below(self.height) || below(self.max_height))
-            && !roomy(self.min_height)
-            && !top
-            && !bottom;
-        let horizontal = hidden(self.overflow_x)
-            && (below(self.width) || below(self.max_width))
-            && !roomy(self.min_width)
-            && !left
-            && !right;
-        vertical || horizontal
+        clipped(
+            self.overflow_y,
+            self.height,
+            self.max_height,
+            self.min_height,
+            [top, bottom],
+        ) || clipped(
+            self.overflow_x,
+            self.width,
+            self.max_width,
+            self.min_width,
+            [left, right],
+        )
     }
 }
 
@@ -1940,6 +1946,12 @@ mod tests {
     #[test]
     fn a_style_sheet_hides_text() {
         assert_hides(&[
+            // A `<body>` after the sheet takes its rules once: 60% twice would be 5.8 px.
+            ("<style>body{font-size:60%}</style><body>cheap</body>", &[]),
+            (
+                "<style>body{font-size:0}</style><body>meeting",
+                &["meeting"],
+            ),
             (
                 "<style>.x{display:none}</style><p class=x>meeting</p>cheap",
                 &["meeting"],
