@@ -481,16 +481,15 @@ impl Watcher {
             let after = self.users[user].folders.len();
             for folder in before..after {
                 let path = &self.users[user].folders[folder].path;
-                if arrived.iter().any(|a| path.starts_with(a)) {
+                let renamed = arrived.iter().any(|a| path.starts_with(a));
+                if renamed {
                     info!(
                         "folder watch: {} of {} came by a rename: recording what it holds, learning nothing",
                         escape_control(&self.users[user].folders[folder].name),
                         self.users[user].user
                     );
-                    self.rescan_folders(user, folder..folder + 1, true)?;
-                } else {
-                    self.rescan_folders(user, folder..folder + 1, false)?;
                 }
+                self.rescan_folders(user, folder..folder + 1, renamed)?;
             }
         }
         self.take_in(candidates, &gone, &marked, false)
