@@ -762,7 +762,7 @@ fn a_copy_left_in_junk_marked_deleted_does_not_stop_a_rescue() {
 fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     let mut f = Fixture::new(settings());
     let (a, b) = (mail(70), mail(74));
-    let markers: Vec<String> = (71..73).chain(75..78).map(mail).collect();
+    let markers: Vec<String> = (71..73).chain(75..78).chain(79..80).map(mail).collect();
     let placed: Vec<PathBuf> = (markers.iter().enumerate())
         .map(|(i, m)| f.place("INBOX", &format!("17000000{}.M.host:2,S", 80 + i), m))
         .collect();
@@ -802,6 +802,8 @@ fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     let junk_c = f.deliver("Junk", "1700000078.J.host", &c);
     f.wait_learned(&c, Class::Spam);
     f.deliver("INBOX", "1700000079.C.host", &c);
+    // Handled apart, so that the rescue has begun when the flag comes.
+    handled(&f);
     std::fs::rename(&junk_c, f.folder("Junk").join("cur/1700000078.J.host:2,S")).unwrap();
     handled(&f);
     assert_eq!(f.class_of(&c), Some(Class::Spam), "read, not deleted");
