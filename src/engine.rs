@@ -27,12 +27,7 @@ impl Engine {
     fn scored(&self, raw: &[u8]) -> Result<(Verdict, Features), Error> {
         let readings = self.extractor.readings(raw);
         let counts = ReadCounts::new(&*self.store);
-        let mut verdict = classify_readings(
-            &readings.learned,
-            readings.hidden_read.as_ref(),
-            &counts,
-            &self.model,
-        );
+        let mut verdict = classify_readings(&readings, &counts, &self.model);
         if let Some(rules) = &self.extractor.rules {
             let decisive = rules.decisive(&verdict.rules);
             verdict.overruled(&decisive);

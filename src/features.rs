@@ -324,10 +324,7 @@ mod tests {
             table.learn(&ex.features(html(ham, "").as_bytes()), Class::Ham, 1);
         }
         let cfg = ModelConfig::default();
-        let score = |raw: &str| {
-            let r = ex.readings(raw.as_bytes());
-            classify_readings(&r.learned, r.hidden_read.as_ref(), &table, &cfg)
-        };
+        let score = |raw: &str| classify_readings(&ex.readings(raw.as_bytes()), &table, &cfg);
         let bare = score(&html(spam, "")).score;
         for pad in [1, 2, 5, 20] {
             let verdict = score(&html(spam, &ham.repeat(pad)));

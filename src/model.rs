@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::features::Features;
+use crate::features::{Features, Readings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -401,13 +401,12 @@ pub fn log_joint(features: &Features, counts: &dyn CountSource, cfg: &ModelConfi
 /// Scores a message's two readings (see [`crate::features::Readings`]): the spammier of
 /// the two when there are two.
 pub fn classify_readings(
-    learned: &Features,
-    hidden_read: Option<&Features>,
+    readings: &Readings,
     counts: &dyn CountSource,
     cfg: &ModelConfig,
 ) -> Verdict {
-    let learned = classify(learned, counts, cfg);
-    let Some(hidden_read) = hidden_read else {
+    let learned = classify(&readings.learned, counts, cfg);
+    let Some(hidden_read) = &readings.hidden_read else {
         return learned;
     };
     let mut other = classify(hidden_read, counts, cfg);

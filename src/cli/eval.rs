@@ -280,7 +280,7 @@ pub fn run(config: &Config, args: &EvalArgs) -> anyhow::Result<ExitCode> {
             let all: std::collections::HashSet<&str> = corpus
                 .items
                 .iter()
-                .flat_map(|i| i.features.iter().map(|(f, _)| f))
+                .flat_map(|i| i.readings.learned.iter().map(|(f, _)| f))
                 .collect();
             all.len()
         });

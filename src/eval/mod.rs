@@ -17,7 +17,7 @@ pub mod table;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::features::{Extractor, Features, Readings};
+use crate::features::{Extractor, Readings};
 use crate::mailbox::{self, Unreadable};
 use crate::model::{self, Class, CountSource, Decision, EventModel, ModelConfig};
 use metrics::{Confusion, Figures};
@@ -27,9 +27,8 @@ use table::{Selection, Table};
 /// One message, reduced to what evaluation needs.
 #[derive(Debug, Clone)]
 pub struct Item {
-    /// As learned; scored with `hidden_read` as the engine scores [`Readings`].
-    pub features: Features,
-    pub hidden_read: Option<Features>,
+    /// Learned as `readings.learned`, scored as the engine scores them.
+    pub readings: Readings,
     pub class: Class,
     /// The rules scored as decisive that hit: they overrule the words here as in the engine.
     pub decisive: Vec<(String, f64)>,
@@ -81,17 +80,12 @@ impl Mail {
             .par_iter()
             .zip(self.classes.par_iter())
             .map(|(raw, &class)| {
-                let Readings {
-                    learned: features,
-                    hidden_read,
-                } = extractor.readings(raw);
-                let decisive = extractor
-                    .rules
-                    .as_ref()
-                    .map_or_else(Vec::new, |rules| rules.decisive(&features.rule_hits()));
+                let readings = extractor.readings(raw);
+                let decisive = extractor.rules.as_ref().map_or_else(Vec::new, |rules| {
+                    rules.decisive(&readings.learned.rule_hits())
+                });
                 Item {
-                    features,
-                    hidden_read,
+                    readings,
                     class,
                     decisive,
                     date: date_of(raw),
@@ -117,7 +111,7 @@ impl Corpus {
     fn table_of<'a>(&self, indices: impl Iterator<Item = &'a usize>) -> Table {
         let mut t = Table::new();
         for &i in indices {
-            t.learn(&self.items[i].features, self.items[i].class, 1);
+            t.learn(&self.items[i].readings.learned, self.items[i].class, 1);
         }
         t
     }
@@ -166,7 +160,7 @@ impl Scored {
 
 /// `item`'s verdict as the engine would give it against `counts`.
 fn verdict(item: &Item, counts: &dyn CountSource, cfg: &ModelConfig) -> model::Verdict {
-    let mut v = model::classify_readings(&item.features, item.hidden_read.as_ref(), counts, cfg);
+    let mut v = model::classify_readings(&item.readings, counts, cfg);
     v.overruled(&item.decisive);
     v
 }
@@ -520,13 +514,13 @@ fn cv_folds(
 
 fn forget(corpus: &Corpus, table: &mut Table, indices: &[usize]) {
     for &i in indices {
-        table.learn(&corpus.items[i].features, corpus.items[i].class, -1);
+        table.learn(&corpus.items[i].readings.learned, corpus.items[i].class, -1);
     }
 }
 
 fn relearn(corpus: &Corpus, table: &mut Table, indices: &[usize]) {
     for &i in indices {
-        table.learn(&corpus.items[i].features, corpus.items[i].class, 1);
+        table.learn(&corpus.items[i].readings.learned, corpus.items[i].class, 1);
     }
 }
 
@@ -586,7 +580,7 @@ fn replay_autolearning(
             let item = &corpus.items[i];
             let v = verdict(item, &*table, cfg);
             if let Some(class) = cfg.autolearned_as(&v) {
-                table.learn(&item.features, class, 1);
+                table.learn(&item.readings.learned, class, 1);
             }
             Scored::of(corpus, i, &v)
         })
@@ -664,7 +658,7 @@ pub fn online(
             (Class::Spam, Decision::Spam) | (Class::Ham, Decision::Ham)
         );
         if training == Training::Everything || !right {
-            table.learn(&item.features, item.class, 1);
+            table.learn(&item.readings.learned, item.class, 1);
             learned += 1;
         }
         scored.push(Scored::of(corpus, i, &v));
@@ -714,13 +708,16 @@ pub fn online_order(corpus: &Corpus, subset: &[usize], order: Order) -> Vec<usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::Features;
 
     fn corpus_of(messages: &[(&str, Class)]) -> Corpus {
         let items = messages
             .iter()
             .map(|(words, class)| Item {
-                features: words.split_whitespace().collect(),
-                hidden_read: None,
+                readings: Readings {
+                    learned: words.split_whitespace().collect(),
+                    hidden_read: None,
+                },
                 class: *class,
                 decisive: Vec::new(),
                 date: None,
@@ -817,8 +814,10 @@ mod tests {
     fn holdout_keeps_the_class_balance() {
         let items = (0..1003)
             .map(|i| Item {
-                features: Features::new(),
-                hidden_read: None,
+                readings: Readings {
+                    learned: Features::new(),
+                    hidden_read: None,
+                },
                 class: if i % 4 == 0 { Class::Spam } else { Class::Ham },
                 decisive: Vec::new(),
                 date: None,
