@@ -933,7 +933,7 @@ impl Watcher {
                     && folder.kind != FolderKind::Spam
                     && let Some(last) = previous.as_deref().filter(|p| *p != folder.name)
                     && classify(last, &self.settings) == FolderKind::Spam
-                    && !seen::copies_in(store, user, last, d)?.is_empty()
+                    && self.copy_stays(c.user, last, &seen::copies_in(store, user, last, d)?)
                 {
                     seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
                     continue;
@@ -1108,7 +1108,9 @@ impl Watcher {
     }
 
     /// Whether one of the files `copies` recorded in `user`'s folder `folder_name` is still
-    /// there and not marked deleted (a client that moves by copying may expunge later).
+    /// there and not marked deleted (a client that moves by copying may expunge later): the
+    /// one test of a copy staying in a spam folder. The disk, not the record: the record
+    /// knows no flags, and a file may go before its event is handled.
     fn copy_stays(&self, user: usize, folder_name: &str, copies: &HashSet<String>) -> bool {
         let Some(folder) = self.users[user]
             .folders

@@ -981,3 +981,36 @@ fn filing_the_original_while_stopped_then_emptying_junk_keeps_it_spam() {
         "deleting the spam from Junk is no rescue of the filed original"
     );
 }
+
+/// A copy of a message under the same name in another folder, as Dovecot links one there.
+fn copy_to(f: &Fixture, path: &Path, folder: &str) -> PathBuf {
+    let to = f.folder(folder).join("cur").join(path.file_name().unwrap());
+    std::fs::copy(path, &to).unwrap();
+    to
+}
+
+/// A Junk folder taught by hand (`spamnb learn --spam`) whose copy of a message was marked
+/// deleted before the watcher's first scan: the original filed from INBOX to Archive is
+/// where the message is now, and a copy made of it later is no rescue. The copy marked
+/// deleted does not stay in Junk, for this check as for the one of a copy made out of Junk.
+#[test]
+fn a_copy_in_junk_marked_deleted_keeps_no_later_copy_a_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, m1, m2) = (mail(150), mail(151), mail(152));
+    let inbox_a = f.place("INBOX", "1700000150.A.host:2,S", &a);
+    f.place("Junk", "1700000150.A.host:2,ST", &a);
+    let p1 = f.place("INBOX", "1700000151.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000152.M.host:2,S", &m2);
+    let engine = f.engine.current();
+    engine
+        .learn(&[engine.lesson(a.as_bytes(), Some(Class::Spam), Some("ann"))])
+        .unwrap();
+    f.start();
+    let filed = f.move_to(&inbox_a, "Archive");
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    copy_to(&f, &filed, "INBOX");
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "never out of Junk");
+}
