@@ -186,6 +186,17 @@ impl From<Candidate> for FileAt {
 /// folder was moved from there, not copied from where the message was last seen.
 type Departures = HashMap<(usize, Digest), Vec<usize>>;
 
+/// What changed in a user's folders, as a batch of events or a scan finds it.
+#[derive(Default)]
+struct Changes {
+    /// Files the record does not know (or knew before they left and came back).
+    appeared: Vec<Candidate>,
+    /// Files gone from their folders.
+    gone: Vec<FileAt>,
+    /// Files marked deleted (the `T` flag), still there.
+    marked: Vec<FileAt>,
+}
+
 /// How many messages go to the store in one atomic write, at most: as `spamnb learn`
 /// batches, since a write rewrites every bucket of counts it touches.
 const BATCH: usize = 1000;
@@ -473,50 +484,59 @@ impl Watcher {
             .map(FileAt::from)
             .collect();
 
+        let mut changes = Changes {
+            appeared: candidates,
+            gone,
+            marked,
+        };
         for user in changed_users {
             let before = self.users[user].folders.len();
             self.refresh_folders(user)?;
-            // A folder that was just created may hold mail before its watch was set; one
-            // that arrived by a rename holds mail filed long ago: it is only recorded.
+            // A folder that was just created may hold mail before its watch was set: taken
+            // in with the batch, whose departures say where that mail came from. One that
+            // arrived by a rename holds mail filed long ago: it is only recorded.
             let after = self.users[user].folders.len();
             for folder in before..after {
                 let path = &self.users[user].folders[folder].path;
-                let renamed = arrived.iter().any(|a| path.starts_with(a));
-                if renamed {
+                if arrived.iter().any(|a| path.starts_with(a)) {
                     info!(
                         "folder watch: {} of {} came by a rename: recording what it holds, learning nothing",
                         escape_control(&self.users[user].folders[folder].name),
                         self.users[user].user
                     );
+                    self.rescan_folders(user, folder..folder + 1, true)?;
+                } else {
+                    let found = self.scan_folders(user, folder..folder + 1)?;
+                    changes.appeared.extend(found.appeared);
+                    changes.gone.extend(found.gone);
+                    changes.marked.extend(found.marked);
                 }
-                self.rescan_folders(user, folder..folder + 1, renamed)?;
             }
         }
-        self.take_in(candidates, &gone, &marked, false)
+        self.take_in(changes, false)
     }
 
     /// Takes in what changed in a user's folders: the files that have `gone` from their
     /// folders (the record forgets them), the files `marked` deleted (the `T` flag), and the
     /// files that `appeared`, which it learns from, or with `baseline` only records.
-    fn take_in(
-        &mut self,
-        appeared: Vec<Candidate>,
-        gone: &[FileAt],
-        marked: &[FileAt],
-        baseline: bool,
-    ) -> Result<(), Error> {
+    fn take_in(&mut self, changes: Changes, baseline: bool) -> Result<(), Error> {
+        let Changes {
+            appeared,
+            gone,
+            marked,
+        } = changes;
         // Read before the record forgets the files that went: what they held tells a file
         // moved from one folder to another from a copy, and a copy left in a spam folder
         // that went or was marked deleted completes the rescue its filing began.
         let (departures, completing) = if baseline {
             (Departures::new(), Vec::new())
         } else {
-            let departures = self.departures(gone)?;
-            let completing = self.rescues_completed_by(&departures, marked)?;
+            let departures = self.departures(&gone)?;
+            let completing = self.rescues_completed_by(&departures, &marked)?;
             (departures, completing)
         };
         let mut changes = Vec::new();
-        for f in gone {
+        for f in &gone {
             let u = &self.users[f.user];
             seen::gone(&u.user, &u.folders[f.folder].name, &f.unique, &mut changes);
         }
@@ -734,11 +754,16 @@ impl Watcher {
         folders: std::ops::Range<usize>,
         baseline: bool,
     ) -> Result<(), Error> {
+        let changes = self.scan_folders(user, folders)?;
+        self.take_in(changes, baseline)
+    }
+
+    /// What the user's `folders` hold that the record does not know, what it knows that is
+    /// gone, and what it knows that is marked deleted.
+    fn scan_folders(&self, user: usize, folders: std::ops::Range<usize>) -> Result<Changes, Error> {
         let store = self.engine.current().store.clone();
         let user_name = self.users[user].user.clone();
-        let mut candidates = Vec::new();
-        let mut gone = Vec::new();
-        let mut marked = Vec::new();
+        let mut changes = Changes::default();
         for folder in folders {
             let f = &self.users[user].folders[folder];
             let mut known = seen::files_in(&*store, &user_name, &f.name)?;
@@ -759,11 +784,11 @@ impl Watcher {
                     if known.remove(unique) {
                         // Only a copy in a spam folder marked deleted completes anything.
                         if f.kind == FolderKind::Spam && trashed(&entry.path()) {
-                            marked.push(at);
+                            changes.marked.push(at);
                         }
                         continue;
                     }
-                    candidates.push(Candidate {
+                    changes.appeared.push(Candidate {
                         user,
                         folder,
                         path: entry.path(),
@@ -771,13 +796,13 @@ impl Watcher {
                     });
                 }
             }
-            gone.extend(known.into_iter().map(|unique| FileAt {
+            changes.gone.extend(known.into_iter().map(|unique| FileAt {
                 user,
                 folder,
                 unique,
             }));
         }
-        self.take_in(candidates, &gone, &marked, baseline)
+        Ok(changes)
     }
 
     /// Reads the files, decides what each teaches, learns it, and records the files as

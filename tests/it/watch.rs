@@ -989,6 +989,44 @@ fn copy_to(f: &Fixture, path: &Path, folder: &str) -> PathBuf {
     to
 }
 
+/// A folder made and filled in one batch of events: mail moved into it from INBOX while
+/// its copy in Junk is deleted is filed from INBOX, as it would be into a folder made
+/// earlier; so is mail moved into it while a copy stays in Junk, emptied later.
+#[test]
+fn filing_into_a_folder_made_in_the_same_batch_beside_a_copy_in_junk_is_no_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, b, m1, m2) = (mail(140), mail(143), mail(141), mail(142));
+    let inbox_a = f.place("INBOX", "1700000140.A.host:2,S", &a);
+    let inbox_b = f.place("INBOX", "1700000143.B.host:2,S", &b);
+    let p1 = f.place("INBOX", "1700000141.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000142.M.host:2,S", &m2);
+    f.start();
+    let junk_a = copy_to(&f, &inbox_a, "Junk");
+    let junk_b = copy_to(&f, &inbox_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    maildir(&f.root, &[".Keep"]);
+    f.move_to(&inbox_a, "Keep");
+    std::fs::remove_file(&junk_a).unwrap();
+    f.move_to(&inbox_b, "Keep");
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "a copy stays in Junk");
+    std::fs::remove_file(&junk_b).unwrap();
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "moved from INBOX into the new folder as its copy left Junk"
+    );
+    assert_eq!(
+        f.class_of(&b),
+        Some(Class::Spam),
+        "moved from INBOX into the new folder, its copy in Junk deleted later"
+    );
+}
+
 /// A Junk folder taught by hand (`spamnb learn --spam`) whose copy of a message was marked
 /// deleted before the watcher's first scan: the original filed from INBOX to Archive is
 /// where the message is now, and a copy made of it later is no rescue. The copy marked
