@@ -20,14 +20,18 @@
 //!   and had been learned as spam, or carries `X-Spam-Flag: YES`; a fresh delivery into a
 //!   ham folder teaches nothing;
 //! - a file came from the folder that a file of the same message left in the same batch of
-//!   events or rescan (a move; a folder other than a spam folder if there is one, so that
-//!   mail filed from INBOX to Archive while its copy in Junk is thrown away came from
-//!   INBOX), else from the folder the message was last seen in (a copy made there, or a
-//!   move the watcher did not see);
+//!   events or rescan, gone or marked deleted (a move, or a client's move by copying; a
+//!   folder other than a spam folder if there is one, so that mail filed from INBOX to
+//!   Archive while its copy in Junk is thrown away came from INBOX), else from the folder
+//!   the message was last seen in (a copy made there, or a move the watcher did not see);
 //! - a copy made out of a spam folder while the one copied stays there unmarked for
 //!   deletion rescues nothing yet; that one marked deleted or gone within 15 minutes (a
 //!   client that moves by copying) completes the rescue, seen as it happens or by the next
-//!   rescan;
+//!   rescan, unless a file of the message left another folder meanwhile (the copy may have
+//!   come from there: a client filing by copying);
+//! - a message whose last file in the spam folder it was last seen in goes, or is marked
+//!   deleted, with no file of it arriving elsewhere, was deleted there: the record forgets
+//!   where it was, so that a copy of it made elsewhere later rescues nothing;
 //! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
 //!   not unlearned.
 //!
@@ -36,9 +40,10 @@
 //! folder); every later start, and every kernel event-queue overflow, rescans all folders
 //! and handles each file the record does not know, so moves made while spamnb was down are
 //! learned once. Learning goes through the ledger, which makes it idempotent, and the
-//! record of the files a batch came from is written in the same atomic step as its lessons
-//! ([`Store::learn_noting`](crate::store::Store::learn_noting)), so a crash leaves both or
-//! neither.
+//! record of the files a batch took in and of those that left is written in the same
+//! atomic step as its lessons ([`Store::learn_noting`](crate::store::Store::learn_noting)),
+//! so a crash leaves both or neither (a batch too big for one write records what left
+//! with its last lessons).
 //!
 //! The record of where each message was last seen is forgotten after
 //! [`WatchSettings::forget_moves_after`], checked once a day: without that it grows by a
@@ -91,7 +96,7 @@ use crate::engine::{Engine, SharedEngine};
 use crate::mailbox::{self, MailSource};
 use crate::message::{Digest, escape_control};
 use crate::model::Class;
-use crate::store::Outcome;
+use crate::store::{Outcome, Store};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -182,8 +187,9 @@ impl From<Candidate> for FileAt {
 }
 
 /// The messages (by user and digest) that files left folders with in one batch of events
-/// or one rescan, and the folders they left: a file of one of them that arrives in another
-/// folder was moved from there, not copied from where the message was last seen.
+/// or one rescan, gone or marked deleted, and the folders they left: a file of one of them
+/// that arrives in another folder was moved from there, not copied from where the message
+/// was last seen.
 type Departures = HashMap<(usize, Digest), Vec<usize>>;
 
 /// What changed in a user's folders, as a batch of events or a scan finds it.
@@ -195,6 +201,19 @@ struct Changes {
     gone: Vec<FileAt>,
     /// Files marked deleted (the `T` flag), still there.
     marked: Vec<FileAt>,
+}
+
+/// What the files that left folders leave to the record, written with a batch's last
+/// lessons: a crash before then leaves them recorded, and the rescan after it sees them
+/// leave again.
+#[derive(Default)]
+struct Leaving {
+    /// The files gone, forgotten in their folders; the rescues called off.
+    changes: Vec<seen::Change>,
+    /// The messages (user, digest) that left a spam folder, and that folder.
+    from_spam: Vec<(usize, Digest, usize)>,
+    /// The unique names of the files that left, by user and folder.
+    left: HashMap<(usize, usize), HashSet<String>>,
 }
 
 /// How many messages go to the store in one atomic write, at most: as `spamnb learn`
@@ -485,10 +504,11 @@ impl Watcher {
             .collect();
 
         let mut changes = Changes {
-            appeared: candidates,
+            appeared: Vec::new(),
             gone,
             marked,
         };
+        let mut scanned = Vec::new();
         for user in changed_users {
             let before = self.users[user].folders.len();
             self.refresh_folders(user)?;
@@ -507,49 +527,76 @@ impl Watcher {
                     self.rescan_folders(user, folder..folder + 1, true)?;
                 } else {
                     let found = self.scan_folders(user, folder..folder + 1)?;
-                    changes.appeared.extend(found.appeared);
+                    scanned.extend(found.appeared);
                     changes.gone.extend(found.gone);
                     changes.marked.extend(found.marked);
                 }
             }
         }
+        // A flag change renames a file the record knows: skipped before it is read. A scan
+        // found only files the record does not know, some of which events named too.
+        let store = self.engine.current().store.clone();
+        let gone: HashSet<(usize, usize, &str)> = (changes.gone.iter())
+            .map(|f| (f.user, f.folder, f.unique.as_str()))
+            .collect();
+        let mut named = HashSet::new();
+        for c in candidates {
+            if !named.insert((c.user, c.folder, c.unique.clone())) {
+                continue;
+            }
+            let (user, folder) = (&self.users[c.user], c.folder);
+            if gone.contains(&(c.user, folder, c.unique.as_str()))
+                || !seen::knows_file(&*store, &user.user, &user.folders[folder].name, &c.unique)?
+            {
+                changes.appeared.push(c);
+            }
+        }
+        for c in scanned {
+            if named.insert((c.user, c.folder, c.unique.clone())) {
+                changes.appeared.push(c);
+            }
+        }
         self.take_in(changes, false)
     }
 
-    /// Takes in what changed in a user's folders: the files that have `gone` from their
-    /// folders (the record forgets them), the files `marked` deleted (the `T` flag), and the
-    /// files that `appeared`, which it learns from, or with `baseline` only records.
+    /// Takes in what changed in a user's folders: forgets the files that have gone from
+    /// their folders, and learns from the files that appeared (with `baseline`, only
+    /// records them), knowing which messages left which folders (gone or marked deleted)
+    /// at the same time; completes the rescues that a copy leaving a spam folder completes.
     fn take_in(&mut self, changes: Changes, baseline: bool) -> Result<(), Error> {
         let Changes {
-            appeared,
+            mut appeared,
             gone,
             marked,
         } = changes;
-        // Read before the record forgets the files that went: what they held tells a file
-        // moved from one folder to another from a copy, and a copy left in a spam folder
-        // that went or was marked deleted completes the rescue its filing began.
-        let (departures, completing) = if baseline {
-            (Departures::new(), Vec::new())
-        } else {
-            let departures = self.departures(&gone)?;
-            let completing = self.rescues_completed_by(&departures, &marked)?;
-            (departures, completing)
-        };
-        let mut changes = Vec::new();
+        let mut leaving = Leaving::default();
         for f in &gone {
             let u = &self.users[f.user];
-            seen::gone(&u.user, &u.folders[f.folder].name, &f.unique, &mut changes);
+            seen::gone(
+                &u.user,
+                &u.folders[f.folder].name,
+                &f.unique,
+                &mut leaving.changes,
+            );
         }
-        if !changes.is_empty() {
-            self.engine.current().store.write_notes(&changes)?;
+        for f in gone.iter().chain(&marked) {
+            (leaving.left.entry((f.user, f.folder)).or_default()).insert(f.unique.clone());
         }
-        self.learn_files(appeared, baseline, &departures)?;
-        // Files the record knows, looked at again.
-        if !completing.is_empty() {
-            let engine = self.engine.current();
-            self.learn_chunk(&engine, &completing, false, &departures)?;
-        }
-        Ok(())
+        let departures = if baseline {
+            Departures::new()
+        } else {
+            let departures = self.departures(gone.iter().chain(&marked))?;
+            // Files the record knows, looked at again.
+            for c in self.settle_rescues(&departures, &mut leaving)? {
+                let same =
+                    |a: &Candidate| (a.user, a.folder, &a.unique) == (c.user, c.folder, &c.unique);
+                if !appeared.iter().any(same) {
+                    appeared.push(c);
+                }
+            }
+            departures
+        };
+        self.learn_files(appeared, baseline, &departures, leaving)
     }
 
     /// The message file at `path`, if it is one in a watched folder.
@@ -782,8 +829,7 @@ impl Watcher {
                         unique: unique.to_string(),
                     };
                     if known.remove(unique) {
-                        // Only a copy in a spam folder marked deleted completes anything.
-                        if f.kind == FolderKind::Spam && trashed(&entry.path()) {
+                        if trashed(&entry.path()) {
                             changes.marked.push(at);
                         }
                         continue;
@@ -807,42 +853,49 @@ impl Watcher {
 
     /// Reads the files, decides what each teaches, learns it, and records the files as
     /// seen. With `baseline`, only records them. `departures` are the files of messages
-    /// that left their folders in the same batch of events or rescan.
+    /// that left their folders in the same batch of events or rescan; what they `leave`
+    /// goes with the last lessons.
     fn learn_files(
         &mut self,
-        candidates: Vec<Candidate>,
+        fresh: Vec<Candidate>,
         baseline: bool,
         departures: &Departures,
+        leaving: Leaving,
     ) -> Result<(), Error> {
         let engine = self.engine.current();
-        let store = engine.store.clone();
-        // A flag change renames a file the record knows: skipped before reading it.
-        let mut batch_keys = HashSet::new();
-        let mut fresh = Vec::with_capacity(candidates.len());
-        for c in candidates {
-            let (user, folder) = (
-                &self.users[c.user].user,
-                &self.users[c.user].folders[c.folder].name,
-            );
-            if !batch_keys.insert(seen::file_key(user, folder, &c.unique)) {
-                continue;
-            }
-            if !seen::knows_file(&*store, user, folder, &c.unique)? {
-                fresh.push(c);
-            }
-        }
         // Batches are bounded in bytes too: a batch's files are all in memory at once.
+        let mut chunks = Vec::new();
         let mut start = 0;
         let mut bytes = 0u64;
         for (i, c) in fresh.iter().enumerate() {
             bytes += std::fs::metadata(&c.path).map_or(0, |m| m.len());
             if i + 1 - start >= BATCH || bytes >= BATCH_BYTES || i + 1 == fresh.len() {
-                self.learn_chunk(&engine, &fresh[start..=i], baseline, departures)?;
+                chunks.push(start..i + 1);
                 start = i + 1;
                 bytes = 0;
             }
         }
-        Ok(())
+        let last = chunks.pop().unwrap_or(0..0);
+        // The record's keys the batch's earlier writes set: what left gives way to them.
+        let mut written = HashSet::new();
+        for chunk in chunks {
+            self.learn_chunk(
+                &engine,
+                &fresh[chunk],
+                baseline,
+                departures,
+                &mut written,
+                None,
+            )?;
+        }
+        self.learn_chunk(
+            &engine,
+            &fresh[last],
+            baseline,
+            departures,
+            &mut written,
+            Some(leaving),
+        )
     }
 
     fn learn_chunk(
@@ -851,6 +904,8 @@ impl Watcher {
         chunk: &[Candidate],
         baseline: bool,
         departures: &Departures,
+        written: &mut HashSet<Vec<u8>>,
+        leaving: Option<Leaving>,
     ) -> Result<(), Error> {
         let store = &*engine.store;
         let read: Vec<Option<(Vec<u8>, Digest)>> = chunk
@@ -985,6 +1040,12 @@ impl Watcher {
             Counters::add(&self.counters.over_limit, *count);
         }
 
+        written.extend(notes.iter().map(|(key, _)| key.clone()));
+        if let Some(leaving) = leaving {
+            notes.extend(self.deleted_from_spam(store, &leaving, written)?);
+            notes.extend((leaving.changes.into_iter()).filter(|(key, _)| !written.contains(key)));
+        }
+
         if !plans.is_empty() {
             let lessons: Vec<_> = plans
                 .par_iter()
@@ -1054,12 +1115,13 @@ fn trashed(path: &Path) -> bool {
 }
 
 impl Watcher {
-    /// What the record says the files that `gone` from their folders held: the messages
-    /// that left a folder in this batch of events or rescan, and the folders they left.
-    fn departures(&self, gone: &[FileAt]) -> Result<Departures, Error> {
+    /// What the record says the files that `left` their folders (gone, or marked deleted)
+    /// held: the messages that left a folder in this batch of events or rescan, and the
+    /// folders they left.
+    fn departures<'a>(&self, left: impl Iterator<Item = &'a FileAt>) -> Result<Departures, Error> {
         let store = &*self.engine.current().store;
         let mut departures = Departures::new();
-        for f in gone {
+        for f in left {
             let u = &self.users[f.user];
             if let Some(d) =
                 seen::file_digest(store, &u.user, &u.folders[f.folder].name, &f.unique)?
@@ -1086,36 +1148,40 @@ impl Watcher {
     }
 
     /// The filed copies whose rescue completes now that a copy left in a spam folder has
-    /// gone from there (in `departures`) or has been `marked` deleted.
-    fn rescues_completed_by(
+    /// left it (in `departures`: gone, or marked deleted). A rescue of a message that also
+    /// left another folder is called off instead, in `leaving`: the copy filed may have
+    /// come from there (a client that files by copying, marking the one it copied).
+    fn settle_rescues(
         &self,
         departures: &Departures,
-        marked: &[FileAt],
+        leaving: &mut Leaving,
     ) -> Result<Vec<Candidate>, Error> {
         let store = &*self.engine.current().store;
         let since = epoch_secs().saturating_sub(RESCUE_WINDOW.as_secs());
-        let in_spam =
-            |user: usize, folder: usize| self.users[user].folders[folder].kind == FolderKind::Spam;
-        let mut left: Vec<(usize, Digest)> = (departures.iter())
-            .filter(|((user, _), folders)| folders.iter().any(|&f| in_spam(*user, f)))
-            .map(|(&key, _)| key)
-            .collect();
-        for f in marked.iter().filter(|f| in_spam(f.user, f.folder)) {
-            let u = &self.users[f.user];
-            if let Some(d) =
-                seen::file_digest(store, &u.user, &u.folders[f.folder].name, &f.unique)?
-            {
-                left.push((f.user, d));
-            }
-        }
-        left.sort_unstable();
-        left.dedup();
         let mut filed = Vec::new();
-        for (user, d) in left {
+        for (&(user, d), folders) in departures {
             let u = &self.users[user];
+            let (spam, other): (Vec<usize>, Vec<usize>) =
+                (folders.iter()).partition(|&&f| u.folders[f].kind == FolderKind::Spam);
+            leaving
+                .from_spam
+                .extend(spam.iter().map(|&folder| (user, d, folder)));
             let Some((name, unique)) = seen::rescue_pending(store, &u.user, &d, since)? else {
                 continue;
             };
+            if let Some(&from) = other.first() {
+                info!(
+                    "folder watch: a copy of what {} filed in {} left {}: its filing is no rescue",
+                    u.user,
+                    escape_control(&name),
+                    escape_control(&u.folders[from].name)
+                );
+                seen::rescue_done(&u.user, &d, &mut leaving.changes);
+                continue;
+            }
+            if spam.is_empty() {
+                continue;
+            }
             let Some(at) = u.folders.iter().position(|f| f.name == name) else {
                 continue;
             };
@@ -1130,6 +1196,45 @@ impl Watcher {
             }
         }
         Ok(filed)
+    }
+
+    /// The changes that forget where the messages that left a spam folder were last seen,
+    /// when that was the folder they left and no copy stays there: no file of them arrived
+    /// anywhere in the batch (that would be `written`), so they were deleted there, and a
+    /// copy of one made elsewhere later comes from wherever its other copies are, not out
+    /// of the spam folder.
+    fn deleted_from_spam(
+        &self,
+        store: &dyn Store,
+        leaving: &Leaving,
+        written: &mut HashSet<Vec<u8>>,
+    ) -> Result<Vec<seen::Change>, Error> {
+        let mut by_folder: BTreeMap<(usize, usize), HashSet<Digest>> = BTreeMap::new();
+        for &(user, d, folder) in &leaving.from_spam {
+            let u = &self.users[user];
+            if !written.contains(&seen::message_key(&u.user, &d))
+                && seen::last_folder(store, &u.user, &d)?.as_ref() == Some(&u.folders[folder].name)
+            {
+                by_folder.entry((user, folder)).or_default().insert(d);
+            }
+        }
+        let mut changes = Vec::new();
+        for ((user, folder), digests) in by_folder {
+            let u = &self.users[user];
+            let name = &u.folders[folder].name;
+            let mut copies = seen::copies_of(store, &u.user, name, &digests)?;
+            let left = leaving.left.get(&(user, folder));
+            for d in digests {
+                let mut others = copies.remove(&d).unwrap_or_default();
+                others.retain(|unique| !left.is_some_and(|l| l.contains(unique)));
+                if !self.copy_stays(user, name, &others) {
+                    let key = seen::message_key(&u.user, &d);
+                    written.insert(key.clone());
+                    changes.push((key, None));
+                }
+            }
+        }
+        Ok(changes)
     }
 
     /// Whether one of the files `copies` recorded in `user`'s folder `folder_name` is still

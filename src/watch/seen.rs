@@ -13,7 +13,7 @@
 //!   learned as spam made there out of a spam folder while the one copied stayed, a rescue
 //!   that the copy left behind, once marked deleted or gone, completes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use crate::message::Digest;
 use crate::store::{Error, Store};
@@ -186,25 +186,25 @@ pub fn forget_moves(store: &dyn Store, user: &str, cutoff: u64, now: u64) -> Res
 
 /// The unique names of the files recorded in a folder.
 pub fn files_in(store: &dyn Store, user: &str, folder: &str) -> Result<HashSet<String>, Error> {
-    files_holding(store, user, folder, None)
+    let mut names = HashSet::new();
+    for_each_file(store, user, folder, &mut |unique, _| {
+        names.insert(unique);
+    })?;
+    Ok(names)
 }
 
-/// The unique names of the files recorded in a folder, of those holding `digest` if given.
-fn files_holding(
+/// Each file recorded in a folder: its unique name and its digest as recorded.
+fn for_each_file(
     store: &dyn Store,
     user: &str,
     folder: &str,
-    digest: Option<&Digest>,
-) -> Result<HashSet<String>, Error> {
+    each: &mut dyn FnMut(String, &[u8]),
+) -> Result<(), Error> {
     let mut prefix = key(b'f', &[user.as_bytes(), folder.as_bytes()]);
     prefix.push(0);
-    let mut names = HashSet::new();
     store.for_each_note(&prefix, &mut |k, v| {
-        if digest.is_none_or(|d| v == d) {
-            names.insert(String::from_utf8_lossy(&k[prefix.len()..]).into_owned());
-        }
-    })?;
-    Ok(names)
+        each(String::from_utf8_lossy(&k[prefix.len()..]).into_owned(), v)
+    })
 }
 
 pub fn has_baseline(store: &dyn Store, user: &str) -> Result<bool, Error> {
@@ -247,7 +247,32 @@ pub fn copies_in(
     folder: &str,
     digest: &Digest,
 ) -> Result<HashSet<String>, Error> {
-    files_holding(store, user, folder, Some(digest))
+    let mut names = HashSet::new();
+    for_each_file(store, user, folder, &mut |unique, v| {
+        if v == digest {
+            names.insert(unique);
+        }
+    })?;
+    Ok(names)
+}
+
+/// The unique names of the files recorded in a folder that hold each of `digests`, in one
+/// pass over the folder's record: a folder emptied at once asks of every message in it.
+pub fn copies_of(
+    store: &dyn Store,
+    user: &str,
+    folder: &str,
+    digests: &HashSet<Digest>,
+) -> Result<HashMap<Digest, HashSet<String>>, Error> {
+    let mut copies: HashMap<Digest, HashSet<String>> = HashMap::new();
+    for_each_file(store, user, folder, &mut |unique, v| {
+        if let Ok(d) = Digest::try_from(v)
+            && digests.contains(&d)
+        {
+            copies.entry(d).or_default().insert(unique);
+        }
+    })?;
+    Ok(copies)
 }
 
 pub fn gone(user: &str, folder: &str, unique: &str, changes: &mut Vec<Change>) {

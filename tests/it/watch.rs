@@ -989,6 +989,81 @@ fn copy_to(f: &Fixture, path: &Path, folder: &str) -> PathBuf {
     to
 }
 
+/// Mail copied into Junk and deleted there (expunged, or only marked deleted): copying its
+/// original from INBOX into Archive later is filing, not a rescue. Nothing came out of
+/// Junk: the copy there left it by deletion, and the record knows that in later batches.
+#[test]
+fn copying_the_original_after_deleting_its_copy_in_junk_rescues_nothing() {
+    let mut f = Fixture::new(settings());
+    let (a, b) = (mail(120), mail(121));
+    let markers: Vec<String> = (122..126).map(mail).collect();
+    let inbox_a = f.place("INBOX", "1700000120.A.host:2,S", &a);
+    let inbox_b = f.place("INBOX", "1700000121.B.host:2,S", &b);
+    let placed: Vec<PathBuf> = (markers.iter().enumerate())
+        .map(|(i, m)| f.place("INBOX", &format!("17000001{}.M.host:2,S", 22 + i), m))
+        .collect();
+    f.start();
+    let mut marker = 0;
+    let mut handled = |f: &Fixture| {
+        f.move_to(&placed[marker], "Junk");
+        f.wait_learned(&markers[marker], Class::Spam);
+        marker += 1;
+    };
+    let junk_a = copy_to(&f, &inbox_a, "Junk");
+    let junk_b = copy_to(&f, &inbox_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    // A expunged from Junk, B marked deleted there and left.
+    std::fs::remove_file(&junk_a).unwrap();
+    std::fs::rename(&junk_b, f.folder("Junk").join("cur/1700000121.B.host:2,ST")).unwrap();
+    handled(&f);
+    copy_to(&f, &inbox_a, "Archive");
+    copy_to(&f, &inbox_b, "Archive");
+    handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "expunged from Junk");
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "marked deleted in Junk");
+    assert_eq!(f.messages(), [0, 4]);
+}
+
+/// A client that files mail by copying it and marking the one copied deleted: filing the
+/// original from INBOX into Archive that way, while a copy of it sits in Junk, is no
+/// rescue, though Junk is emptied minutes later. The mark comes with the copy, or later.
+#[test]
+fn filing_by_copy_and_delete_flag_beside_a_copy_in_junk_is_no_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, b) = (mail(130), mail(131));
+    let markers: Vec<String> = (132..136).map(mail).collect();
+    let inbox_a = f.place("INBOX", "1700000130.A.host:2,S", &a);
+    let inbox_b = f.place("INBOX", "1700000131.B.host:2,S", &b);
+    let placed: Vec<PathBuf> = (markers.iter().enumerate())
+        .map(|(i, m)| f.place("INBOX", &format!("17000001{}.M.host:2,S", 32 + i), m))
+        .collect();
+    f.start();
+    let mut marker = 0;
+    let mut handled = |f: &Fixture| {
+        f.move_to(&placed[marker], "Junk");
+        f.wait_learned(&markers[marker], Class::Spam);
+        marker += 1;
+    };
+    let junk_a = copy_to(&f, &inbox_a, "Junk");
+    let junk_b = copy_to(&f, &inbox_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    // A copied and marked at once; B copied, and marked once the copy was handled.
+    copy_to(&f, &inbox_a, "Archive");
+    std::fs::rename(&inbox_a, inbox_a.with_file_name("1700000130.A.host:2,ST")).unwrap();
+    copy_to(&f, &inbox_b, "Archive");
+    handled(&f);
+    std::fs::rename(&inbox_b, inbox_b.with_file_name("1700000131.B.host:2,ST")).unwrap();
+    handled(&f);
+    std::fs::remove_file(&junk_a).unwrap();
+    std::fs::remove_file(&junk_b).unwrap();
+    handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "marked with the copy");
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "marked after the copy");
+    assert_eq!(f.messages(), [0, 5]);
+}
+
 /// A folder made and filled in one batch of events: mail moved into it from INBOX while
 /// its copy in Junk is deleted is filed from INBOX, as it would be into a folder made
 /// earlier; so is mail moved into it while a copy stays in Junk, emptied later.

@@ -668,6 +668,73 @@ fn dovecot_filing_beside_a_copy_in_junk_is_no_rescue_and_copying_out_is() {
     assert_eq!(counts, [1, 3]);
 }
 
+/// Through a real Dovecot, whose COPY links the file under the same name: mail copied into
+/// Junk and deleted there, its original then copied from INBOX into Archive, stays spam;
+/// and so does mail whose original is filed by COPY and `\Deleted` (as a client without
+/// MOVE files it) while its copy sits in Junk, Junk emptied after.
+#[test]
+fn dovecot_copying_the_original_of_mail_copied_into_junk_is_no_rescue() {
+    let Some(dir) = dovecot_dir() else {
+        return;
+    };
+    let Some(dovecot) = Dovecot::start(dir.path(), "") else {
+        return;
+    };
+    let mails = |n: usize| mail(n);
+    dovecot.imap(
+        &[
+            "append 7401",
+            "append 7402",
+            "append 7403",
+            "append 7404",
+            "create Archive",
+        ],
+        &mails,
+    );
+    let db = dir.path().join("db");
+    let root = dir.path().join("home/ann/Maildir");
+    let config = write_config(dir.path(), "ann", &root);
+    let (watcher, log) = watch_logged(&config, &db);
+
+    dovecot.imap(&["copy 7401 INBOX Junk", "copy 7402 INBOX Junk"], &mails);
+    for _ in 0..2 {
+        log.wait_for("as spam for ann");
+    }
+    // 7401's copy in Junk deleted; once that is handled, its original copied to Archive.
+    dovecot.imap(
+        &["delete 7401 Junk", "expunge Junk", "move 7403 INBOX Junk"],
+        &mails,
+    );
+    log.wait_for("as spam for ann");
+    dovecot.imap(
+        &[
+            "copy 7401 INBOX Archive",
+            "copy 7402 INBOX Archive",
+            "delete 7402 INBOX",
+        ],
+        &mails,
+    );
+    dovecot.imap(&["delete 7402 Junk", "expunge Junk"], &mails);
+    dovecot.imap(&["move 7404 INBOX Junk"], &mails);
+    log.wait_for("as spam for ann");
+    stop_watcher(watcher);
+    drop(dovecot);
+
+    let (counts, ledger) = learned(&db);
+    let class = |n: usize| ledger.get(&hex(&mail(n))).map(String::as_str);
+    assert_eq!(
+        class(7401),
+        Some("spam ann"),
+        "copied from INBOX after its copy in Junk went"
+    );
+    assert_eq!(
+        class(7402),
+        Some("spam ann"),
+        "filed by COPY and \\Deleted beside its copy in Junk"
+    );
+    assert_eq!(counts, [0, 4]);
+}
+
 fn walkdir_names(root: &Path) -> Vec<String> {
     let out = Command::new("find").arg(root).output().unwrap();
     util::text(&out.stdout).lines().map(String::from).collect()
