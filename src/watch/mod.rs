@@ -10,8 +10,10 @@
 //!   changes the flags after it (or moves it from `new/` to `cur/`) is not a move and
 //!   teaches nothing;
 //! - a message is recognised across folders by its digest (its content without spamnb's
-//!   own headers), because IMAP servers give a copied message a new file name; the record
-//!   of where each digest was last seen tells a move from a delivery;
+//!   own headers), not by its file name: Dovecot links a copy in under the name of the
+//!   file it was made from, but other servers, and a client that copies by appending, give
+//!   it a new one; the record of where each digest was last seen tells a move from a
+//!   delivery;
 //! - a message that appears in a spam folder is learned as spam (relearned if it was
 //!   learned as ham), except a fresh delivery that spamnb itself flagged `X-Spam-Flag: YES`:
 //!   that is spamnb's own verdict filed by a Sieve rule, and learning it would only teach
