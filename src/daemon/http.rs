@@ -26,16 +26,18 @@ const MAX_CONNECTIONS: usize = 1024;
 /// sixteen idle connections held for the daemon's `read_timeout` (10 s) each kept
 /// `/health` from answering a liveness check.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long after its connection a request that has begun to arrive is spared when a
-/// newer connection needs the slot: a probe's comes whole at once, and one that trickles
-/// in for longer is as idle as one never sent.
+/// How long a connection closed as idle whose request was in fact waiting, unseen, is
+/// spared: a probe's comes whole at once, and is read well within it.
 const GRACE: Duration = Duration::from_millis(500);
 
 /// The connections still waiting for their request, in the order they were accepted:
-/// when every slot is taken, a new connection closes the oldest idle one. Idle
-/// connections opened again and again then only displace each other, and a probe, which
-/// sends its request at once, is served. The accept loop enters each connection before
-/// its task runs, so that the order is that of arrival however late the task starts.
+/// when every slot is taken, a new connection closes the oldest one. Idle connections, or
+/// requests begun and never finished, opened again and again then only displace each
+/// other, and a probe, which sends its request at once, is served. Age alone decides: a
+/// request begun that is spared for it lets a flood of them, each of one byte, displace
+/// only the few connections whose first bytes have not come, the probe among them. The
+/// accept loop enters each connection before its task runs, so that the order is that of
+/// arrival however late the task starts.
 #[derive(Default)]
 struct Waiting {
     next_id: u64,
@@ -45,29 +47,27 @@ struct Waiting {
 
 struct Entry {
     id: u64,
-    /// Until when the connection is spared, its request having begun to arrive; idle
-    /// while none of it has, and once this has passed.
+    /// Until when the connection is spared, closed as idle while its request waited
+    /// unseen ([`Waiting::reinstate`]); idle before, and once this has passed.
     spared: Option<Instant>,
     close: CancellationToken,
+    /// Closes it for good, spared or not: a newer connection needed the slot, and none
+    /// was idle.
+    evict: CancellationToken,
 }
 
 impl Waiting {
-    fn push(&mut self) -> (u64, CancellationToken) {
+    fn push(&mut self) -> (u64, CancellationToken, CancellationToken) {
         let id = self.next_id;
         self.next_id += 1;
-        let close = CancellationToken::new();
+        let (close, evict) = (CancellationToken::new(), CancellationToken::new());
         self.queue.push_back(Entry {
             id,
             spared: None,
             close: close.clone(),
+            evict: evict.clone(),
         });
-        (id, close)
-    }
-
-    fn spare(&mut self, id: u64, until: Instant) {
-        if let Ok(at) = self.queue.binary_search_by_key(&id, |e| e.id) {
-            self.queue[at].spared = Some(until);
-        }
+        (id, close, evict)
     }
 
     fn remove(&mut self, id: u64) {
@@ -76,23 +76,36 @@ impl Waiting {
         }
     }
 
-    /// Closes the oldest idle connection; false when none is.
-    fn close_oldest_idle(&mut self) -> bool {
+    /// Closes the oldest idle connection, or when none is, evicts the oldest waiting
+    /// connection but `keep`, spared or not, rather than turn away the one that asked for
+    /// a slot. False when no connection waits: every slot is answering a request.
+    fn make_room(&mut self, keep: Option<u64>) -> bool {
         let now = Instant::now();
         let idle = |e: &Entry| e.spared.is_none_or(|until| until <= now);
-        let Some(at) = self.queue.iter().position(idle) else {
+        if let Some(at) = self.queue.iter().position(idle) {
+            if let Some(e) = self.queue.remove(at) {
+                e.close.cancel();
+            }
+            return true;
+        }
+        let Some(at) = self.queue.iter().position(|e| Some(e.id) != keep) else {
             return false;
         };
         if let Some(e) = self.queue.remove(at) {
-            e.close.cancel();
+            e.evict.cancel();
         }
         true
     }
 
     /// Enters again, in its place and spared until `until`, a connection closed as idle
-    /// whose request had in fact begun to arrive before its task saw it; and closes the
-    /// next oldest idle one instead, for the connection that asked for the slot.
-    fn reinstate(&mut self, id: u64, until: Instant) -> CancellationToken {
+    /// whose request had in fact begun to arrive before its task saw it; and makes room
+    /// another way for the connection that asked for the slot.
+    fn reinstate(
+        &mut self,
+        id: u64,
+        until: Instant,
+        evict: &CancellationToken,
+    ) -> CancellationToken {
         let close = CancellationToken::new();
         let at = self.queue.partition_point(|e| e.id < id);
         self.queue.insert(
@@ -101,9 +114,10 @@ impl Waiting {
                 id,
                 spared: Some(until),
                 close: close.clone(),
+                evict: evict.clone(),
             },
         );
-        self.close_oldest_idle();
+        self.make_room(Some(id));
         close
     }
 }
@@ -112,16 +126,16 @@ impl Waiting {
 struct Place {
     waiting: Arc<Mutex<Waiting>>,
     id: u64,
-    accepted: Instant,
+    evict: CancellationToken,
 }
 
 impl Place {
     fn enter(waiting: &Arc<Mutex<Waiting>>) -> (Place, CancellationToken) {
-        let (id, close) = lock(waiting).push();
+        let (id, close, evict) = lock(waiting).push();
         let place = Place {
             waiting: waiting.clone(),
             id,
-            accepted: Instant::now(),
+            evict,
         };
         (place, close)
     }
@@ -152,9 +166,9 @@ pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationTo
         let permit = match limit.clone().try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
-                if !lock(&waiting).close_oldest_idle() {
-                    // Every slot holds a request arriving or being answered: this client
-                    // is turned away.
+                if !lock(&waiting).make_room(None) {
+                    // Every slot holds a request being answered: this client is turned
+                    // away.
                     continue;
                 }
                 match tokio::time::timeout(HEAD_TIMEOUT, limit.clone().acquire_owned()).await {
@@ -216,35 +230,27 @@ async fn read_path(
 ) -> Option<String> {
     let mut head = Vec::new();
     let mut buf = [0u8; 1024];
-    let mut spared = None;
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && !head.windows(2).any(|w| w == b"\n\n") {
-        // Reading first, so that bytes the runtime has seen spare the connection. A read
+        // Reading first, so that bytes the runtime has seen are read before a close. A read
         // given up for the close loses nothing: it had taken no bytes.
         let n = tokio::select! {
             biased;
             n = stream.read(&mut buf) => n.ok()?,
+            _ = place.evict.cancelled() => return None,
             _ = close.cancelled() => {
                 // Taken for idle while its request may wait unseen: the runtime learns of
                 // bytes only when its reactor next looks, which under a burst of new
                 // connections can be after they were all accepted.
-                let now = Instant::now();
-                let until = if head.is_empty() && stream.has_unread() {
-                    now + GRACE
-                } else {
-                    spared.filter(|until| *until > now)?
-                };
-                spared = Some(until);
-                close = lock(&place.waiting).reinstate(place.id, until);
+                if !stream.has_unread() {
+                    return None;
+                }
+                let until = Instant::now() + GRACE;
+                close = lock(&place.waiting).reinstate(place.id, until, &place.evict);
                 continue;
             }
         };
         if n == 0 || head.len() + n > MAX_HEAD {
             return None;
-        }
-        if spared.is_none() {
-            let until = place.accepted + GRACE;
-            spared = Some(until);
-            lock(&place.waiting).spare(place.id, until);
         }
         head.extend_from_slice(&buf[..n]);
     }
@@ -261,33 +267,33 @@ async fn read_path(
 mod tests {
     use super::*;
 
-    /// A new connection closes the oldest idle one in the order of arrival, passing over
-    /// one whose request has begun until its grace is spent; one closed as idle that
-    /// turns out to have its request waiting keeps its place, and the next idle one goes.
+    /// A new connection closes the oldest idle one in the order of arrival; one closed as
+    /// idle that turns out to have its request waiting keeps its place, spared, and the
+    /// next idle one goes. When none is idle, the oldest is evicted, but the one making
+    /// room.
     #[test]
-    fn the_oldest_idle_connection_is_closed_and_a_begun_request_is_spared() {
+    fn the_oldest_idle_connection_is_closed_and_a_waiting_request_is_spared() {
         let mut waiting = Waiting::default();
-        let tokens: Vec<CancellationToken> = (0..4).map(|_| waiting.push().1).collect();
-        let closed = |tokens: &[CancellationToken]| -> Vec<bool> {
-            tokens.iter().map(CancellationToken::is_cancelled).collect()
-        };
-        let now = Instant::now();
-        waiting.spare(0, now + GRACE);
-        waiting.spare(2, now);
-        assert!(waiting.close_oldest_idle());
-        assert_eq!(closed(&tokens), [false, true, false, false]);
-        // Its grace spent, a begun request is as idle as one never sent.
-        assert!(waiting.close_oldest_idle());
-        assert_eq!(closed(&tokens), [false, true, true, false]);
-        // Connection 2 had its request waiting after all: it is back in its place, and
-        // connection 3 goes instead.
-        let again = waiting.reinstate(2, now + GRACE);
-        assert_eq!(closed(&tokens), [false, true, true, true]);
-        assert!(!again.is_cancelled());
+        let pushed: Vec<_> = (0..4).map(|_| waiting.push()).collect();
+        let closed = || -> Vec<bool> { pushed.iter().map(|p| p.1.is_cancelled()).collect() };
+        let evicted = || -> Vec<bool> { pushed.iter().map(|p| p.2.is_cancelled()).collect() };
+        assert!(waiting.make_room(None));
+        assert_eq!(closed(), [true, false, false, false]);
+        // Connection 0 had its request waiting after all: it is back in its place, and
+        // connection 1 goes instead; then, 0 spared, the next oldest.
+        let again = waiting.reinstate(0, Instant::now() + GRACE, &pushed[0].2);
+        assert_eq!(closed(), [true, true, false, false]);
+        assert!(waiting.make_room(None));
+        assert!(waiting.make_room(None));
+        assert_eq!(closed(), [true, true, true, true]);
         let order: Vec<u64> = waiting.queue.iter().map(|e| e.id).collect();
-        assert_eq!(order, [0, 2]);
-        // Every request left has begun within its grace: nothing is idle.
-        assert!(!waiting.close_oldest_idle());
-        assert!(!again.is_cancelled() && !tokens[0].is_cancelled());
+        assert_eq!(order, [0]);
+        // Nothing idle: the oldest but the one making room is evicted for good.
+        assert!(!waiting.make_room(Some(0)));
+        assert!(!again.is_cancelled());
+        assert_eq!(evicted(), [false; 4]);
+        assert!(waiting.make_room(None));
+        assert_eq!(evicted(), [true, false, false, false]);
+        assert!(!waiting.make_room(None));
     }
 }

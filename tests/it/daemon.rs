@@ -573,6 +573,20 @@ fn sigterm_drains_open_sessions() {
 /// connection before its request was read nor turned away.
 #[test]
 fn health_answers_every_probe_under_a_flood_of_idle_connections() {
+    health_answers_every_probe_under_a_flood(b"");
+}
+
+/// The same, each connection of the flood sending the first byte of a request it never
+/// finishes: a request begun is spared a while, and a flood of them spared all at once
+/// turned every probe away.
+#[test]
+fn health_answers_every_probe_under_a_flood_of_requests_begun() {
+    health_answers_every_probe_under_a_flood(b"G");
+}
+
+/// Floods the HTTP endpoint with connections that send `begun` and then nothing, and
+/// probes `/health` meanwhile: every probe is answered.
+fn health_answers_every_probe_under_a_flood(begun: &'static [u8]) {
     use std::collections::VecDeque;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -594,7 +608,9 @@ fn health_answers_every_probe_under_a_flood_of_idle_connections() {
                 while !stop.load(Ordering::Relaxed) {
                     // One the kernel dropped for a full listen queue is tried again at
                     // once, not a second later as connect would.
-                    if let Ok(s) = TcpStream::connect_timeout(&http, Duration::from_millis(50)) {
+                    if let Ok(mut s) = TcpStream::connect_timeout(&http, Duration::from_millis(50))
+                    {
+                        let _ = s.write_all(begun);
                         idle.push_back(s);
                         opened.fetch_add(1, Ordering::Relaxed);
                     }
