@@ -532,6 +532,7 @@ const OFF_PAGE_PX: f32 = 1000.0;
 /// nothing.
 const PAGE_BOXES: [u128; 2] = name_keys([b"body", b"html"]);
 const BR: u128 = name_key(b"br");
+const HTML: u128 = name_key(b"html");
 
 /// How an element is laid out, as far as hidden text goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -781,7 +782,10 @@ impl Hider {
         if key == BR {
             self.end_first_line();
         }
-        if VOID.contains(&key) || RAW.contains(&key) {
+        // An `<html>` after the `<body>` made up for the page is the page's own, which a
+        // reader has already: it opens nothing inside the body (`html { font-size: 0 }`
+        // with the body's set again hid all that followed it).
+        if VOID.contains(&key) || RAW.contains(&key) || (key == HTML && self.made_up[1].is_some()) {
             return;
         }
         let (mut style, mut hidden, mut class, mut id, mut size) = (None, false, None, None, None);
@@ -2001,8 +2005,18 @@ mod tests {
                 "<style>.x{display:none}</style><p class=\"y x\">meeting</p>",
                 &["meeting"],
             ),
-            // The page's `<body>`, made up where it has none, is styled too.
+            // The page's `<body>`, made up where it has none, is styled too; an `<html>`
+            // after it is the page's, around the body, not inside it.
             ("<style>body{font-size:0}</style>meeting", &["meeting"]),
+            (
+                "<style>html{font-size:0} body{font-size:16px}</style><p>cheap</p><html>\
+                 <p>pills</p>",
+                &[],
+            ),
+            (
+                "<style>html{font-size:0} body{font-size:16px}</style><html><body>cheap",
+                &[],
+            ),
             (
                 "<style>body{font-size:0} p{font-size:16px}</style>meeting<p>cheap</p>",
                 &["meeting"],
