@@ -184,7 +184,7 @@ fn header_tokens(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
 }
 
 /// `text` as its reader sees it, without the `hidden` spans (each a run of words with the
-/// space before it), and those words, a line a span.
+/// space before it, unless the reader sees that space), and those words, a line a span.
 fn split_hidden(text: &str, hidden: &[std::ops::Range<usize>]) -> (String, String) {
     let mut shown = String::with_capacity(text.len());
     let mut unseen = String::new();
@@ -194,12 +194,6 @@ fn split_hidden(text: &str, hidden: &[std::ops::Range<usize>]) -> (String, Strin
             continue;
         };
         shown.push_str(before);
-        // A run takes the space before it; where a word shown follows it directly, that
-        // space parted two words the reader sees (`cheap <b hidden>.</b>pills`).
-        let after = text.get(span.end..).unwrap_or_default();
-        if words.starts_with(' ') && after.starts_with(|c: char| !c.is_whitespace()) {
-            shown.push(' ');
-        }
         unseen.push_str(words);
         unseen.push('\n');
         at = span.end;
@@ -770,6 +764,23 @@ mod tests {
             ("cheap <b hidden>.</b>pills today", &["cheap", "pills"], &[]),
             (
                 "cheap <span style=\"display:none\">meeting</span>pills",
+                &["cheap", "pills"],
+                &["meeting"],
+            ),
+            // But not a space inside the hidden run, which the reader is not shown: it
+            // parted the word it stands in (`vi agra`).
+            (
+                "Via<span style=\"display:none\"> meeting</span>gra now",
+                &["viagra", "now"],
+                &["meeting"],
+            ),
+            (
+                "Via<span style=\"display:none\">meeting </span>gra now",
+                &["viagra", "now"],
+                &["meeting"],
+            ),
+            (
+                "cheap <b style=\"font-size:0\">. meeting </b>pills",
                 &["cheap", "pills"],
                 &["meeting"],
             ),

@@ -68,9 +68,16 @@ struct Text {
     out: String,
     /// White space seen since the last word: one space, if a word follows on this line.
     space: bool,
+    /// Whether some of that white space is where the reader sees it: outside hidden text,
+    /// or in text hidden in its place (`visibility`, colours), whose gaps stay.
+    space_shown: bool,
     /// Whether the words read now are hidden from the reader.
     hidden: bool,
-    /// Where in `out` the hidden words are, each run with the space before it.
+    /// Whether the words read now take no room either (`display: none`, `font-size: 0`):
+    /// white space among them parts nothing the reader sees.
+    gone: bool,
+    /// Where in `out` the hidden words are, each run with the space before it unless the
+    /// reader sees that space.
     hidden_spans: Vec<Range<usize>>,
 }
 
@@ -79,7 +86,7 @@ impl Text {
         let mut rest = text;
         while let Some(at) = rest.find(|c: char| c.is_ascii_whitespace() || c == '\u{a0}') {
             self.word(&rest[..at]);
-            self.space = true;
+            self.spaced();
             let ws = rest[at..].chars().next().map_or(1, char::len_utf8);
             rest = &rest[at + ws..];
         }
@@ -90,26 +97,50 @@ impl Text {
         if word.is_empty() {
             return;
         }
-        let start = self.out.len();
+        let mut start = self.out.len();
+        // A space the reader sees is no part of a hidden run: it parts the words shown
+        // around the run (`cheap <b hidden>.</b>pills`). One inside a run that takes no
+        // room parts nothing (`Via<b hidden> x</b>gra`, `Via<b hidden>x </b>gra`).
+        let mut unseen_space = false;
         if self.space && !self.out.is_empty() && !self.out.ends_with('\n') {
             self.out.push(' ');
-        }
-        self.space = false;
-        self.out.push_str(word);
-        if self.hidden {
-            let end = self.out.len();
-            match self.hidden_spans.last_mut() {
-                Some(last) if last.end == start => last.end = end,
-                _ => self.hidden_spans.push(start..end),
+            let joins_run = self.hidden_spans.last().is_some_and(|r| r.end == start);
+            if !self.space_shown {
+                unseen_space = true;
+            } else if !(self.hidden && joins_run) {
+                start += 1;
             }
         }
+        self.space = false;
+        self.space_shown = false;
+        self.out.push_str(word);
+        if unseen_space && !self.hidden {
+            self.hide(start..start + 1);
+        }
+        if self.hidden {
+            let end = self.out.len();
+            self.hide(start..end);
+        }
+    }
+
+    fn hide(&mut self, span: Range<usize>) {
+        match self.hidden_spans.last_mut() {
+            Some(last) if last.end == span.start => last.end = span.end,
+            _ => self.hidden_spans.push(span),
+        }
+    }
+
+    /// White space, or a tag that parts words as it does.
+    fn spaced(&mut self) {
+        self.space = true;
+        self.space_shown |= !self.gone;
     }
 
     fn brk(&mut self, kind: Break) {
         match kind {
             Break::None => {}
             // A cell's space only separates: white space already does that.
-            Break::Space => self.space = true,
+            Break::Space => self.spaced(),
             Break::Line => self.lines(1),
             Break::Paragraph => self.lines(2),
         }
@@ -117,6 +148,7 @@ impl Text {
 
     fn lines(&mut self, n: usize) {
         self.space = false;
+        self.space_shown = false;
         if self.out.is_empty() {
             return;
         }
@@ -136,9 +168,9 @@ pub fn to_text(html: &str) -> String {
 /// is not shown.
 pub struct Rendered {
     pub text: String,
-    /// In order and apart: each a run of hidden words with the space before it, so that
-    /// the text without them reads as the reader sees it (`Via<span hidden>x</span>gra`
-    /// is `Viagra`).
+    /// In order and apart: each a run of hidden words with the space before it unless the
+    /// reader sees that space, so that the text without them reads as the reader sees it
+    /// (`Via<span hidden>x</span>gra` is `Viagra`, `a <b hidden>x</b>b` is `a b`).
     pub hidden: Vec<Range<usize>>,
 }
 
@@ -152,13 +184,16 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
     let mut text = Text {
         out: String::with_capacity(html.len() / 2),
         space: false,
+        space_shown: false,
         hidden: false,
+        gone: false,
         hidden_spans: Vec::new(),
     };
     // Most HTML can hide nothing, and is read as it was before hidden text was looked for.
     let mut hider = (mark_hidden && may_hide(html)).then(|| Hider::new(html));
     // A style sheet may hide the page before its first tag (`body { font-size: 0 }`).
     text.hidden = hider.as_ref().is_some_and(Hider::hides);
+    text.gone = hider.as_ref().is_some_and(Hider::removes);
     let mut decoded = String::new();
     let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
@@ -206,6 +241,7 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
                 );
             }
             text.hidden = hider.hides();
+            text.gone = hider.removes();
         }
         at = end;
         text.brk(break_of(name));
@@ -760,6 +796,12 @@ impl Hider {
             || top.shift.iter().any(|&px| px <= -OFF_PAGE_PX)
             || top.indented_away
             || self.colors.hides_text()
+    }
+
+    /// Whether text here takes no room on the page: its white space parts no words.
+    fn removes(&self) -> bool {
+        let top = self.top();
+        top.none || top.font_px < MIN_READABLE_PX
     }
 
     /// A start tag: `name` lowercase, `attributes` as written.
@@ -1630,18 +1672,23 @@ mod tests {
     }
 
     /// The text is the text [`to_text`] renders; the spans hold the hidden words and the
-    /// space before each run, so that what is left reads as the reader sees it.
+    /// space before a run that the reader does not see, so that what is left reads as the
+    /// reader sees it.
     #[test]
     fn render_marks_the_hidden_words_in_the_text() {
         for (html, text, hidden) in [
-            ("a <span hidden>b c</span> d", "a b c d", &[" b c"][..]),
+            ("a <span hidden>b c</span> d", "a b c d", &["b c"][..]),
             (
                 "<p>one <i style=\"display:none\">two</i> three</p>\
                  <div style=\"opacity:0\">four</div>five",
                 "one two three\n\nfour\nfive",
-                &[" two", "four"],
+                &["two", "four"],
             ),
             ("Via<b hidden>x</b>gra", "Viaxgra", &["x"]),
+            ("Via<b hidden> x</b>gra", "Via xgra", &[" x"]),
+            ("Via<b hidden>x </b>gra", "Viax gra", &["x "]),
+            ("cheap <b hidden>.</b>pills", "cheap .pills", &["."]),
+            ("a<b style=\"visibility:hidden\"> x </b>b", "a x b", &["x"]),
             ("<span style=\"color:red\">shown</span>", "shown", &[]),
             ("no markup that hides", "no markup that hides", &[]),
         ] {
