@@ -216,7 +216,7 @@ impl Extractor {
     }
 
     fn read(&self, raw: &[u8], both: bool) -> Readings {
-        use crate::tokenize::{body_words, mostly_hidden, other_tokens};
+        use crate::tokenize::{body_words, other_tokens};
         let msg = crate::message::Message::parse(raw, self.scan_limit);
         // About one distinct feature per 8 bytes of text, and half its bytes: a guess
         // that spares most of the growing without reserving much a message never uses.
@@ -228,8 +228,10 @@ impl Extractor {
                 learned.add_joined(&[RULE_PREFIX, name]);
             }
         }
-        // The two readings differ in the text's words alone: the rest is made once.
-        let hidden_read = (both && mostly_hidden(&msg)).then(|| {
+        // The two readings differ in the text's words alone: the rest is made once. Any
+        // hidden text is read both ways: a second reading made only past a share of the
+        // text let a sender hide a pitch shorter than the shown text, out of the weighing.
+        let hidden_read = (both && !msg.hidden.is_empty()).then(|| {
             let mut hidden_read = learned.clone();
             body_words(&msg, &self.tokenizer, true, &mut hidden_read);
             hidden_read
@@ -244,15 +246,16 @@ impl Extractor {
 
 /// A message's features as it is scored. Its hidden words are features of their own
 /// (`hidden:WORD`), so that ham words padded in out of the reader's sight cannot lend
-/// spam their standing. But a message mostly hidden may be shown whole by a style sheet
-/// spamnb does not read, its words out of the weighing: such a message is also read with
-/// its hidden words as words, and the spammier reading is its score. Either way a sender
-/// gains nothing: more padding makes it no cleaner, and hiding everything hides nothing.
-/// Learned is always the first reading, so padding never teaches its words as spam.
+/// spam their standing. But what spamnb takes for hidden may be shown by a style sheet it
+/// does not read, those words out of the weighing: a message with hidden text is also read
+/// with its hidden words as words, and the spammier reading is its score. Either way a
+/// sender gains nothing: more padding makes it no cleaner, and hiding the pitch, whole or
+/// a part of the text, hides nothing. Learned is always the first reading, so padding never
+/// teaches its words as spam.
 #[derive(Debug, Clone)]
 pub struct Readings {
     pub learned: Features,
-    /// For a message mostly hidden: its hidden words read as words.
+    /// For a message with hidden text: its hidden words read as words.
     pub hidden_read: Option<Features>,
 }
 
@@ -404,5 +407,45 @@ mod tests {
         let shouting = b"Subject: FREE MONEY NOW\r\n\r\nhello\r\n";
         assert!(ex.features(shouting).rule_hits().contains(&"SUBJ_ALL_CAPS"));
         assert!(with_mime.features(base).rule_hits().contains(&"PARTS"));
+    }
+
+    /// A pitch hidden inline and shown again by a rule spamnb does not read (one with a
+    /// combinator), in less than half the text: the reader sees what the same message
+    /// shows with the pitch in plain sight, but the second reading, which weighs the
+    /// pitch, was made only past half the text, and the spam scored as clean as its
+    /// shown ham words (-17.6, against -1.1 with the pitch shown).
+    #[test]
+    fn a_pitch_hidden_in_less_than_half_the_text_makes_spam_no_cleaner() {
+        use crate::eval::table::Table;
+        use crate::model::{Class, ModelConfig, classify_readings};
+        let page = |body: &str| {
+            format!(
+                "From: a@example.org\nSubject: offer\nContent-Type: text/html\n\n\
+                 <style>div .s{{display:inline!important}}</style><div>{body}</div>\n"
+            )
+        };
+        let spam = "cheap pills without prescription order today discreet shipping";
+        let ham = "meeting agenda minutes budget review project schedule quarterly";
+        let ex = extractor();
+        let mut table = Table::new();
+        for (words, class) in [(spam, Class::Spam), (ham, Class::Ham)] {
+            let raw = page(&format!("<p>{words}</p>"));
+            for _ in 0..50 {
+                table.learn(&ex.features(raw.as_bytes()), class, 1);
+            }
+        }
+        let cfg = ModelConfig::default();
+        let score = |raw: &str| classify_readings(&ex.readings(raw.as_bytes()), &table, &cfg).score;
+        let shown = score(&page(&format!("<p>{ham} {ham}</p><p>{spam}</p>")));
+        let hidden = page(&format!(
+            "<p>{ham} {ham}</p><span class=s style=\"display:none\">{spam}</span>"
+        ));
+        let msg = crate::message::Message::parse(hidden.as_bytes(), 1 << 20);
+        assert!(
+            !crate::tokenize::mostly_hidden(&msg),
+            "less than half is hidden"
+        );
+        let hidden = score(&hidden);
+        assert!(hidden >= shown - 1e-9, "hidden {hidden} < shown {shown}");
     }
 }

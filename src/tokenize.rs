@@ -65,9 +65,8 @@ pub fn mostly_hidden(msg: &Message) -> bool {
 }
 
 /// Adds the words of `msg`'s text to `out`. Its hidden words are features of their own
-/// (`hidden:WORD`), unless `hidden_as_words`: the second reading of a message
-/// [`mostly_hidden`] (see [`crate::features::Readings`]), which differs from the first in
-/// these alone.
+/// (`hidden:WORD`), unless `hidden_as_words`: the second reading of a message with hidden
+/// text (see [`crate::features::Readings`]), which differs from the first in these alone.
 pub fn body_words(
     msg: &Message,
     opts: &TokenizerOptions,
