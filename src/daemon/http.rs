@@ -19,8 +19,8 @@ const MAX_HEAD: usize = 8 * 1024;
 /// from mail. Under a flood of idle connections each is closed once this many newer ones
 /// have come, which is all the time a probe has between its connection and its request:
 /// at ten thousand connections a second (a script floods that fast), 1024 leave it a
-/// tenth of a second, where 16 left it under two milliseconds. Each costs a socket and a
-/// few kilobytes: about 4 MB in all.
+/// tenth of a second, where 16 left it under two milliseconds. Each costs a socket and up
+/// to 9 KB (a request head of [`MAX_HEAD`] and a read buffer): 9 MB in all, at most.
 const MAX_CONNECTIONS: usize = 1024;
 /// How long a client has for its request: a scraper or a probe sends it at once, and
 /// sixteen idle connections held for the daemon's `read_timeout` (10 s) each kept
