@@ -531,13 +531,89 @@ const LI: [u128; 1] = name_keys([b"li"]);
 const LIST_SCOPE: [u128; 4] = name_keys([b"ul", b"ol", b"table", b"td"]);
 const DD_DT: [u128; 2] = name_keys([b"dd", b"dt"]);
 const DL_SCOPE: [u128; 3] = name_keys([b"dl", b"table", b"td"]);
-const CELL: [u128; 2] = name_keys([b"td", b"th"]);
+pub(super) const CELL: [u128; 2] = name_keys([b"td", b"th"]);
 const ROW: [u128; 1] = name_keys([b"tr"]);
+const ROW_GROUP: [u128; 3] = name_keys([b"tbody", b"thead", b"tfoot"]);
 const TABLE: [u128; 1] = name_keys([b"table"]);
 const OPTION: [u128; 1] = name_keys([b"option"]);
+const OPTION_GROUP: [u128; 2] = name_keys([b"option", b"optgroup"]);
 const SELECT: [u128; 1] = name_keys([b"select"]);
+
+/// Where the search for the element an end tag ends stops, as a browser's "in scope": a
+/// `</font>` or `</center>` inside a cell ends nothing outside its table.
+const DEFAULT_SCOPE: [u128; 9] = name_keys([
+    b"applet",
+    b"caption",
+    b"html",
+    b"table",
+    b"td",
+    b"th",
+    b"marquee",
+    b"object",
+    b"template",
+]);
+/// The same for the end tag of a table's part: a `</tr>` ends the cell it is in.
+const TABLE_SCOPE: [u128; 3] = name_keys([b"html", b"table", b"template"]);
+const TABLE_PARTS: [u128; 7] =
+    name_keys([b"table", b"tbody", b"thead", b"tfoot", b"tr", b"td", b"th"]);
+
+/// Where the search for the open element an end tag of `key` ends stops.
+pub(super) fn end_tag_scope(key: u128) -> &'static [u128] {
+    if key == P[0] {
+        &P_SCOPE
+    } else if TABLE_PARTS.contains(&key) {
+        &TABLE_SCOPE
+    } else {
+        &DEFAULT_SCOPE
+    }
+}
+
+/// Open elements a start tag ends: the innermost open element named in the first list,
+/// and those inside it, unless one named in the second comes first.
+pub(super) type ImpliedEnd = (&'static [u128], &'static [u128]);
+
+const END_P: ImpliedEnd = (&P, &P_SCOPE);
+const END_CELL: ImpliedEnd = (&CELL, &TABLE);
+const END_ROW: ImpliedEnd = (&ROW, &TABLE);
+
+/// What a start tag of the element `key` ends of those left open before it, in order, as a
+/// browser's tree construction ends them (in outline): a block ends a paragraph, an item
+/// the item, a cell the cell, a row the cell and the row, a row group all three and the
+/// group before it, an option the option. The end tags of these may be left out, and mostly
+/// are.
+pub(super) fn implied_ends(key: u128) -> &'static [ImpliedEnd] {
+    const LI_KEY: u128 = LI[0];
+    const DD: u128 = DD_DT[0];
+    const DT: u128 = DD_DT[1];
+    const TD: u128 = CELL[0];
+    const TH: u128 = CELL[1];
+    const TR: u128 = ROW[0];
+    const TBODY: u128 = ROW_GROUP[0];
+    const THEAD: u128 = ROW_GROUP[1];
+    const TFOOT: u128 = ROW_GROUP[2];
+    const OPTION_KEY: u128 = OPTION[0];
+    const OPTGROUP: u128 = OPTION_GROUP[1];
+    match key {
+        LI_KEY => &[END_P, (&LI, &LIST_SCOPE)],
+        DD | DT => &[END_P, (&DD_DT, &DL_SCOPE)],
+        TD | TH => &[END_CELL],
+        TR => &[END_CELL, END_ROW],
+        TBODY | THEAD | TFOOT => &[END_CELL, END_ROW, (&ROW_GROUP, &TABLE)],
+        OPTION_KEY => &[(&OPTION, &SELECT)],
+        OPTGROUP => &[(&OPTION_GROUP, &SELECT)],
+        k if ENDS_P.contains(&k) => &[END_P],
+        _ => &[],
+    }
+}
+
+/// Whether the element `key` holds no elements: it is void (no content, no end tag to
+/// wait for) or its content is text to its end tag, not markup.
+pub(super) fn holds_no_elements(key: u128) -> bool {
+    VOID.contains(&key) || RAW.contains(&key)
+}
+
 /// End tags a browser never ends anything with: text after `</body>` is the body's.
-const NOT_ENDED: [u128; 2] = name_keys([b"body", b"html"]);
+pub(super) const NOT_ENDED: [u128; 2] = name_keys([b"body", b"html"]);
 
 /// Open elements deeper than this are not followed one by one: a page of a million
 /// unclosed tags holds a bounded stack.
@@ -546,7 +622,7 @@ const MAX_OPEN: usize = 256;
 /// How far down the open elements an end tag (or a start tag that ends one, `<p>` ending a
 /// `<p>`) looks for the element it ends: the search is bounded, so that a page of end
 /// tags that end nothing takes time in its length, not in its length times its depth.
-const MAX_SEARCH: usize = 64;
+pub(super) const MAX_SEARCH: usize = 64;
 
 /// Text smaller than this many pixels cannot be read (SpamAssassin's limit); nor text in a
 /// box that clips it to less than this.
@@ -807,27 +883,21 @@ impl Hider {
     /// A start tag: `name` lowercase, `attributes` as written.
     fn start(&mut self, name: &[u8], attributes: &str) {
         let key = name_key(name);
-        if ENDS_P.contains(&key) {
-            self.end_innermost(&P, &P_SCOPE);
-        }
-        match name {
-            b"li" => self.end_innermost(&LI, &LIST_SCOPE),
-            b"dd" | b"dt" => self.end_innermost(&DD_DT, &DL_SCOPE),
-            b"td" | b"th" => self.end_innermost(&CELL, &TABLE),
-            b"tr" => {
-                self.end_innermost(&CELL, &TABLE);
-                self.end_innermost(&ROW, &TABLE);
-            }
-            b"option" => self.end_innermost(&OPTION, &SELECT),
-            _ => {}
+        for (names, scope) in implied_ends(key) {
+            self.end_innermost(names, scope);
         }
         if key == BR {
             self.end_first_line();
         }
+        if holds_no_elements(key) {
+            // It ends, of the colours' elements, what it ends of these.
+            self.colors.open_styled(key, attributes, None);
+            return;
+        }
         // An `<html>` after the `<body>` made up for the page is the page's own, which a
         // reader has already: it opens nothing inside the body (`html { font-size: 0 }`
         // with the body's set again hid all that followed it).
-        if VOID.contains(&key) || RAW.contains(&key) || (key == HTML && self.made_up[1].is_some()) {
+        if key == HTML && self.made_up[1].is_some() {
             return;
         }
         let (mut style, mut hidden, mut class, mut id, mut size) = (None, false, None, None, None);
@@ -884,7 +954,7 @@ impl Hider {
             &own
         };
         let declared = Some(declared).filter(|d| !d.is_empty());
-        self.colors.open_styled(name, attributes, declared);
+        self.colors.open_styled(key, attributes, declared);
         let made_up = match name {
             b"html" => self.made_up[0],
             b"body" => self.made_up[1],
@@ -1715,6 +1785,71 @@ mod tests {
         for (html, hidden) in cases {
             assert_eq!(hidden_runs(html), *hidden, "{html:?}");
         }
+    }
+
+    /// Light text on a dark background shows, whatever element the background is painted
+    /// on and however its style reaches it; light text on a light one is hidden, in those
+    /// elements too. Dark-themed ham was read as hidden text when the background was on an
+    /// element the colours did not follow (`section`, `li`, `blockquote`, `article`).
+    #[test]
+    fn light_text_on_a_dark_section_is_shown() {
+        assert_hides(&[
+            (
+                "<section style=\"background:#111\"><p style=\"color:#fafafa\">Our quarterly \
+                 newsletter</p></section>",
+                &[],
+            ),
+            (
+                "<ul style=\"background:#000\"><li><span style=\"color:#fff\">one</span>\
+                 <li><b style=\"color:#fff\">two</b></ul>",
+                &[],
+            ),
+            (
+                "<blockquote style=\"background-color:#222\"><font color=#fff>quoted</font>\
+                 </blockquote>",
+                &[],
+            ),
+            (
+                "<article style=\"background:black\"><p style=\"color:white\">news</article>",
+                &[],
+            ),
+            (
+                "<header style=\"background:#000\"><h1 style=\"color:#fff\">title</h1></header>\
+                 <main style=\"background:#111\"><p style=\"color:#eee\">body",
+                &[],
+            ),
+            // From a style sheet.
+            (
+                "<style>section{background:#111}</style><section><p style=\"color:#fff\">news\
+                 </p></section>",
+                &[],
+            ),
+            (
+                "<style>.dark{background-color:#000}.light{color:#fff}</style>\
+                 <article class=dark><p class=light>news</article>",
+                &[],
+            ),
+            // Light on light.
+            (
+                "<section style=\"background:#fff\"><p style=\"color:#fefefe\">meeting</p>\
+                 </section>news",
+                &["meeting"],
+            ),
+            ("<li style=\"color:#fff\">meeting</li>news", &["meeting"]),
+            (
+                "<style>li{background:#fff;color:#fefefe}</style><ul><li>meeting</ul>",
+                &["meeting"],
+            ),
+            // A dark background ends with its element, its end tag left out or not.
+            (
+                "<ul style=\"background:#000;color:#fff\"><li>news</ul><p style=\"color:#fff\">meeting",
+                &["meeting"],
+            ),
+            (
+                "<dl><dd style=\"background:#000;color:#fff\">news<dt>x<p style=\"color:#fff\">meeting",
+                &["meeting"],
+            ),
+        ]);
     }
 
     /// A block no higher (or wider) than 8 pixels that clips what overflows it shows no

@@ -1,20 +1,30 @@
 //! Text drawn in (nearly) the colour behind it, or in a colour that is none: SpamAssassin's
 //! `html_test('font_low_contrast')` and `html_test('font_invalid_color')`. Hidden text is
 //! how spam feeds a filter words its reader never sees. [`ColorStack`] follows the colours
-//! that the tags around a text set, from HTML attributes and inline CSS, as the rules' HTML
+//! that the elements around a text set, from HTML attributes and inline CSS, as the rules' HTML
 //! facts (`rules::html_facts`) walk the markup; style sheets (`<style>`, classes) are not read
 //! for them, as SpamAssassin reads none, and a message's HTML parts are read as one page
 //! (SpamAssassin starts each afresh). The hidden-text reader (`html::Hider`) gives the
 //! stack what a page's style sheet says as well ([`ColorStack::open_styled`]).
 //!
+//! The colours of every element that can hold text are followed (a dark `<section>`, `<li>`
+//! or `<blockquote>` behind light text), and elements end as a browser ends them, in
+//! outline: a paragraph, item, cell or row left open ends at the next, or at the block that
+//! begins after it; a void element (`<br>`, `<img>`) holds nothing; an end tag ends nothing
+//! outside the cell or table it is in. SpamAssassin follows a short list of tags, ends each
+//! only at its end tag, and ends it there from anywhere.
+//!
 //! Where SpamAssassin 4.0.1 differs, spamnb does what its test means to do, as a reader
-//! shows the page: `bgcolor` on body, table, row and cell sets the background (SpamAssassin
-//! reads the attribute and drops it, so black text in a black cell passes it); CSS
+//! shows the page: `bgcolor` on body, table, row group, row and cell sets the background
+//! (SpamAssassin reads the attribute and drops it, so black text in a black cell passes it); CSS
 //! percentages, `hsl()`, alpha and `currentcolor` are read; `color : x` with a space
 //! before the colon counts; a link's text has the link colour, not its parent's; and
 //! text over a background image is not judged, its colours being unknown.
 
-use super::html::{attribute, attribute_values, css_declarations};
+use super::html::{
+    CELL, MAX_SEARCH, NOT_ENDED, attribute, attribute_values, css_declarations, end_tag_scope,
+    holds_no_elements, implied_ends, name_key,
+};
 
 /// A colour where a page may give one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,43 +260,19 @@ fn nearly_same(a: [u8; 3], b: [u8; 3]) -> bool {
     squared < 12.0 * 12.0
 }
 
-/// A tag whose colours the stack follows: SpamAssassin's set, and the few others pages
-/// give a `style` as often (`<b style=…>`, headings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Tag {
-    /// The bottom of the stack: black on white.
-    Document,
-    Body,
-    Font,
-    Table,
-    Row,
-    /// `td` and `th`, which close each other.
-    Cell,
-    Link,
-    /// Another tag that takes a `style`, by its name.
-    Styled(&'static [u8]),
-}
-
-/// The other tags whose `style` counts, by name.
-const STYLED: &[&[u8]] = &[
-    b"span", b"p", b"div", b"b", b"i", b"u", b"strong", b"em", b"center", b"h1", b"h2", b"h3",
-    b"h4", b"h5", b"h6",
+const BODY: u128 = name_key(b"body");
+const FONT: u128 = name_key(b"font");
+const LINK: u128 = name_key(b"a");
+/// The elements whose `bgcolor` and `background` attributes readers paint.
+const TABLE_PARTS: [u128; 7] = [
+    name_key(b"table"),
+    name_key(b"tbody"),
+    name_key(b"thead"),
+    name_key(b"tfoot"),
+    name_key(b"tr"),
+    name_key(b"td"),
+    name_key(b"th"),
 ];
-
-impl Tag {
-    /// The tag of a lowercase name, if the stack follows it.
-    fn of(name: &[u8]) -> Option<Tag> {
-        Some(match name {
-            b"body" => Tag::Body,
-            b"font" => Tag::Font,
-            b"table" => Tag::Table,
-            b"tr" => Tag::Row,
-            b"td" | b"th" => Tag::Cell,
-            b"a" => Tag::Link,
-            _ => Tag::Styled(STYLED.iter().find(|s| **s == name)?),
-        })
-    }
-}
 
 /// How text in a style shows, when it does not show plainly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -295,10 +281,11 @@ enum Fault {
     InvalidColor,
 }
 
-/// The colours inside one open tag.
+/// The colours inside one open element.
 #[derive(Debug, Clone, Copy)]
 struct Style {
-    tag: Tag,
+    /// The element's name ([`name_key`]); 0 for the document.
+    key: u128,
     fg: Color,
     bg: Color,
     /// Found when the style is made, since many texts may be read in it.
@@ -306,7 +293,7 @@ struct Style {
 }
 
 impl Style {
-    fn new(tag: Tag, fg: Color, bg: Color) -> Style {
+    fn new(key: u128, fg: Color, bg: Color) -> Style {
         let fault = match (fg, bg) {
             // SpamAssassin calls two invalid colours alike, and so low contrast; both are
             // no colour, which is what its invalid-colour test is for.
@@ -314,13 +301,13 @@ impl Style {
             (Color::Rgb(a), Color::Rgb(b)) if nearly_same(a, b) => Some(Fault::LowContrast),
             _ => None,
         };
-        Style { tag, fg, bg, fault }
+        Style { key, fg, bg, fault }
     }
 }
 
 /// Outside every tag: black on white.
 const DOCUMENT: Style = Style {
-    tag: Tag::Document,
+    key: 0,
     fg: BLACK,
     bg: WHITE,
     fault: None,
@@ -351,37 +338,30 @@ impl ColorStack {
 
     /// A start tag: `name` lowercase, `attributes` as written.
     pub(crate) fn open(&mut self, name: &[u8], attributes: &str) {
-        if let Some(tag) = Tag::of(name) {
-            self.push(tag, attributes, attribute(attributes, "style"));
-        }
+        self.push(name_key(name), attributes, attribute(attributes, "style"));
     }
 
-    /// A start tag whose declarations are `style`, in place of its `style` attribute: the
-    /// hidden-text reader's, with those of the page's style sheet.
-    pub(crate) fn open_styled(&mut self, name: &[u8], attributes: &str, style: Option<&str>) {
-        if let Some(tag) = Tag::of(name) {
-            self.push(tag, attributes, style);
-        }
+    /// A start tag of the element `key` ([`name_key`]) whose declarations are `style`, in
+    /// place of its `style` attribute: the hidden-text reader's, with those of the page's
+    /// style sheet.
+    pub(crate) fn open_styled(&mut self, key: u128, attributes: &str, style: Option<&str>) {
+        self.push(key, attributes, style);
     }
 
-    fn push(&mut self, tag: Tag, attributes: &str, style: Option<&str>) {
-        // A cell (or row) begun ends the cell, and the fonts in it, left open before it.
-        let ends: &[Tag] = match tag {
-            Tag::Cell => &[Tag::Font, Tag::Cell],
-            Tag::Row => &[Tag::Font, Tag::Cell, Tag::Row],
-            _ => &[],
-        };
-        while self.styles.len() > 1 && ends.contains(&self.top().tag) {
-            self.styles.pop();
+    fn push(&mut self, key: u128, attributes: &str, style: Option<&str>) {
+        // A paragraph, item, cell or row begun ends the one left open before it, and what
+        // is inside that, as a reader ends them.
+        for (names, scope) in implied_ends(key) {
+            self.end_innermost(names, scope);
         }
-        if self.styles.len() >= MAX_DEPTH {
+        if holds_no_elements(key) || self.styles.len() >= MAX_DEPTH {
             return;
         }
         let behind = self.top().bg;
         let (mut fg, mut bg) = (self.top().fg, behind);
         let attr = |name| attribute(attributes, name);
-        match tag {
-            Tag::Body => {
+        match key {
+            BODY => {
                 if let Some(text) = attr("text") {
                     fg = attribute_color(text);
                 }
@@ -389,15 +369,15 @@ impl ColorStack {
                     self.link = Color::Rgb(link);
                 }
             }
-            Tag::Font => {
+            FONT => {
                 if let Some(color) = attr("color") {
                     fg = attribute_color(color);
                 }
             }
-            Tag::Link if attribute_values(attributes, "href").next().is_some() => fg = self.link,
+            LINK if attribute_values(attributes, "href").next().is_some() => fg = self.link,
             _ => {}
         }
-        if matches!(tag, Tag::Body | Tag::Table | Tag::Row | Tag::Cell) {
+        if key == BODY || TABLE_PARTS.contains(&key) {
             // SpamAssassin 4.0.1 drops `bgcolor` (a bug): readers paint it, so spamnb does.
             // It was never part of SpamAssassin's invalid-colour test, so a value that is
             // no colour (`""` is common in templates) leaves the background as it was;
@@ -417,20 +397,51 @@ impl ColorStack {
         if let Some(style) = style {
             (fg, bg) = apply_style(style, fg, bg, behind);
         }
-        self.styles.push(Style::new(tag, fg, bg));
+        self.styles.push(Style::new(key, fg, bg));
     }
 
-    /// An end tag: closes the innermost open tag of its name and those inside it, as
-    /// SpamAssassin does; one of a name not open changes nothing.
+    /// Ends the innermost open element named in `names` and those inside it, unless one
+    /// named in `scope` comes first, or it is deeper than [`MAX_SEARCH`] (as the hidden-text
+    /// reader's elements end: a page of start tags that end nothing takes time in its
+    /// length).
+    fn end_innermost(&mut self, names: &[u128], scope: &[u128]) {
+        for at in (1..self.styles.len()).rev().take(MAX_SEARCH) {
+            let key = self.styles[at].key;
+            if names.contains(&key) {
+                self.styles.truncate(at);
+                return;
+            }
+            if scope.contains(&key) {
+                return;
+            }
+        }
+    }
+
+    /// An end tag: closes the innermost open element of its name and those inside it (`</th>`
+    /// a `td` too, as SpamAssassin treats them alike), unless it is outside the cell or
+    /// table the end tag is in, as a reader ignores it there; one of a name not open changes
+    /// nothing.
     pub(crate) fn close(&mut self, name: &[u8]) {
+        let key = name_key(name);
         // Text after `</body>` is still the body's to a reader.
-        let Some(tag) = Tag::of(name).filter(|t| *t != Tag::Body) else {
+        if NOT_ENDED.contains(&key) {
             return;
+        }
+        let names = if CELL.contains(&key) {
+            &CELL[..]
+        } else {
+            std::slice::from_ref(&key)
         };
-        if let Some(at) = self.styles.iter().rposition(|s| s.tag == tag)
-            && at > 0
-        {
-            self.styles.truncate(at);
+        let scope = end_tag_scope(key);
+        for at in (1..self.styles.len()).rev() {
+            let open = self.styles[at].key;
+            if names.contains(&open) {
+                self.styles.truncate(at);
+                return;
+            }
+            if scope.contains(&open) {
+                return;
+            }
         }
     }
 
@@ -740,12 +751,57 @@ mod tests {
             ),
             ("<font color=red></span></div>", red, WHITE),
             ("<font color=red><blink></font>", BLACK, WHITE),
-            // Tags the stack does not follow.
+            // Elements that hold no text: no colours of their own.
             (
-                "<li style='color:red'><marquee style='color:red'>",
+                "<img style='color:red'><br style='color:red'><style style='color:red'>",
                 BLACK,
                 WHITE,
             ),
+            // Any element that holds text has the colours its style gives it.
+            (
+                "<section style='background:#111'><p style='color:#eee'>",
+                rgb(0xeeeeee),
+                rgb(0x111111),
+            ),
+            ("<ul style='background:red'><li>", BLACK, red),
+            ("<marquee style='color:red'>", red, WHITE),
+            // Elements whose end tags are left out end where a reader ends them: an item
+            // at the next item, a paragraph at a block or a rule, a row group at the next.
+            ("<ul><li style='color:red'>a<li>", BLACK, WHITE),
+            ("<ul><li style='color:red'><ul><li>", red, WHITE),
+            ("<dl><dt style='color:red'>a<dd>", BLACK, WHITE),
+            ("<p style='color:red'>a<blockquote>", BLACK, WHITE),
+            ("<p style='color:red'>a<hr>", BLACK, WHITE),
+            ("<p style='color:red'>a<span>", red, WHITE),
+            (
+                "<table><tbody style='background:red'><tr><td>a<tfoot>",
+                BLACK,
+                WHITE,
+            ),
+            ("<tbody bgcolor=red><tr><td>a", BLACK, red),
+            ("<select><option style='color:red'>a<option>", BLACK, WHITE),
+            // A block begun inside a marquee, or a cell, within a paragraph ends none.
+            ("<p style='color:red'><marquee><div>", red, WHITE),
+            (
+                "<p style='color:red'>a<table><tr><td><p style='background:#000'>",
+                BLACK,
+                BLACK,
+            ),
+            ("<html style='color:red'></html>", red, WHITE),
+            // An end tag inside a cell ends nothing outside its table: a stray `</center>`
+            // leaves the dark cell open; `</tr>` ends the cell it is in.
+            (
+                "<center><table><tr><td bgcolor=#000><font color=red>x</center>",
+                red,
+                BLACK,
+            ),
+            ("<font color=red><table><tr><td></font>", red, WHITE),
+            (
+                "<table bgcolor=red><tr><td bgcolor=#000><font color=white>x</tr>",
+                BLACK,
+                red,
+            ),
+            ("<ul style='color:red'><li><p>x</ul>", BLACK, WHITE),
             // A cell ends the cell and fonts left open before it; `</th>` ends a `td`.
             (
                 "<table bgcolor=#000><tr><td><font color=white>x<td>",
@@ -818,6 +874,41 @@ mod tests {
                 false,
             ),
             ("<font color=white><a href=x>a link", false, false),
+            // Light text on a dark background, whatever element paints it, shows.
+            (
+                "<section style='background:#111'><p style='color:#fafafa'>news</p></section>",
+                false,
+                false,
+            ),
+            (
+                "<ul style='background-color:#000'><li><b style='color:#fff'>a</b><li><i style='color:#fff'>b",
+                false,
+                false,
+            ),
+            (
+                "<blockquote style='background:#222'><font color=#fff>quoted</font></blockquote>",
+                false,
+                false,
+            ),
+            (
+                "<article style='background:#000'><h2 style='color:#fff'>x</h2>",
+                false,
+                false,
+            ),
+            // And light text on a light one in them is hidden.
+            ("<li style='color:#fff'>hidden", true, false),
+            (
+                "<article style='background:#eee'><p style='color:#f0f0f0'>x",
+                true,
+                false,
+            ),
+            ("<section style='color:zzz'>x", false, true),
+            // The dark background ends with its element, left open or not.
+            (
+                "<ul style='background:#000'><li style='color:#fff'>a</ul><p style='color:#fff'>x",
+                true,
+                false,
+            ),
         ] {
             let flags = read(markup).flags;
             assert_eq!(
