@@ -894,10 +894,11 @@ impl Hider {
             self.colors.open_styled(key, attributes, None);
             return;
         }
-        // An `<html>` after the `<body>` made up for the page is the page's own, which a
-        // reader has already: it opens nothing inside the body (`html { font-size: 0 }`
-        // with the body's set again hid all that followed it).
-        if key == HTML && self.made_up[1].is_some() {
+        // An `<html>` inside another element, or after the `<body>` made up for the page,
+        // is the page's own, which a reader has already: it opens nothing inside the body
+        // (`html { font-size: 0 }` with the body's set again hid all that followed it,
+        // whether that body was made up or written).
+        if key == HTML && (self.made_up[1].is_some() || !self.open.is_empty()) {
             return;
         }
         let (mut style, mut hidden, mut class, mut id, mut size) = (None, false, None, None, None);
@@ -2188,7 +2189,7 @@ mod tests {
                 &["meeting"],
             ),
             // The page's `<body>`, made up where it has none, is styled too; an `<html>`
-            // after it is the page's, around the body, not inside it.
+            // after it, or after one written, is the page's, around the body, not inside it.
             ("<style>body{font-size:0}</style>meeting", &["meeting"]),
             (
                 "<style>html{font-size:0} body{font-size:16px}</style><p>cheap</p><html>\
@@ -2197,6 +2198,10 @@ mod tests {
             ),
             (
                 "<style>html{font-size:0} body{font-size:16px}</style><html><body>cheap",
+                &[],
+            ),
+            (
+                "<style>html{font-size:0}</style><body style=\"font-size:16px\">cheap<html>pills",
                 &[],
             ),
             (
