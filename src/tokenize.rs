@@ -783,6 +783,24 @@ mod tests {
                 &["cheap", "pills"],
                 &["meeting"],
             ),
+            // A block that is not displayed makes no line either: the reader sees no
+            // break, and the words around it run on (`vi agra` again).
+            (
+                "Via<div style=\"display:none\">meeting</div>gra now",
+                &["viagra", "now"],
+                &["meeting"],
+            ),
+            (
+                "Via<p hidden>meeting</p>gra now",
+                &["viagra", "now"],
+                &["meeting"],
+            ),
+            // But white space shown beside it parts the words.
+            (
+                "cheap <div style=\"display:none\">meeting</div> pills",
+                &["cheap", "pills"],
+                &["meeting"],
+            ),
             // Shown again: an element's own size and visibility count.
             (
                 "<td style=\"font-size:0\">meeting <div style=\"font-size:14px\">cheap</div></td>",

@@ -102,7 +102,19 @@ impl Text {
         // around the run (`cheap <b hidden>.</b>pills`). One inside a run that takes no
         // room parts nothing (`Via<b hidden> x</b>gra`, `Via<b hidden>x </b>gra`).
         let mut unseen_space = false;
-        if self.space && !self.out.is_empty() && !self.out.ends_with('\n') {
+        if self.space && self.space_shown && self.out.ends_with('\n') {
+            // A line ended by an element not displayed is no break the reader sees, but
+            // white space shown after it parts the words around it as a space would.
+            if let Some(last) = self.hidden_spans.last_mut()
+                && last.end == start
+                && self.out[last.clone()].ends_with('\n')
+            {
+                last.end -= 1;
+                if last.start == last.end {
+                    self.hidden_spans.pop();
+                }
+            }
+        } else if self.space && !self.out.is_empty() && !self.out.ends_with('\n') {
             self.out.push(' ');
             let joins_run = self.hidden_spans.last().is_some_and(|r| r.end == start);
             if !self.space_shown {
@@ -136,25 +148,35 @@ impl Text {
         self.space_shown |= !self.gone;
     }
 
-    fn brk(&mut self, kind: Break) {
+    /// A tag's break; `unseen` when the element is not displayed (or is inside one that
+    /// is not): a reader lays out no box for it, and the words around it run on.
+    fn brk(&mut self, kind: Break, unseen: bool) {
         match kind {
             Break::None => {}
+            Break::Space if unseen => self.space = true,
             // A cell's space only separates: white space already does that.
             Break::Space => self.spaced(),
-            Break::Line => self.lines(1),
-            Break::Paragraph => self.lines(2),
+            Break::Line => self.lines(1, unseen),
+            Break::Paragraph => self.lines(2, unseen),
         }
     }
 
-    fn lines(&mut self, n: usize) {
+    /// Ends the line, and leaves `n - 1` empty ones. The lines an element not displayed
+    /// ends are hidden, but after white space the reader sees, which parts the words.
+    fn lines(&mut self, n: usize, unseen: bool) {
+        let shown_space = self.space && self.space_shown;
         self.space = false;
         self.space_shown = false;
         if self.out.is_empty() {
             return;
         }
-        let have = self.out.len() - self.out.trim_end_matches('\n').len();
+        let from = self.out.len();
+        let have = from - self.out.trim_end_matches('\n').len();
         for _ in have..n {
             self.out.push('\n');
+        }
+        if unseen && !shown_space && self.out.len() > from {
+            self.hide(from..self.out.len());
         }
     }
 }
@@ -225,6 +247,8 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         };
         let name = &bytes[at + usize::from(closing)..][..name_len];
         let end = tag_end(bytes, at, &mut unclosed);
+        // Whether the element is not displayed: it is, or was until its end tag.
+        let mut undisplayed = hider.as_ref().is_some_and(Hider::undisplayed);
         if let Some(hider) = &mut hider {
             let mut lower = [0u8; NAME_KEY_BYTES];
             let lower = &mut lower[..name_len.min(NAME_KEY_BYTES)];
@@ -242,9 +266,10 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
             }
             text.hidden = hider.hides();
             text.gone = hider.removes();
+            undisplayed |= hider.undisplayed();
         }
         at = end;
-        text.brk(break_of(name));
+        text.brk(break_of(name), undisplayed);
         let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
         let raw_shown = RAW_SHOWN.iter().position(|n| is(n));
         if closing
@@ -260,12 +285,17 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
             Some(_) => text.words(&decode_entities(&html[end..content_end])),
             None => {}
         }
-        text.brk(break_of(name));
+        text.brk(break_of(name), undisplayed);
         at = after;
     }
     text.words(&html[at..]);
     let trimmed = text.out.trim_end().len();
     text.out.truncate(trimmed);
+    // The lines hidden at the end went with the white space trimmed there.
+    for span in &mut text.hidden_spans {
+        span.end = span.end.min(trimmed);
+    }
+    text.hidden_spans.retain(|span| span.start < span.end);
     Rendered {
         text: text.out,
         hidden: text.hidden_spans,
@@ -872,6 +902,12 @@ impl Hider {
             || top.shift.iter().any(|&px| px <= -OFF_PAGE_PX)
             || top.indented_away
             || self.colors.hides_text()
+    }
+
+    /// Whether the element here is not displayed (`display: none`, `hidden`): it makes
+    /// no box, and no break.
+    fn undisplayed(&self) -> bool {
+        self.top().none
     }
 
     /// Whether text here takes no room on the page: its white space parts no words.
@@ -1756,6 +1792,9 @@ mod tests {
                 &["two", "four"],
             ),
             ("Via<b hidden>x</b>gra", "Viaxgra", &["x"]),
+            ("Via<div hidden>x</div>gra", "Via\nx\ngra", &["\nx\n"]),
+            ("cheap <div hidden>x</div> pills", "cheap\nx\npills", &["x"]),
+            ("a<td hidden>x</td>b", "a x b", &[" x "]),
             ("Via<b hidden> x</b>gra", "Via xgra", &[" x"]),
             ("Via<b hidden>x </b>gra", "Viax gra", &["x "]),
             ("cheap <b hidden>.</b>pills", "cheap .pills", &["."]),
