@@ -216,7 +216,7 @@ impl Extractor {
     }
 
     fn read(&self, raw: &[u8], both: bool) -> Readings {
-        use crate::tokenize::{body_words, other_tokens};
+        use crate::tokenize::{body_words, hidden_as_words, mostly_hidden, other_tokens};
         let msg = crate::message::Message::parse(raw, self.scan_limit);
         // About one distinct feature per 8 bytes of text, and half its bytes: a guess
         // that spares most of the growing without reserving much a message never uses.
@@ -228,15 +228,14 @@ impl Extractor {
                 learned.add_joined(&[RULE_PREFIX, name]);
             }
         }
-        // The two readings differ in the text's words alone: the rest is made once. Any
-        // hidden text is read both ways: a second reading made only past a share of the
-        // text let a sender hide a pitch shorter than the shown text, out of the weighing.
-        let hidden_read = (both && !msg.hidden.is_empty()).then(|| {
+        // The second reading adds the hidden words as words to the first: the rest is made
+        // once.
+        body_words(&msg, &self.tokenizer, &mut learned);
+        let hidden_read = (both && mostly_hidden(&msg)).then(|| {
             let mut hidden_read = learned.clone();
-            body_words(&msg, &self.tokenizer, true, &mut hidden_read);
+            hidden_as_words(&msg, &self.tokenizer, &mut hidden_read);
             hidden_read
         });
-        body_words(&msg, &self.tokenizer, false, &mut learned);
         Readings {
             learned,
             hidden_read,
@@ -246,16 +245,21 @@ impl Extractor {
 
 /// A message's features as it is scored. Its hidden words are features of their own
 /// (`hidden:WORD`), so that ham words padded in out of the reader's sight cannot lend
-/// spam their standing. But what spamnb takes for hidden may be shown by a style sheet it
-/// does not read, those words out of the weighing: a message with hidden text is also read
-/// with its hidden words as words, and the spammier reading is its score. Either way a
-/// sender gains nothing: more padding makes it no cleaner, and hiding the pitch, whole or
-/// a part of the text, hides nothing. Learned is always the first reading, so padding never
-/// teaches its words as spam.
+/// spam their standing. But a message mostly hidden may be shown whole by a style sheet
+/// spamnb does not read, its words out of the weighing: such a message is also read with
+/// its hidden words as words too, and the spammier reading is its score. Either way a
+/// sender gains nothing: more padding makes it no cleaner, and hiding everything hides
+/// nothing. Learned is always the first reading, so padding never teaches its words as
+/// spam.
+///
+/// The second reading keeps the hidden words' own features, and is made only for a message
+/// mostly hidden: a newsletter's hidden preheader ("free shipping this weekend") is ham as
+/// `hidden:` words learned from the same sender's letters, and spam as words in plain
+/// sight. Read both ways whenever any text was hidden, such ham scored unsure.
 #[derive(Debug, Clone)]
 pub struct Readings {
     pub learned: Features,
-    /// For a message with hidden text: its hidden words read as words.
+    /// For a message mostly hidden: the first reading with its hidden words as words too.
     pub hidden_read: Option<Features>,
 }
 
@@ -409,43 +413,44 @@ mod tests {
         assert!(with_mime.features(base).rule_hits().contains(&"PARTS"));
     }
 
-    /// A pitch hidden inline and shown again by a rule spamnb does not read (one with a
-    /// combinator), in less than half the text: the reader sees what the same message
-    /// shows with the pitch in plain sight, but the second reading, which weighs the
-    /// pitch, was made only past half the text, and the spam scored as clean as its
-    /// shown ham words (-17.6, against -1.1 with the pitch shown).
+    /// A shop's newsletter (ham) with a hidden preheader, as most newsletters carry, in
+    /// less than half its text: its hidden words, learned as `hidden:WORD` from the same
+    /// shop's earlier letters, are ham; the same words in plain sight are spam's. It is
+    /// scored as read once: read both ways, as any message with hidden text was for a
+    /// while, it scored unsure (-1.2, from -23.2).
     #[test]
-    fn a_pitch_hidden_in_less_than_half_the_text_makes_spam_no_cleaner() {
+    fn a_newsletter_preheader_makes_ham_no_spammier() {
         use crate::eval::table::Table;
-        use crate::model::{Class, ModelConfig, classify_readings};
-        let page = |body: &str| {
+        use crate::model::{Class, Decision, ModelConfig, classify, classify_readings};
+        let letter = |pre: &str, shown: &str| {
             format!(
-                "From: a@example.org\nSubject: offer\nContent-Type: text/html\n\n\
-                 <style>div .s{{display:inline!important}}</style><div>{body}</div>\n"
+                "From: news@shop.example\nSubject: this week\nContent-Type: text/html\n\n\
+                 <div style=\"display:none\">{pre}</div><p>{shown}</p>\n"
             )
         };
-        let spam = "cheap pills without prescription order today discreet shipping";
-        let ham = "meeting agenda minutes budget review project schedule quarterly";
+        let pre = "free shipping on every order this weekend only save big";
+        let shown = "garden tools catalogue spring planting guide store hours newsletter \
+                     seeds compost watering roses hedges lawn mowers pruning shears";
+        let spam = "free shipping every order weekend only save big cheap pills";
         let ex = extractor();
         let mut table = Table::new();
-        for (words, class) in [(spam, Class::Spam), (ham, Class::Ham)] {
-            let raw = page(&format!("<p>{words}</p>"));
-            for _ in 0..50 {
-                table.learn(&ex.features(raw.as_bytes()), class, 1);
-            }
+        for _ in 0..50 {
+            table.learn(&ex.features(letter(pre, shown).as_bytes()), Class::Ham, 1);
+            table.learn(&ex.features(letter("", spam).as_bytes()), Class::Spam, 1);
         }
         let cfg = ModelConfig::default();
-        let score = |raw: &str| classify_readings(&ex.readings(raw.as_bytes()), &table, &cfg).score;
-        let shown = score(&page(&format!("<p>{ham} {ham}</p><p>{spam}</p>")));
-        let hidden = page(&format!(
-            "<p>{ham} {ham}</p><span class=s style=\"display:none\">{spam}</span>"
-        ));
-        let msg = crate::message::Message::parse(hidden.as_bytes(), 1 << 20);
-        assert!(
-            !crate::tokenize::mostly_hidden(&msg),
-            "less than half is hidden"
+        let raw = letter(
+            pre,
+            "garden tools catalogue summer sale store newsletter seeds compost \
+             watering roses hedges lawn mowers pruning shears",
         );
-        let hidden = score(&hidden);
-        assert!(hidden >= shown - 1e-9, "hidden {hidden} < shown {shown}");
+        let once = classify(&ex.features(raw.as_bytes()), &table, &cfg);
+        assert_eq!(once.decision, Decision::Ham, "{}", once.score);
+        let both = classify_readings(&ex.readings(raw.as_bytes()), &table, &cfg);
+        assert_eq!(
+            both.decision, once.decision,
+            "read once {} {:?}, both ways {} {:?}",
+            once.score, once.decision, both.score, both.decision
+        );
     }
 }

@@ -414,7 +414,7 @@ pub fn classify_readings(
         return learned;
     }
     other.note.get_or_insert_with(|| {
-        "some of its text is hidden: scored with its hidden words read as words, the \
+        "most of its text is hidden: scored with its hidden words read as words, the \
          spammier reading"
             .into()
     });

@@ -65,16 +65,33 @@ pub fn mostly_hidden(msg: &Message) -> bool {
 }
 
 /// Adds the words of `msg`'s text to `out`. Its hidden words are features of their own
-/// (`hidden:WORD`), unless `hidden_as_words`: the second reading of a message with hidden
-/// text (see [`crate::features::Readings`]), which differs from the first in these alone.
-pub fn body_words(
-    msg: &Message,
-    opts: &TokenizerOptions,
-    hidden_as_words: bool,
-    out: &mut Features,
-) {
+/// (`hidden:WORD`).
+pub fn body_words(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
+    if msg.hidden.is_empty() {
+        add_words(&msg.text, opts, out);
+        return;
+    }
+    // Words padded in where the reader cannot see them (Bayes poisoning: ham words in
+    // spam) are features of their own, learned apart: they cannot lend spam the ham
+    // standing of the words shown. Not dropped: a style sheet can show what an inline
+    // style hid, and then they are what the spam says.
+    let (shown, hidden) = split_hidden(&msg.text, &msg.hidden);
+    add_words(&shown, opts, out);
+    words(&hidden, opts, &mut |w| out.add_joined(&[HIDDEN_PREFIX, w]));
+}
+
+/// Adds `msg`'s hidden words to `out` as words too: what the second reading of a message
+/// with hidden text (see [`crate::features::Readings`]) has beside the first.
+pub fn hidden_as_words(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
+    if !msg.hidden.is_empty() {
+        add_words(&split_hidden(&msg.text, &msg.hidden).1, opts, out);
+    }
+}
+
+/// Adds the words of `text` to `out`, and each pair of neighbours with `pair_tokens`.
+fn add_words(text: &str, opts: &TokenizerOptions, out: &mut Features) {
     let mut previous: Option<String> = None;
-    let mut body_word = |w: &str| {
+    words(text, opts, &mut |w| {
         if opts.pair_tokens {
             if let Some(prev) = &previous {
                 out.add_joined(&[prev, "+", w]);
@@ -82,18 +99,7 @@ pub fn body_words(
             previous = Some(w.to_string());
         }
         out.add(w);
-    };
-    if msg.hidden.is_empty() || hidden_as_words {
-        words(&msg.text, opts, &mut body_word);
-    } else {
-        // Words padded in where the reader cannot see them (Bayes poisoning: ham words in
-        // spam) are features of their own, learned apart: they cannot lend spam the ham
-        // standing of the words shown. Not dropped: a style sheet can show what an inline
-        // style hid, and then they are what the spam says.
-        let (shown, hidden) = split_hidden(&msg.text, &msg.hidden);
-        words(&shown, opts, &mut body_word);
-        words(&hidden, opts, &mut |w| out.add_joined(&[HIDDEN_PREFIX, w]));
-    }
+    });
 }
 
 /// Adds every token of `msg` but the words of its text to `out`: the sign of a message
@@ -587,7 +593,7 @@ mod tests {
     fn tokens_of(raw: &[u8], opts: &TokenizerOptions) -> Features {
         let msg = Message::parse(raw, 1 << 20);
         let mut f = Features::new();
-        body_words(&msg, opts, false, &mut f);
+        body_words(&msg, opts, &mut f);
         other_tokens(&msg, opts, &mut f);
         f
     }
@@ -602,8 +608,8 @@ mod tests {
 
     /// A message whose text is mostly hidden may be shown whole by a style sheet that is not
     /// read (here, a rule with a combinator). As learned, its hidden words stay apart, with
-    /// a sign that says so; in its second reading (`hidden_as_words`, see `Readings`) they
-    /// are words. So too when a style sheet that is read hides them.
+    /// a sign that says so; its second reading (`hidden_as_words`, see `Readings`) has
+    /// them as words too. So too when a style sheet that is read hides them.
     #[test]
     fn a_message_mostly_hidden_is_read_both_ways() {
         for html in [
@@ -616,14 +622,17 @@ mod tests {
                 format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{html}\n");
             let msg = Message::parse(raw.as_bytes(), 1 << 20);
             assert!(mostly_hidden(&msg), "{html:?}");
-            for (hidden_as_words, as_word) in [(false, 0), (true, 1)] {
+            for (second, as_word) in [(false, 0), (true, 1)] {
                 let (opts, mut f) = (TokenizerOptions::default(), Features::new());
-                body_words(&msg, &opts, hidden_as_words, &mut f);
+                body_words(&msg, &opts, &mut f);
+                if second {
+                    hidden_as_words(&msg, &opts, &mut f);
+                }
                 other_tokens(&msg, &opts, &mut f);
                 for word in ["cheap", "pills", "prescription"] {
                     let apart = format!("{HIDDEN_PREFIX}{word}");
                     let counts = (f.count(word), f.count(&apart));
-                    assert_eq!(counts, (as_word, 1 - as_word), "{word}: {:?}", f.sorted());
+                    assert_eq!(counts, (as_word, 1), "{word}: {:?}", f.sorted());
                 }
                 assert_eq!(f.count(MOSTLY_HIDDEN), 1);
             }
@@ -652,7 +661,8 @@ mod tests {
         let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{unread}\n");
         let msg = Message::parse(raw.as_bytes(), 1 << 20);
         let (opts, mut f) = (TokenizerOptions::default(), Features::new());
-        body_words(&msg, &opts, true, &mut f);
+        body_words(&msg, &opts, &mut f);
+        hidden_as_words(&msg, &opts, &mut f);
         other_tokens(&msg, &opts, &mut f);
         for word in ["cheap", "pills", "prescription", "meeting", MOSTLY_HIDDEN] {
             assert_eq!(f.count(word), 1, "{word} in {unread:?}: {:?}", f.sorted());
