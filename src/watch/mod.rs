@@ -33,7 +33,9 @@
 //!   come from there: a client filing by copying);
 //! - a message whose last file in the spam folder it was last seen in goes, or is marked
 //!   deleted, with no file of it arriving elsewhere, was deleted there: the record forgets
-//!   where it was, so that a copy of it made elsewhere later rescues nothing;
+//!   where it was, so that a copy of it made elsewhere later rescues nothing; that mark
+//!   taken off again, or the file moved out still marked, the message was last seen there
+//!   as before (unless, moved out, a copy of it stays in another folder it may come from);
 //! - never-learn folders (Trash, Sent, Drafts …) teach nothing, and a deleted message is
 //!   not unlearned.
 //!
@@ -192,7 +194,15 @@ impl From<Candidate> for FileAt {
 /// or one rescan, gone or marked deleted, and the folders they left: a file of one of them
 /// that arrives in another folder was moved from there, not copied from where the message
 /// was last seen.
-type Departures = HashMap<(usize, Digest), Vec<usize>>;
+#[derive(Default)]
+struct Departures {
+    /// The folders each message left.
+    folders: HashMap<(usize, Digest), Vec<usize>>,
+    /// The spam folder each message the record has no last folder for stopped being
+    /// marked deleted in (the mark taken off, or the file left with it): it was forgotten
+    /// as deleted there, and is taken as last seen there again.
+    unmarked: HashMap<(usize, Digest), usize>,
+}
 
 /// What changed in a user's folders, as a batch of events or a scan finds it.
 #[derive(Default)]
@@ -203,6 +213,9 @@ struct Changes {
     gone: Vec<FileAt>,
     /// Files marked deleted (the `T` flag), still there.
     marked: Vec<FileAt>,
+    /// Files in spam folders that were marked deleted and are no longer: the mark taken
+    /// off in place, or the file gone with it (also in `gone`).
+    unmarked: Vec<FileAt>,
 }
 
 /// What the files that left folders leave to the record, written with a batch's last
@@ -495,10 +508,31 @@ impl Watcher {
             .filter(|c| !left.contains(&c.path))
             .map(|c| (c.user, c.folder, c.unique.as_str()))
             .collect();
-        let gone: Vec<FileAt> = (gone.into_iter())
-            .filter(|c| !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())))
+        // The files in spam folders that a name marked deleted left: one of the same unique
+        // name there now unmarked had the mark taken off, and one gone left with it.
+        let in_spam = |c: &Candidate| self.users[c.user].folders[c.folder].kind == FolderKind::Spam;
+        let marked_left: HashSet<(usize, usize, &str)> = (gone.iter())
+            .filter(|c| in_spam(c) && trashed(&c.path))
+            .map(|c| (c.user, c.folder, c.unique.as_str()))
+            .collect();
+        let is_marked_left =
+            |c: &Candidate| marked_left.contains(&(c.user, c.folder, c.unique.as_str()));
+        let mut unmarked: Vec<FileAt> = (candidates.iter())
+            .filter(|c| !left.contains(&c.path) && !trashed(&c.path) && is_marked_left(c))
+            .cloned()
             .map(FileAt::from)
             .collect();
+        let gone: Vec<Candidate> = (gone.iter())
+            .filter(|c| !renamed_in_place.contains(&(c.user, c.folder, c.unique.as_str())))
+            .cloned()
+            .collect();
+        unmarked.extend(
+            (gone.iter())
+                .filter(|c| is_marked_left(c))
+                .cloned()
+                .map(FileAt::from),
+        );
+        let gone: Vec<FileAt> = gone.into_iter().map(FileAt::from).collect();
         let marked: Vec<FileAt> = (candidates.iter())
             .filter(|c| trashed(&c.path))
             .cloned()
@@ -509,6 +543,7 @@ impl Watcher {
             appeared: Vec::new(),
             gone,
             marked,
+            unmarked,
         };
         let mut scanned = Vec::new();
         for user in changed_users {
@@ -570,6 +605,7 @@ impl Watcher {
             mut appeared,
             gone,
             marked,
+            unmarked,
         } = changes;
         let mut leaving = Leaving::default();
         for f in &gone {
@@ -585,9 +621,10 @@ impl Watcher {
             (leaving.left.entry((f.user, f.folder)).or_default()).insert(f.unique.clone());
         }
         let departures = if baseline {
-            Departures::new()
+            Departures::default()
         } else {
-            let departures = self.departures(gone.iter().chain(&marked))?;
+            let mut departures = self.departures(gone.iter().chain(&marked))?;
+            departures.unmarked = self.unmarked(&unmarked, &gone, &mut leaving)?;
             // Files the record knows, looked at again.
             for c in self.settle_rescues(&departures, &mut leaving)? {
                 let same =
@@ -960,7 +997,17 @@ impl Watcher {
                 );
                 Counters::add(&self.counters.unreadable, 1);
             } else if !baseline {
-                let previous = seen::last_folder(store, user, d)?;
+                // One forgotten as deleted in a spam folder, unmarked there: last seen there,
+                // unless a copy elsewhere may be what this file came from.
+                let previous = match seen::last_folder(store, user, d)? {
+                    Some(p) => Some(p),
+                    None => match departures.unmarked.get(&(c.user, *d)) {
+                        Some(&f) if !self.copy_elsewhere(store, c, d, f)? => {
+                            Some(self.users[c.user].folders[f].name.clone())
+                        }
+                        _ => None,
+                    },
+                };
                 // Moved here from the folder a file of it left at the same time; else a
                 // copy (or a move the watcher did not see) of where it was last seen. A
                 // message whose last place was forgotten comes as a delivery.
@@ -1122,16 +1169,49 @@ impl Watcher {
     /// folders they left.
     fn departures<'a>(&self, left: impl Iterator<Item = &'a FileAt>) -> Result<Departures, Error> {
         let store = &*self.engine.current().store;
-        let mut departures = Departures::new();
+        let mut departures = Departures::default();
         for f in left {
             let u = &self.users[f.user];
             if let Some(d) =
                 seen::file_digest(store, &u.user, &u.folders[f.folder].name, &f.unique)?
             {
-                departures.entry((f.user, d)).or_default().push(f.folder);
+                (departures.folders.entry((f.user, d)).or_default()).push(f.folder);
             }
         }
         Ok(departures)
+    }
+
+    /// The messages of the files `unmarked` in spam folders that the record has no last
+    /// folder for, and the folder each was unmarked in. A mark on the last file of a
+    /// message in the spam folder it was last seen in made the record forget it as deleted
+    /// there: taken off again, the message is there as before, recorded so (in `leaving`)
+    /// unless its file is `gone` (moved out still marked: the folder it came from).
+    fn unmarked(
+        &self,
+        unmarked: &[FileAt],
+        gone: &[FileAt],
+        leaving: &mut Leaving,
+    ) -> Result<HashMap<(usize, Digest), usize>, Error> {
+        let store = &*self.engine.current().store;
+        let now = epoch_secs();
+        let mut found = HashMap::new();
+        for f in unmarked {
+            let u = &self.users[f.user];
+            let name = &u.folders[f.folder].name;
+            let Some(d) = seen::file_digest(store, &u.user, name, &f.unique)? else {
+                continue;
+            };
+            if found.contains_key(&(f.user, d)) || seen::last_folder(store, &u.user, &d)?.is_some()
+            {
+                continue;
+            }
+            found.insert((f.user, d), f.folder);
+            let same = |g: &FileAt| (g.user, g.folder, &g.unique) == (f.user, f.folder, &f.unique);
+            if !gone.iter().any(same) {
+                seen::seen(&u.user, name, &f.unique, &d, now, &mut leaving.changes);
+            }
+        }
+        Ok(found)
     }
 
     /// The folder the file `c` of the message `digest` was moved from: one that a file of
@@ -1141,7 +1221,7 @@ impl Watcher {
     /// delivery.
     fn moved_from(&self, c: &Candidate, digest: &Digest, departures: &Departures) -> Option<usize> {
         let folders = &self.users[c.user].folders;
-        let left: Vec<usize> = (departures.get(&(c.user, *digest))?.iter().copied())
+        let left: Vec<usize> = (departures.folders.get(&(c.user, *digest))?.iter().copied())
             .filter(|&f| f != c.folder)
             .collect();
         (left.iter().find(|&&f| folders[f].kind != FolderKind::Spam))
@@ -1161,7 +1241,7 @@ impl Watcher {
         let store = &*self.engine.current().store;
         let since = epoch_secs().saturating_sub(RESCUE_WINDOW.as_secs());
         let mut filed = Vec::new();
-        for (&(user, d), folders) in departures {
+        for (&(user, d), folders) in &departures.folders {
             let u = &self.users[user];
             let (spam, other): (Vec<usize>, Vec<usize>) =
                 (folders.iter()).partition(|&&f| u.folders[f].kind == FolderKind::Spam);
@@ -1237,6 +1317,28 @@ impl Watcher {
             }
         }
         Ok(changes)
+    }
+
+    /// Whether a copy of the message `digest` of the file `c` stays in a folder other than
+    /// its own and `spam` (the one it was unmarked in): the file may be a copy of that one.
+    fn copy_elsewhere(
+        &self,
+        store: &dyn Store,
+        c: &Candidate,
+        digest: &Digest,
+        spam: usize,
+    ) -> Result<bool, Error> {
+        let u = &self.users[c.user];
+        for (at, folder) in u.folders.iter().enumerate() {
+            if at == c.folder || at == spam {
+                continue;
+            }
+            let copies = seen::copies_in(store, &u.user, &folder.name, digest)?;
+            if !copies.is_empty() && self.copy_stays(c.user, &folder.name, &copies) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Whether one of the files `copies` recorded in `user`'s folder `folder_name` is still

@@ -1127,3 +1127,60 @@ fn a_copy_in_junk_marked_deleted_keeps_no_later_copy_a_rescue() {
     f.wait_learned(&m2, Class::Spam);
     assert_eq!(f.class_of(&a), Some(Class::Spam), "never out of Junk");
 }
+
+/// Mail moved into Junk, marked deleted there, then undeleted (a client that only marks
+/// deleted mail, and an undo) and moved back to INBOX: the user rescued it from Junk, as
+/// they would without the mark. The mark left no copy elsewhere for it to come from.
+#[test]
+fn mail_undeleted_in_junk_and_moved_out_is_rescued() {
+    let mut f = Fixture::new(settings());
+    let (a, m1, m2) = (mail(160), mail(161), mail(162));
+    let inbox_a = f.place("INBOX", "1700000160.A.host:2,S", &a);
+    let p1 = f.place("INBOX", "1700000161.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000162.M.host:2,S", &m2);
+    f.start();
+    let junk_a = f.move_to(&inbox_a, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    let marked = junk_a.with_file_name("1700000160.A.host:2,ST");
+    std::fs::rename(&junk_a, &marked).unwrap();
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    std::fs::rename(&marked, &junk_a).unwrap();
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    f.move_to(&junk_a, "INBOX");
+    f.wait_learned(&a, Class::Ham);
+}
+
+/// Mail moved into Junk, marked deleted there and moved to INBOX with the mark still on (a
+/// client that keeps the flag): the user took it out of Junk, a rescue as any move out is.
+/// A copy marked deleted and expunged from Junk as its original is copied elsewhere is no
+/// move out of Junk: the new file may be a copy of the original.
+#[test]
+fn mail_moved_out_of_junk_still_marked_deleted_is_rescued() {
+    let mut f = Fixture::new(settings());
+    let (a, b, m1, m2) = (mail(170), mail(171), mail(172), mail(173));
+    let inbox_a = f.place("INBOX", "1700000170.A.host:2,S", &a);
+    let inbox_b = f.place("INBOX", "1700000171.B.host:2,S", &b);
+    let p1 = f.place("INBOX", "1700000172.M.host:2,S", &m1);
+    let p2 = f.place("INBOX", "1700000173.M.host:2,S", &m2);
+    f.start();
+    let junk_a = f.move_to(&inbox_a, "Junk");
+    let junk_b = copy_to(&f, &inbox_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    let marked_a = junk_a.with_file_name("1700000170.A.host:2,ST");
+    std::fs::rename(&junk_a, &marked_a).unwrap();
+    let marked_b = junk_b.with_file_name("1700000171.B.host:2,ST");
+    std::fs::rename(&junk_b, &marked_b).unwrap();
+    f.move_to(&p1, "Junk");
+    f.wait_learned(&m1, Class::Spam);
+    f.move_to(&marked_a, "INBOX");
+    f.wait_learned(&a, Class::Ham);
+    // Expunged as its original is filed by copying, in one batch: no move out of Junk.
+    std::fs::remove_file(&marked_b).unwrap();
+    copy_to(&f, &inbox_b, "Archive");
+    f.move_to(&p2, "Junk");
+    f.wait_learned(&m2, Class::Spam);
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "expunged from Junk");
+}
