@@ -246,11 +246,11 @@ impl Extractor {
 /// A message's features as it is scored. Its hidden words are features of their own
 /// (`hidden:WORD`), so that ham words padded in out of the reader's sight cannot lend
 /// spam their standing. But a message mostly hidden may be shown whole by a style sheet
-/// spamnb does not read, its words out of the weighing: such a message is also read with
-/// its hidden words as words too, and the spammier reading is its score. Either way a
-/// sender gains nothing: more padding makes it no cleaner, and hiding everything hides
-/// nothing. Learned is always the first reading, so padding never teaches its words as
-/// spam.
+/// spamnb does not read, its words out of the weighing: such a message is read a second
+/// time with its hidden words as words besides, and the spammier reading is its score.
+/// Either way a sender gains nothing: more padding makes it no cleaner, and hiding
+/// everything hides nothing. Learned is always the first reading, so padding never teaches
+/// its words as spam.
 ///
 /// The second reading keeps the hidden words' own features, and is made only for a message
 /// mostly hidden: a newsletter's hidden preheader ("free shipping this weekend") is ham as

@@ -81,7 +81,7 @@ pub fn body_words(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
 }
 
 /// Adds `msg`'s hidden words to `out` as words too: what the second reading of a message
-/// with hidden text (see [`crate::features::Readings`]) has beside the first.
+/// [`mostly_hidden`] (see [`crate::features::Readings`]) has beside the first.
 pub fn hidden_as_words(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     if !msg.hidden.is_empty() {
         add_words(&split_hidden(&msg.text, &msg.hidden).1, opts, out);
