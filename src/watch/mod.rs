@@ -45,7 +45,7 @@
 //! and handles each file the record does not know, so moves made while spamnb was down are
 //! learned once. Learning goes through the ledger, which makes it idempotent, and the
 //! record of the files a batch took in and of those that left is written in the same
-//! atomic step as its lessons ([`Store::learn_noting`](crate::store::Store::learn_noting)),
+//! atomic step as its lessons ([`Store::learn_noting`]),
 //! so a crash leaves both or neither (a batch too big for one write records what left
 //! with its last lessons).
 //!
