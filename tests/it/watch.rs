@@ -762,27 +762,18 @@ fn a_copy_left_in_junk_marked_deleted_does_not_stop_a_rescue() {
 fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     let mut f = Fixture::new(settings());
     let (a, b) = (mail(70), mail(74));
-    let markers: Vec<String> = (71..73).chain(75..78).chain(79..80).map(mail).collect();
-    let placed: Vec<PathBuf> = (markers.iter().enumerate())
-        .map(|(i, m)| f.place("INBOX", &format!("17000000{}.M.host:2,S", 80 + i), m))
-        .collect();
+    let mut markers = Markers::place(&f, (71..73).chain(75..78).chain(79..80));
     f.start();
-    let mut marker = 0;
-    let mut handled = |f: &Fixture| {
-        f.move_to(&placed[marker], "Junk");
-        f.wait_learned(&markers[marker], Class::Spam);
-        marker += 1;
-    };
     // Expunged: marked deleted and removed at once, a while after the copy was filed.
     let junk_a = f.deliver("Junk", "1700000070.J.host", &a);
     f.wait_learned(&a, Class::Spam);
     f.deliver("INBOX", "1700000073.C.host", &a);
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
     let flagged = f.folder("Junk").join("cur/1700000070.J.host:2,ST");
     std::fs::rename(&junk_a, &flagged).unwrap();
     std::fs::remove_file(&flagged).unwrap();
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(
         f.class_of(&a),
         Some(Class::Ham),
@@ -792,10 +783,10 @@ fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     let junk_b = f.deliver("Junk", "1700000074.J.host", &b);
     f.wait_learned(&b, Class::Spam);
     f.deliver("Archive", "1700000077.C.host", &b);
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(f.class_of(&b), Some(Class::Spam), "a copy stays in Junk");
     std::fs::rename(&junk_b, f.folder("Junk").join("cur/1700000074.J.host:2,ST")).unwrap();
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(f.class_of(&b), Some(Class::Ham), "marked deleted: rescued");
     // Read (a flag that is no deletion), a copy left in Junk completes nothing.
     let c = mail(78);
@@ -803,9 +794,9 @@ fn a_copy_left_in_junk_marked_deleted_later_completes_the_rescue() {
     f.wait_learned(&c, Class::Spam);
     f.deliver("INBOX", "1700000079.C.host", &c);
     // Handled apart, so that the rescue has begun when the flag comes.
-    handled(&f);
+    markers.handled(&f);
     std::fs::rename(&junk_c, f.folder("Junk").join("cur/1700000078.J.host:2,S")).unwrap();
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(f.class_of(&c), Some(Class::Spam), "read, not deleted");
 }
 
@@ -982,6 +973,37 @@ fn filing_the_original_while_stopped_then_emptying_junk_keeps_it_spam() {
     );
 }
 
+/// Mail placed in INBOX before the watcher starts, moved into Junk one at a time: learned,
+/// it shows that the watcher has handled every event that came before the move.
+struct Markers {
+    placed: Vec<(PathBuf, String)>,
+    next: usize,
+}
+
+impl Markers {
+    /// `mail(n)` for each of `numbers`, placed in INBOX.
+    fn place(f: &Fixture, numbers: impl Iterator<Item = usize>) -> Markers {
+        let placed = numbers
+            .map(|n| {
+                let raw = mail(n);
+                (
+                    f.place("INBOX", &format!("1700000{n:03}.M.host:2,S"), &raw),
+                    raw,
+                )
+            })
+            .collect();
+        Markers { placed, next: 0 }
+    }
+
+    /// Returns once the watcher has handled what came before this call.
+    fn handled(&mut self, f: &Fixture) {
+        let (path, raw) = &self.placed[self.next];
+        f.move_to(path, "Junk");
+        f.wait_learned(raw, Class::Spam);
+        self.next += 1;
+    }
+}
+
 /// A copy of a message under the same name in another folder, as Dovecot links one there.
 fn copy_to(f: &Fixture, path: &Path, folder: &str) -> PathBuf {
     let to = f.folder(folder).join("cur").join(path.file_name().unwrap());
@@ -996,19 +1018,10 @@ fn copy_to(f: &Fixture, path: &Path, folder: &str) -> PathBuf {
 fn copying_the_original_after_deleting_its_copy_in_junk_rescues_nothing() {
     let mut f = Fixture::new(settings());
     let (a, b) = (mail(120), mail(121));
-    let markers: Vec<String> = (122..126).map(mail).collect();
     let inbox_a = f.place("INBOX", "1700000120.A.host:2,S", &a);
     let inbox_b = f.place("INBOX", "1700000121.B.host:2,S", &b);
-    let placed: Vec<PathBuf> = (markers.iter().enumerate())
-        .map(|(i, m)| f.place("INBOX", &format!("17000001{}.M.host:2,S", 22 + i), m))
-        .collect();
+    let mut markers = Markers::place(&f, 122..126);
     f.start();
-    let mut marker = 0;
-    let mut handled = |f: &Fixture| {
-        f.move_to(&placed[marker], "Junk");
-        f.wait_learned(&markers[marker], Class::Spam);
-        marker += 1;
-    };
     let junk_a = copy_to(&f, &inbox_a, "Junk");
     let junk_b = copy_to(&f, &inbox_b, "Junk");
     f.wait_learned(&a, Class::Spam);
@@ -1016,10 +1029,10 @@ fn copying_the_original_after_deleting_its_copy_in_junk_rescues_nothing() {
     // A expunged from Junk, B marked deleted there and left.
     std::fs::remove_file(&junk_a).unwrap();
     std::fs::rename(&junk_b, f.folder("Junk").join("cur/1700000121.B.host:2,ST")).unwrap();
-    handled(&f);
+    markers.handled(&f);
     copy_to(&f, &inbox_a, "Archive");
     copy_to(&f, &inbox_b, "Archive");
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(f.class_of(&a), Some(Class::Spam), "expunged from Junk");
     assert_eq!(f.class_of(&b), Some(Class::Spam), "marked deleted in Junk");
     assert_eq!(f.messages(), [0, 4]);
@@ -1032,19 +1045,10 @@ fn copying_the_original_after_deleting_its_copy_in_junk_rescues_nothing() {
 fn filing_by_copy_and_delete_flag_beside_a_copy_in_junk_is_no_rescue() {
     let mut f = Fixture::new(settings());
     let (a, b) = (mail(130), mail(131));
-    let markers: Vec<String> = (132..136).map(mail).collect();
     let inbox_a = f.place("INBOX", "1700000130.A.host:2,S", &a);
     let inbox_b = f.place("INBOX", "1700000131.B.host:2,S", &b);
-    let placed: Vec<PathBuf> = (markers.iter().enumerate())
-        .map(|(i, m)| f.place("INBOX", &format!("17000001{}.M.host:2,S", 32 + i), m))
-        .collect();
+    let mut markers = Markers::place(&f, 132..136);
     f.start();
-    let mut marker = 0;
-    let mut handled = |f: &Fixture| {
-        f.move_to(&placed[marker], "Junk");
-        f.wait_learned(&markers[marker], Class::Spam);
-        marker += 1;
-    };
     let junk_a = copy_to(&f, &inbox_a, "Junk");
     let junk_b = copy_to(&f, &inbox_b, "Junk");
     f.wait_learned(&a, Class::Spam);
@@ -1053,12 +1057,12 @@ fn filing_by_copy_and_delete_flag_beside_a_copy_in_junk_is_no_rescue() {
     copy_to(&f, &inbox_a, "Archive");
     std::fs::rename(&inbox_a, inbox_a.with_file_name("1700000130.A.host:2,ST")).unwrap();
     copy_to(&f, &inbox_b, "Archive");
-    handled(&f);
+    markers.handled(&f);
     std::fs::rename(&inbox_b, inbox_b.with_file_name("1700000131.B.host:2,ST")).unwrap();
-    handled(&f);
+    markers.handled(&f);
     std::fs::remove_file(&junk_a).unwrap();
     std::fs::remove_file(&junk_b).unwrap();
-    handled(&f);
+    markers.handled(&f);
     assert_eq!(f.class_of(&a), Some(Class::Spam), "marked with the copy");
     assert_eq!(f.class_of(&b), Some(Class::Spam), "marked after the copy");
     assert_eq!(f.messages(), [0, 5]);
