@@ -350,16 +350,16 @@ impl Dovecot {
     }
 
     /// Runs IMAP commands through Python's imaplib: see [`imap`].
-    fn imap(&self, commands: &[&str], mails: &dyn Fn(usize) -> String) {
-        imap(self.port, commands, mails);
+    fn imap(&self, commands: &[&str]) {
+        imap(self.port, commands);
     }
 }
 
 /// Runs IMAP commands as ann (password `secret`) on a Dovecot at 127.0.0.1:`port`, through
-/// Python's imaplib: `append N [FOLDER]` (INBOX unless named), `create FOLDER`,
+/// Python's imaplib: `append N [FOLDER]` (`mail(N)`; INBOX unless named), `create FOLDER`,
 /// `move N FROM TO`, `copy N FROM TO`, `delete N FOLDER` (marks it deleted), `expunge
 /// FOLDER` (N: the number in the message's subject).
-fn imap(port: u16, commands: &[&str], mails: &dyn Fn(usize) -> String) {
+fn imap(port: u16, commands: &[&str]) {
     let mut script = format!(
         "import imaplib\nm = imaplib.IMAP4('127.0.0.1', {port})\nm.login('ann', 'secret')\n\
          def find(n, folder):\n    m.select(folder)\n    t, d = m.uid('SEARCH', None, 'HEADER', 'Subject', '\"note %d\"' % n)\n\
@@ -369,7 +369,7 @@ fn imap(port: u16, commands: &[&str], mails: &dyn Fn(usize) -> String) {
         let words: Vec<&str> = c.split_whitespace().collect();
         match words[..] {
             ["append", n] | ["append", n, _] => {
-                let raw = mails(n.parse().unwrap()).replace('\n', "\r\n");
+                let raw = mail(n.parse().unwrap()).replace('\n', "\r\n");
                 let folder = words.get(2).unwrap_or(&"INBOX");
                 script.push_str(&format!(
                     "t, _ = m.append('{folder}', None, None, {raw:?}.encode())\nassert t == 'OK'\n"
@@ -527,12 +527,8 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
     let Some(dovecot) = Dovecot::start(dir.path(), "") else {
         return;
     };
-    let mails = |n: usize| mail(n);
     // Four messages delivered into INBOX (Dovecot makes Junk and Trash beside it).
-    dovecot.imap(
-        &["append 7001", "append 7002", "append 7003", "append 7004"],
-        &mails,
-    );
+    dovecot.imap(&["append 7001", "append 7002", "append 7003", "append 7004"]);
 
     let db = dir.path().join("db");
     let root = dir.path().join("home/ann/Maildir");
@@ -541,14 +537,11 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
 
     // INBOX → Junk, by MOVE and by COPY: learned as spam.
     let (watcher, log) = spawn();
-    dovecot.imap(
-        &[
-            "move 7001 INBOX Junk",
-            "copy 7002 INBOX Junk",
-            "move 7003 INBOX Junk",
-        ],
-        &mails,
-    );
+    dovecot.imap(&[
+        "move 7001 INBOX Junk",
+        "copy 7002 INBOX Junk",
+        "move 7003 INBOX Junk",
+    ]);
     for _ in 0..3 {
         log.wait_for("as spam for ann");
     }
@@ -565,7 +558,7 @@ fn dovecot_imap_move_and_copy_teach_through_the_watcher() {
 
     // Junk → INBOX: relearned as ham. Junk → Trash: nothing.
     let (watcher, log) = spawn();
-    dovecot.imap(&["move 7003 Junk Trash", "move 7001 Junk INBOX"], &mails);
+    dovecot.imap(&["move 7003 Junk Trash", "move 7001 Junk INBOX"]);
     let lines = log.wait_for("as ham for ann");
     let taught = |l: &&String| l.contains("learned") && l.contains(".Trash/");
     assert!(
@@ -606,47 +599,37 @@ fn dovecot_filing_beside_a_copy_in_junk_is_no_rescue_and_copying_out_is() {
     let Some(dovecot) = Dovecot::start(dir.path(), "") else {
         return;
     };
-    let mails = |n: usize| mail(n);
-    dovecot.imap(
-        &[
-            "append 7301",
-            "append 7302",
-            "append 7304",
-            "create Archive",
-        ],
-        &mails,
-    );
+    dovecot.imap(&[
+        "append 7301",
+        "append 7302",
+        "append 7304",
+        "create Archive",
+    ]);
     let db = dir.path().join("db");
     let root = dir.path().join("home/ann/Maildir");
     let config = write_config(dir.path(), "ann", &root);
     let (watcher, log) = watch_logged(&config, &db);
 
-    dovecot.imap(
-        &[
-            "copy 7301 INBOX Junk",
-            "copy 7302 INBOX Junk",
-            "append 7303 Junk",
-        ],
-        &mails,
-    );
+    dovecot.imap(&[
+        "copy 7301 INBOX Junk",
+        "copy 7302 INBOX Junk",
+        "append 7303 Junk",
+    ]);
     for _ in 0..3 {
         log.wait_for("as spam for ann");
     }
-    dovecot.imap(
-        &[
-            "move 7301 INBOX Archive",
-            "delete 7301 Junk",
-            "expunge Junk",
-            "move 7302 INBOX Archive",
-        ],
-        &mails,
-    );
-    dovecot.imap(&["delete 7302 Junk", "expunge Junk"], &mails);
-    dovecot.imap(&["copy 7303 Junk INBOX"], &mails);
+    dovecot.imap(&[
+        "move 7301 INBOX Archive",
+        "delete 7301 Junk",
+        "expunge Junk",
+        "move 7302 INBOX Archive",
+    ]);
+    dovecot.imap(&["delete 7302 Junk", "expunge Junk"]);
+    dovecot.imap(&["copy 7303 Junk INBOX"]);
     log.wait_for("another stays in");
-    dovecot.imap(&["delete 7303 Junk", "expunge Junk"], &mails);
+    dovecot.imap(&["delete 7303 Junk", "expunge Junk"]);
     log.wait_for("as ham for ann");
-    dovecot.imap(&["move 7304 INBOX Junk"], &mails);
+    dovecot.imap(&["move 7304 INBOX Junk"]);
     log.wait_for("as spam for ann");
     stop_watcher(watcher);
     drop(dovecot);
@@ -680,42 +663,32 @@ fn dovecot_copying_the_original_of_mail_copied_into_junk_is_no_rescue() {
     let Some(dovecot) = Dovecot::start(dir.path(), "") else {
         return;
     };
-    let mails = |n: usize| mail(n);
-    dovecot.imap(
-        &[
-            "append 7401",
-            "append 7402",
-            "append 7403",
-            "append 7404",
-            "create Archive",
-        ],
-        &mails,
-    );
+    dovecot.imap(&[
+        "append 7401",
+        "append 7402",
+        "append 7403",
+        "append 7404",
+        "create Archive",
+    ]);
     let db = dir.path().join("db");
     let root = dir.path().join("home/ann/Maildir");
     let config = write_config(dir.path(), "ann", &root);
     let (watcher, log) = watch_logged(&config, &db);
 
-    dovecot.imap(&["copy 7401 INBOX Junk", "copy 7402 INBOX Junk"], &mails);
+    dovecot.imap(&["copy 7401 INBOX Junk", "copy 7402 INBOX Junk"]);
     for _ in 0..2 {
         log.wait_for("as spam for ann");
     }
     // 7401's copy in Junk deleted; once that is handled, its original copied to Archive.
-    dovecot.imap(
-        &["delete 7401 Junk", "expunge Junk", "move 7403 INBOX Junk"],
-        &mails,
-    );
+    dovecot.imap(&["delete 7401 Junk", "expunge Junk", "move 7403 INBOX Junk"]);
     log.wait_for("as spam for ann");
-    dovecot.imap(
-        &[
-            "copy 7401 INBOX Archive",
-            "copy 7402 INBOX Archive",
-            "delete 7402 INBOX",
-        ],
-        &mails,
-    );
-    dovecot.imap(&["delete 7402 Junk", "expunge Junk"], &mails);
-    dovecot.imap(&["move 7404 INBOX Junk"], &mails);
+    dovecot.imap(&[
+        "copy 7401 INBOX Archive",
+        "copy 7402 INBOX Archive",
+        "delete 7402 INBOX",
+    ]);
+    dovecot.imap(&["delete 7402 Junk", "expunge Junk"]);
+    dovecot.imap(&["move 7404 INBOX Junk"]);
     log.wait_for("as spam for ann");
     stop_watcher(watcher);
     drop(dovecot);
@@ -752,11 +725,7 @@ fn dovecot_fs_layout_nested_folders_teach_through_the_watcher() {
     let Some(dovecot) = Dovecot::start_with_layout(dir.path(), "", ":LAYOUT=fs") else {
         return;
     };
-    let mails = |n: usize| mail(n);
-    dovecot.imap(
-        &["append 7201", "append 7202", "append 7203", "append 7204"],
-        &mails,
-    );
+    dovecot.imap(&["append 7201", "append 7202", "append 7203", "append 7204"]);
     let root = dir.path().join("home/ann/Maildir");
 
     let db = dir.path().join("db");
@@ -765,32 +734,26 @@ fn dovecot_fs_layout_nested_folders_teach_through_the_watcher() {
 
     // Folders made while it runs (Dovecot makes even its automatic Junk at first use
     // here), one of them inside Junk's own directory.
-    dovecot.imap(&["create Junk/Phishing", "create Work/2024"], &mails);
+    dovecot.imap(&["create Junk/Phishing", "create Work/2024"]);
     assert!(
         root.join("Junk/Phishing/cur").is_dir() && !root.join(".Junk").exists(),
         "Dovecot did not lay the folders out as directories: {:?}",
         walkdir_names(&root)
     );
-    dovecot.imap(
-        &[
-            "move 7201 INBOX Junk",
-            "move 7202 INBOX Junk/Phishing",
-            "copy 7203 INBOX Junk/Phishing",
-        ],
-        &mails,
-    );
+    dovecot.imap(&[
+        "move 7201 INBOX Junk",
+        "move 7202 INBOX Junk/Phishing",
+        "copy 7203 INBOX Junk/Phishing",
+    ]);
     for _ in 0..3 {
         log.wait_for("as spam for ann");
     }
     // Rescued from the nested Junk into a nested folder of the user's own; INBOX into
     // Work/2024 (a filing, not a rescue) teaches nothing.
-    dovecot.imap(
-        &[
-            "move 7202 Junk/Phishing Work/2024",
-            "move 7204 INBOX Work/2024",
-        ],
-        &mails,
-    );
+    dovecot.imap(&[
+        "move 7202 Junk/Phishing Work/2024",
+        "move 7204 INBOX Work/2024",
+    ]);
     log.wait_for("as ham for ann");
     std::thread::sleep(Duration::from_millis(300));
     stop_watcher(watcher);
@@ -844,7 +807,6 @@ pub(crate) fn install_hook(t: &Path, seen: &Path, conf: &str) -> String {
 /// Dovecot's log; the MOVE itself neither waits for it nor fails.
 pub(crate) fn hook_teaches(t: &Path, port: u16, stop: impl FnOnce()) {
     let db = t.join(HOOK_DB);
-    let mails = |n: usize| mail(n);
     imap(
         port,
         &[
@@ -853,7 +815,6 @@ pub(crate) fn hook_teaches(t: &Path, port: u16, stop: impl FnOnce()) {
             "append 7103",
             "append 7104 Junk",
         ],
-        &mails,
     );
     imap(
         port,
@@ -863,7 +824,6 @@ pub(crate) fn hook_teaches(t: &Path, port: u16, stop: impl FnOnce()) {
             "move 7102 Junk Trash",
             "move 7101 Junk INBOX",
         ],
-        &mails,
     );
     assert!(
         db.exists(),
@@ -881,11 +841,7 @@ pub(crate) fn hook_teaches(t: &Path, port: u16, stop: impl FnOnce()) {
         &db,
     )));
     let started = Instant::now();
-    imap(
-        port,
-        &["move 7103 INBOX Junk", "copy 7103 Junk Trash"],
-        &mails,
-    );
+    imap(port, &["move 7103 INBOX Junk", "copy 7103 Junk Trash"]);
     let took = started.elapsed();
     stop_watcher(watcher);
     assert!(
