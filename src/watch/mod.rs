@@ -914,27 +914,20 @@ impl Watcher {
                 bytes = 0;
             }
         }
-        let last = chunks.pop().unwrap_or(0..0);
+        // What left goes with the last chunk, one with nothing to learn if need be.
+        if chunks.is_empty() {
+            chunks.push(0..0);
+        }
+        let last = chunks.len() - 1;
+        let mut leaving = Some(leaving);
         // The record's keys the batch's earlier writes set: what left gives way to them.
         let mut written = HashSet::new();
-        for chunk in chunks {
-            self.learn_chunk(
-                &engine,
-                &fresh[chunk],
-                baseline,
-                departures,
-                &mut written,
-                None,
-            )?;
+        for (n, chunk) in chunks.into_iter().enumerate() {
+            let leaving = if n == last { leaving.take() } else { None };
+            let chunk = &fresh[chunk];
+            self.learn_chunk(&engine, chunk, baseline, departures, &mut written, leaving)?;
         }
-        self.learn_chunk(
-            &engine,
-            &fresh[last],
-            baseline,
-            departures,
-            &mut written,
-            Some(leaving),
-        )
+        Ok(())
     }
 
     fn learn_chunk(
@@ -1334,7 +1327,7 @@ impl Watcher {
                 continue;
             }
             let copies = seen::copies_in(store, &u.user, &folder.name, digest)?;
-            if !copies.is_empty() && self.copy_stays(c.user, &folder.name, &copies) {
+            if self.copy_stays(c.user, &folder.name, &copies) {
                 return Ok(true);
             }
         }
@@ -1343,7 +1336,7 @@ impl Watcher {
 
     /// Whether one of the files `copies` recorded in `user`'s folder `folder_name` is still
     /// there and not marked deleted (a client that moves by copying may expunge later): the
-    /// one test of a copy staying in a spam folder. The disk, not the record: the record
+    /// one test of a copy staying in a folder. The disk, not the record: the record
     /// knows no flags, and a file may go before its event is handled.
     fn copy_stays(&self, user: usize, folder_name: &str, copies: &HashSet<String>) -> bool {
         let Some(folder) = self.users[user]
