@@ -828,51 +828,38 @@ fn deleting_the_copy_in_junk_after_filing_the_original_keeps_it_spam() {
     );
 }
 
-/// A client moves a message out of Junk by copying it and expunges the original later,
-/// while the watcher is stopped: the start-up rescan, which finds the original gone,
-/// completes the rescue.
-#[test]
-fn a_copy_left_in_junk_expunged_while_stopped_completes_the_rescue_at_start() {
+/// A client moves a message out of Junk by copying it, and the original left in Junk
+/// leaves it (`leave`) while the watcher is stopped: the start-up rescan, which finds it
+/// gone or marked deleted (it knows the file by its unique name), completes the rescue.
+fn rescue_completed_at_start(n: usize, leave: impl FnOnce(&Fixture, &Path)) {
     let mut f = Fixture::new(settings());
-    let (a, m1) = (mail(94), mail(95));
-    let p1 = f.place("INBOX", "1700000095.M.host:2,S", &m1);
+    let (a, m1) = (mail(n), mail(n + 1));
+    let p1 = f.place("INBOX", &format!("1700000{:03}.M.host:2,S", n + 1), &m1);
     f.start();
-    let junk_a = f.deliver("Junk", "1700000094.J.host", &a);
+    let junk_a = f.deliver("Junk", &format!("1700000{n:03}.J.host"), &a);
     f.wait_learned(&a, Class::Spam);
-    f.deliver("INBOX", "1700000096.C.host", &a);
+    f.deliver("INBOX", &format!("1700000{:03}.C.host", n + 2), &a);
     f.move_to(&p1, "Junk");
     f.wait_learned(&m1, Class::Spam);
-    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
     f.stop();
-    std::fs::remove_file(&junk_a).unwrap();
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    leave(&f, &junk_a);
     f.start();
     f.stop();
-    assert_eq!(
-        f.class_of(&a),
-        Some(Class::Ham),
-        "the copy in Junk is gone: rescued"
-    );
+    assert_eq!(f.class_of(&a), Some(Class::Ham), "it left Junk: rescued");
 }
 
-/// As above, the copy left in Junk only marked deleted while the watcher is stopped: a
-/// rescan knows the file by its unique name, and still sees its new flag.
+#[test]
+fn a_copy_left_in_junk_expunged_while_stopped_completes_the_rescue_at_start() {
+    rescue_completed_at_start(94, |_, junk| std::fs::remove_file(junk).unwrap());
+}
+
 #[test]
 fn a_copy_left_in_junk_marked_deleted_while_stopped_completes_the_rescue_at_start() {
-    let mut f = Fixture::new(settings());
-    let (a, m1) = (mail(96), mail(97));
-    let p1 = f.place("INBOX", "1700000097.M.host:2,S", &m1);
-    f.start();
-    let junk_a = f.deliver("Junk", "1700000096.J.host", &a);
-    f.wait_learned(&a, Class::Spam);
-    f.deliver("INBOX", "1700000098.C.host", &a);
-    f.move_to(&p1, "Junk");
-    f.wait_learned(&m1, Class::Spam);
-    f.stop();
-    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
-    std::fs::rename(&junk_a, f.folder("Junk").join("cur/1700000096.J.host:2,ST")).unwrap();
-    f.start();
-    f.stop();
-    assert_eq!(f.class_of(&a), Some(Class::Ham), "marked deleted: rescued");
+    rescue_completed_at_start(96, |f, junk| {
+        let marked = f.folder("Junk").join("cur/1700000096.J.host:2,ST");
+        std::fs::rename(junk, marked).unwrap();
+    });
 }
 
 /// The copy left in Junk expunged, and its event lost in a kernel event-queue overflow:
