@@ -607,13 +607,13 @@ mod tests {
     }
 
     /// A message whose text is mostly hidden may be shown whole by a style sheet that is not
-    /// read (here, a rule with a combinator). As learned, its hidden words stay apart, with
+    /// read (here, one linked and not sent). As learned, its hidden words stay apart, with
     /// a sign that says so; its second reading (`hidden_as_words`, see `Readings`) has
     /// them as words too. So too when a style sheet that is read hides them.
     #[test]
     fn a_message_mostly_hidden_is_read_both_ways() {
         for html in [
-            "<style>p span{display:inline!important}</style>\
+            "<link rel=stylesheet href=\"https://example.org/a.css\">\
              <p>Hi <span style=\"display:none\">cheap pills without prescription</span>",
             "<style>.a{display:none}</style><p>Hi <span class=a>cheap pills without \
              prescription</span>",
@@ -641,23 +641,25 @@ mod tests {
 
     /// A style sheet that hides the words an inline style shows and shows those it hides
     /// (ham words padded in where the reader does not see them, spam words where a
-    /// reader of inline styles alone would not): read, it is read as the reader sees it.
-    /// Its rules written so that they are not read (combinators), it is taken at its
-    /// inline styles, most of the message hidden, and its second reading reads every word.
+    /// reader of inline styles alone would not): read, it is read as the reader sees it,
+    /// whether its selectors are simple or have combinators. Its rules in a sheet that is
+    /// not sent, it is taken at its inline styles, most of the message hidden, and its
+    /// second reading reads every word.
     #[test]
     fn a_style_sheet_that_swaps_shown_and_hidden_is_caught() {
+        let body = "<div><p class=a>meeting</p> <span class=b style=\"display:none\">cheap pills \
+                    without prescription</span></div>";
         let swap = |hide: &str, show: &str| {
             format!(
-                "<style>{hide}{{display:none}} {show}{{display:inline!important}}</style>\
-                 <div><p class=a>meeting</p> <span class=b style=\"display:none\">cheap pills \
-                 without prescription</span></div>"
+                "<style>{hide}{{display:none}} {show}{{display:inline!important}}</style>{body}"
             )
         };
-        let read = swap(".a", ".b");
-        let f = tokens_of(&html_message(&read), &TokenizerOptions::default());
-        assert_shown_and_hidden(&read, &["cheap", "pills", "prescription"], &["meeting"]);
-        assert_eq!(f.count(MOSTLY_HIDDEN), 0);
-        let unread = swap("div .a", "div .b");
+        for read in [swap(".a", ".b"), swap("div .a", "div > .b")] {
+            let f = tokens_of(&html_message(&read), &TokenizerOptions::default());
+            assert_shown_and_hidden(&read, &["cheap", "pills", "prescription"], &["meeting"]);
+            assert_eq!(f.count(MOSTLY_HIDDEN), 0);
+        }
+        let unread = format!("<link rel=stylesheet href=\"https://example.org/a.css\">{body}");
         let raw = format!("From: a@example.org\nSubject: x\nContent-Type: text/html\n\n{unread}\n");
         let msg = Message::parse(raw.as_bytes(), 1 << 20);
         let (opts, mut f) = (TokenizerOptions::default(), Features::new());
@@ -667,6 +669,32 @@ mod tests {
         for word in ["cheap", "pills", "prescription", "meeting", MOSTLY_HIDDEN] {
             assert_eq!(f.count(word), 1, "{word} in {unread:?}: {:?}", f.sorted());
         }
+    }
+
+    /// A pitch hidden inline, under half the message's text, and shown again by a rule
+    /// that holds for some readers (`@media` with a condition) or has combinators or a
+    /// pseudo-class is read as words, as its readers see it; a newsletter's preheader,
+    /// hidden inline with no rule to show it, keeps its words apart beside rules that hide
+    /// blocks on phones.
+    #[test]
+    fn a_pitch_shown_again_by_a_style_sheet_is_read_as_words() {
+        for rule in [
+            "div > .p {display:inline !important}",
+            "body .p{display:inline!important}",
+            "@media (min-width:1px){.p{display:inline!important}}",
+            "@media all and (max-width: 9999px){.p{display:inline!important}}",
+            ".p:not(.q){display:inline!important}",
+        ] {
+            let html = format!(
+                "<style>{rule}</style><div>Hello <span class=p style=\"display:none\">cheap \
+                 pills</span></div>"
+            );
+            assert_shown_and_hidden(&html, &["cheap", "pills"], &[]);
+        }
+        let newsletter = "<style>@media (max-width:600px){.desktop{display:none!important}}\
+                          </style><div style=\"display:none;max-height:0;overflow:hidden\">\
+                          free shipping weekend</div><div class=desktop>summer sale</div>";
+        assert_shown_and_hidden(newsletter, &["summer", "sale"], &["shipping", "weekend"]);
     }
 
     /// A message of HTML `html`, after more shown text: most of a message hidden is read

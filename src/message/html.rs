@@ -19,7 +19,9 @@ use aho_corasick::AhoCorasick;
 use mail_parser::decoders::html::add_html_token;
 
 use super::html_color::ColorStack;
-use super::html_css::{MAX_CLASSES, StyleSheet, cascade, declarations, without_comments};
+use super::html_css::{
+    Holds, MAX_CLASSES, StyleSheet, cascade, declarations, media_holds, without_comments,
+};
 
 /// Where a tag breaks the text, and how.
 #[derive(Clone, Copy)]
@@ -358,7 +360,8 @@ struct PageStyle {
 /// The style sheets of `html`, if it has any that has a rule that is read: its `<style>`
 /// elements, found as [`render`] finds elements (none in a comment, a script or an
 /// attribute's value), all before rendering, as a reader applies them to the whole page
-/// wherever they are in it. One for another medium (`media="print"`) is not read. The page
+/// wherever they are in it. One for another medium (`media="print"`) is not read;
+/// one for some screens (`media="(max-width: 600px)"`) is read for what it shows. The page
 /// is read to its last `<style`, mostly in its head.
 fn read_style_sheets(html: &str) -> Option<PageStyle> {
     let bytes = html.as_bytes();
@@ -403,30 +406,32 @@ fn read_style_sheets(html: &str) -> Option<PageStyle> {
             continue;
         }
         let (content_end, after) = end_of_element(bytes, end, name);
-        if is(b"style") && is_for_screens(attributes) {
-            page.sheet.read(&html[end..content_end]);
+        let holds = if is(b"style") {
+            style_holds(attributes)
+        } else {
+            Holds::Never
+        };
+        if holds > Holds::Never {
+            page.sheet.read(&html[end..content_end], holds);
         }
         at = after;
     }
     (!page.sheet.is_empty()).then_some(page)
 }
 
-/// Whether a `<style>` element with these attributes styles a page on a screen: CSS
-/// (`type` none or `text/css`), for all media or screens.
-fn is_for_screens(attributes: &str) -> bool {
+/// For which readers on a screen a `<style>` element with these attributes styles a page:
+/// none unless it is CSS (`type` none or `text/css`), and those its `media` holds for.
+fn style_holds(attributes: &str) -> Holds {
     let attributes = attributes.strip_suffix('>').unwrap_or(attributes);
     let css = attribute(attributes, "type").is_none_or(|t| {
         let t = t.trim();
         t.is_empty() || t.eq_ignore_ascii_case("text/css")
     });
-    let screen = attribute(attributes, "media").is_none_or(|media| {
-        media.trim().is_empty()
-            || media.split(',').any(|m| {
-                let m = m.trim();
-                m.eq_ignore_ascii_case("all") || m.eq_ignore_ascii_case("screen")
-            })
-    });
-    css && screen
+    match attribute(attributes, "media") {
+        _ if !css => Holds::Never,
+        Some(media) => media_holds(&decode_entities(media)),
+        None => Holds::Always,
+    }
 }
 
 /// Whether `html` has what can hide text: a `style`, a `hidden` attribute, a colour (the
@@ -656,10 +661,10 @@ pub(super) const MAX_SEARCH: usize = 64;
 
 /// Text smaller than this many pixels cannot be read (SpamAssassin's limit); nor text in a
 /// box that clips it to less than this.
-const MIN_READABLE_PX: f32 = 8.0;
+pub(super) const MIN_READABLE_PX: f32 = 8.0;
 
 /// Text more transparent than this cannot be read.
-const MIN_READABLE_OPACITY: f32 = 0.1;
+pub(super) const MIN_READABLE_OPACITY: f32 = 0.1;
 
 /// The pixels of `<font size>` 1 to 7, as readers map them.
 pub(crate) const FONT_SIZE_PIXELS: [f32; 7] = [10.0, 13.0, 16.0, 18.0, 24.0, 32.0, 48.0];
@@ -668,7 +673,7 @@ const FONT: u128 = name_key(b"font");
 
 /// Text placed this many pixels or more to the left of the page, or above it, is off it:
 /// no reader's window starts there, and no scrolling shows it.
-const OFF_PAGE_PX: f32 = 1000.0;
+pub(super) const OFF_PAGE_PX: f32 = 1000.0;
 
 /// The page's own boxes: a `height` and `overflow` on them set the window's, and clip
 /// nothing.
@@ -768,258 +773,24 @@ enum Position {
     Fixed,
 }
 
-/// An element open at a point of the page, and what it does to the text inside it.
+/// How an element's declarations lay it out.
 #[derive(Clone, Copy)]
-struct Open {
-    name: u128,
-    /// `display: none` (or `hidden`) on it or around it: nothing inside shows, whatever it
-    /// says.
+struct Layout {
+    display: Display,
+    /// `display: none`, or the `hidden` attribute without a `display`.
     none: bool,
-    /// `visibility: hidden`, which an element inside may undo (`visibility: visible`).
-    invisible: bool,
-    font_px: f32,
-    /// What shows of it: its own `opacity` times those around it.
-    opacity: f32,
-    /// Inside a box that clips it to (almost) nothing: `height: 0; overflow: hidden`.
-    clipped: bool,
-    /// Whether an element at or inside a box that clips is positioned: one positioned
-    /// `absolute` inside is placed in it, and clipped; else it is placed outside, and shown.
-    clip_holds_absolute: bool,
-    /// How far its positioned elements move it, left and up (negative), right and down, in
-    /// pixels, from where it would be.
-    shift: [f32; 2],
-    /// Its `text-indent` in pixels, which every element inside inherits.
-    indent_px: f32,
-    /// On the first line of a block whose `text-indent` moves that line off the page.
-    indented_away: bool,
-    /// Whether its content is lines of its own ([`Display::has_lines`]).
-    has_lines: bool,
+    position: Position,
 }
 
-/// Outside every element: text shows, 16 pixels high.
-const PAGE: Open = Open {
-    name: 0,
-    none: false,
-    invisible: false,
-    font_px: 16.0,
-    opacity: 1.0,
-    clipped: false,
-    clip_holds_absolute: false,
-    shift: [0.0; 2],
-    indent_px: 0.0,
-    indented_away: false,
-    has_lines: true,
-};
-
-/// Follows the elements open at a point of the page and says whether text there is hidden
-/// from its reader, as a browser shows it: `display: none`, `visibility: hidden`, a
-/// `font-size` under 8 pixels (the `font` shorthand's too), `opacity` near 0, a block whose
-/// `height` or `width` is under 8 pixels with `overflow: hidden`, an element `position`ed
-/// far off the page to the left or above (`left: -9999px`), the first line of a block with
-/// a `text-indent` as far, the `hidden` attribute, and text drawn in its background's colour
-/// ([`ColorStack`]), as SpamAssassin's renderer judges the last for its Bayes.
-///
-/// Declarations are read from the `style` attribute and from the page's style sheets, the
-/// rules with simple selectors ([`StyleSheet`]), in the cascade's order. What is not read
-/// (rules with other selectors, a reader's own style sheet) can still show what these hide,
-/// which is why hidden words are not dropped, only kept apart. Outlook's `mso-hide: all`
-/// hides nothing in the other readers, and hides nothing here: spam that uses it to hide
-/// uses `display: none` with it, and newsletters put it on the buttons everyone else sees.
-/// Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font size>`:
-/// the smallest is 10 pixels.
-///
-/// Elements end as a browser ends them, in outline: an end tag ends the innermost open
-/// element of its name and those inside it, and `<p>`, `<li>`, `<td>`, `<tr>` and their
-/// kin end the one left open before them, so that a paragraph left open cannot hide what
-/// follows it, nor an inner `</div>` end the hidden `<div>` around it.
-struct Hider {
-    /// Innermost last; at most [`MAX_OPEN`].
-    open: VecDeque<Open>,
-    /// What is around the outermost of `open`: the page, or the last element let go of
-    /// at the bottom when `open` was full. Each element holds what it inherits, so text
-    /// inside a `display: none` nested deeper than [`MAX_OPEN`] is still hidden.
-    floor: Open,
-    colors: ColorStack,
-    /// The page's style sheets, when they have a rule that is read.
-    sheet: Option<StyleSheet>,
-    /// Kept from tag to tag, not to allocate for each: the rules that match an element,
-    /// its classes, its declarations in the cascade's order.
-    matched: Vec<u64>,
-    classes: String,
-    cascaded: String,
-    /// What was around the `<html>` and the `<body>` made up for the page, if they were.
-    made_up: [Option<Open>; 2],
-    /// Whether a first line was indented off the page: lines end only then.
-    indents: bool,
-}
-
-impl Hider {
-    fn new(html: &str) -> Hider {
-        let mut hider = Hider {
-            open: VecDeque::new(),
-            floor: PAGE,
-            colors: ColorStack::new(),
-            sheet: None,
-            matched: Vec::new(),
-            classes: String::new(),
-            cascaded: String::new(),
-            made_up: [None; 2],
-            indents: false,
-        };
-        let Some(page) = read_style_sheets(html) else {
-            return hider;
-        };
-        hider.sheet = Some(page.sheet);
-        // A reader makes up the `<html>` and `<body>` a page leaves out, and its style
-        // sheet styles them: `body { font-size: 0 }` hides a page without a `<body>` too.
-        // One written later is the same element: it is styled from what is around the one
-        // made up, not inside it, so that its rules count once.
-        for (i, name, written) in [
-            (0, &b"html"[..], page.has_html),
-            (1, b"body", page.has_body),
-        ] {
-            if !written && hider.sheet.as_ref().is_some_and(|s| s.has_rules_for(name)) {
-                let around = *hider.top();
-                hider.start(name, "");
-                hider.made_up[i] = Some(around);
-            }
-        }
-        hider
-    }
-
-    fn top(&self) -> &Open {
-        self.open.back().unwrap_or(&self.floor)
-    }
-
-    /// Whether text here is hidden.
-    fn hides(&self) -> bool {
-        let top = self.top();
-        top.none
-            || top.invisible
-            || top.font_px < MIN_READABLE_PX
-            || top.opacity < MIN_READABLE_OPACITY
-            || top.clipped
-            || top.shift.iter().any(|&px| px <= -OFF_PAGE_PX)
-            || top.indented_away
-            || self.colors.hides_text()
-    }
-
-    /// Whether the element here is not displayed (`display: none`, `hidden`): it makes
-    /// no box, and no break.
-    fn undisplayed(&self) -> bool {
-        self.top().none
-    }
-
-    /// Whether text here takes no room on the page: its white space parts no words.
-    fn removes(&self) -> bool {
-        let top = self.top();
-        top.none || top.font_px < MIN_READABLE_PX
-    }
-
-    /// A start tag: `name` lowercase, `attributes` as written.
-    fn start(&mut self, name: &[u8], attributes: &str) {
-        let key = name_key(name);
-        for (names, scope) in implied_ends(key) {
-            self.end_innermost(names, scope);
-        }
-        if key == BR {
-            self.end_first_line();
-        }
-        if holds_no_elements(key) {
-            // It ends, of the colours' elements, what it ends of these.
-            self.colors.open_styled(key, attributes, None);
-            return;
-        }
-        // An `<html>` inside another element, or after the `<body>` made up for the page,
-        // is the page's own, which a reader has already: it opens nothing inside the body
-        // (`html { font-size: 0 }` with the body's set again hid all that followed it,
-        // whether that body was made up or written).
-        if key == HTML && (self.made_up[1].is_some() || !self.open.is_empty()) {
-            return;
-        }
-        let (mut style, mut hidden, mut class, mut id, mut size) = (None, false, None, None, None);
-        for (attribute, value) in tag_attributes(attributes) {
-            // The first of two attributes of a name counts, as in a browser.
-            let is = |name: &str| attribute.eq_ignore_ascii_case(name);
-            let value = value.unwrap_or_default();
-            match attribute.len() {
-                5 if is("style") => _ = style.get_or_insert(value),
-                6 if is("hidden") => hidden = true,
-                5 if is("class") => _ = class.get_or_insert(value),
-                2 if is("id") => _ = id.get_or_insert(value),
-                4 if key == FONT && is("size") => _ = size.get_or_insert(value),
-                _ => {}
-            }
-        }
-        let decoded = style.map(decode_entities).unwrap_or_default();
-        let own = if decoded.is_empty() {
-            Cow::Borrowed("")
-        } else {
-            without_comments(&decoded)
-        };
-        let mut matched = std::mem::take(&mut self.matched);
-        matched.clear();
-        if let Some(sheet) = &self.sheet {
-            // The id, then the classes, lowercase in one buffer.
-            let mut lower = std::mem::take(&mut self.classes);
-            lower.clear();
-            if let Some(id) = id.filter(|_| sheet.has_ids()) {
-                lower.push_str(&decode_entities(id));
-            }
-            let id_end = lower.len();
-            if let Some(class) = class.filter(|_| sheet.has_classes()) {
-                lower.push_str(&decode_entities(class));
-            }
-            lower.make_ascii_lowercase();
-            let (id, rest) = lower.split_at(id_end);
-            let mut classes = [""; MAX_CLASSES];
-            let count = (classes.iter_mut().zip(rest.split_ascii_whitespace()))
-                .map(|(slot, class)| *slot = class)
-                .count();
-            let id = Some(id).filter(|id| !id.is_empty());
-            sheet.matching(key, id, &classes[..count], &mut matched);
-            self.classes = lower;
-        }
-        // Declarations in the cascade's order, the last of a property the one that counts:
-        // the style sheet's, and the element's own, `!important` ones last.
-        let mut cascaded = std::mem::take(&mut self.cascaded);
-        cascaded.clear();
-        let declared: &str = if !matched.is_empty() || own.contains('!') {
-            cascade(self.sheet.as_ref(), &matched, &own, &mut cascaded);
-            &cascaded
-        } else {
-            &own
-        };
-        let declared = Some(declared).filter(|d| !d.is_empty());
-        self.colors.open_styled(key, attributes, declared);
-        let made_up = match name {
-            b"html" => self.made_up[0],
-            b"body" => self.made_up[1],
-            _ => None,
-        };
-        // Most elements have no style of their own, nor a first line indented off the page
-        // around them that how they are laid out would end: they hide what is around them.
-        if declared.is_none() && !hidden && size.is_none() && !self.indents {
-            let around = made_up.unwrap_or(*self.top());
-            if around.indent_px > -OFF_PAGE_PX {
-                self.cascaded = cascaded;
-                self.matched = matched;
-                self.push(Open {
-                    name: key,
-                    has_lines: false,
-                    ..around
-                });
-                return;
-            }
-        }
-        let d = declared.map(Declared::read).unwrap_or_default();
-
+impl Layout {
+    /// An element of (lowercase) `name`, with the `hidden` attribute or not.
+    fn of(name: &[u8], d: &Declared, hidden: bool) -> Layout {
         let mut display = Display::of(name);
-        let mut display_none = hidden;
+        let mut none = hidden;
         if let Some(value) = d.display {
             // A `display` of its own shows what the `hidden` attribute hid.
             let word = first_word(value);
-            display_none = word.eq_ignore_ascii_case("none");
+            none = word.eq_ignore_ascii_case("none");
             display = Display::declared(word).unwrap_or(display);
         }
         let position = match d.position.map(first_word) {
@@ -1034,10 +805,21 @@ impl Hider {
         if matches!(position, Position::Absolute | Position::Fixed) || floats {
             display = display.blockified();
         }
-        if display.ends_line() {
-            self.end_first_line();
+        Layout {
+            display,
+            none,
+            position,
         }
-        let around = made_up.unwrap_or(*self.top());
+    }
+
+    /// The element `key` so laid out inside `around`, with declarations `d` and a `<font
+    /// size>`.
+    fn open(self, key: u128, around: Open, d: &Declared, size: Option<&str>) -> Open {
+        let Layout {
+            display,
+            none,
+            position,
+        } = self;
         let mut open = Open {
             name: key,
             has_lines: display.has_lines(),
@@ -1099,10 +881,358 @@ impl Hider {
         if open.has_lines {
             open.indented_away = open.indent_px <= -OFF_PAGE_PX;
         }
-        self.indents |= open.indented_away;
+        open.none |= none;
+        open
+    }
+}
 
-        open.none |= display_none;
+/// An element open at a point of the page, and what it does to the text inside it.
+#[derive(Clone, Copy)]
+struct Open {
+    name: u128,
+    /// `display: none` (or `hidden`) on it or around it: nothing inside shows, whatever it
+    /// says.
+    none: bool,
+    /// `visibility: hidden`, which an element inside may undo (`visibility: visible`).
+    invisible: bool,
+    font_px: f32,
+    /// What shows of it: its own `opacity` times those around it.
+    opacity: f32,
+    /// Inside a box that clips it to (almost) nothing: `height: 0; overflow: hidden`.
+    clipped: bool,
+    /// Whether an element at or inside a box that clips is positioned: one positioned
+    /// `absolute` inside is placed in it, and clipped; else it is placed outside, and shown.
+    clip_holds_absolute: bool,
+    /// How far its positioned elements move it, left and up (negative), right and down, in
+    /// pixels, from where it would be.
+    shift: [f32; 2],
+    /// Its `text-indent` in pixels, which every element inside inherits.
+    indent_px: f32,
+    /// On the first line of a block whose `text-indent` moves that line off the page.
+    indented_away: bool,
+    /// Whether its content is lines of its own ([`Display::has_lines`]).
+    has_lines: bool,
+}
+
+/// The size of text outside every element, in pixels.
+pub(super) const PAGE_FONT_PX: f32 = 16.0;
+
+/// Outside every element: text shows, 16 pixels high.
+const PAGE: Open = Open {
+    name: 0,
+    none: false,
+    invisible: false,
+    font_px: PAGE_FONT_PX,
+    opacity: 1.0,
+    clipped: false,
+    clip_holds_absolute: false,
+    shift: [0.0; 2],
+    indent_px: 0.0,
+    indented_away: false,
+    has_lines: true,
+};
+
+impl Open {
+    /// What shows of an element read both ways: as every reader shows it (`self`), and
+    /// with the rules that hold for some readers only (`shown`). Each way of hiding text
+    /// hides it only if it does both ways.
+    fn or_shown(self, shown: Open) -> Open {
+        let mut open = self;
+        open.none &= shown.none;
+        open.invisible &= shown.invisible;
+        if open.font_px < MIN_READABLE_PX {
+            open.font_px = open.font_px.max(shown.font_px);
+        }
+        open.opacity = open.opacity.max(shown.opacity);
+        if open.clipped && !shown.clipped {
+            open.clipped = false;
+            open.clip_holds_absolute = shown.clip_holds_absolute;
+        }
+        let off_page = |open: &Open| open.shift.iter().any(|&px| px <= -OFF_PAGE_PX);
+        if off_page(&open) && !off_page(&shown) {
+            open.shift = shown.shift;
+        }
+        if open.indented_away && !shown.indented_away {
+            open.indented_away = false;
+            open.indent_px = shown.indent_px;
+        }
+        open
+    }
+}
+
+/// Follows the elements open at a point of the page and says whether text there is hidden
+/// from its reader, as a browser shows it: `display: none`, `visibility: hidden`, a
+/// `font-size` under 8 pixels (the `font` shorthand's too), `opacity` near 0, a block whose
+/// `height` or `width` is under 8 pixels with `overflow: hidden`, an element `position`ed
+/// far off the page to the left or above (`left: -9999px`), the first line of a block with
+/// a `text-indent` as far, the `hidden` attribute, and text drawn in its background's colour
+/// ([`ColorStack`]), as SpamAssassin's renderer judges the last for its Bayes.
+///
+/// Declarations are read from the `style` attribute and from the page's style sheets
+/// ([`StyleSheet`]), in the cascade's order. Text is hidden only if it is hidden from every
+/// reader: where a rule that holds for some readers only (`@media (max-width: 600px)`, a
+/// selector not read as written) wins a property, the element is read again with it, and
+/// each way of hiding hides only if it does both ways ([`Open::or_shown`]); the colours
+/// are followed both ways too. Elements are matched against their ancestors through the
+/// states of the sheet's selectors with combinators that each passes on. What is not read
+/// (a sheet past its bounds, one linked and not sent, a reader's own style sheet) can still
+/// show what these hide, which is why hidden words are not dropped, only kept apart. Outlook's `mso-hide: all`
+/// hides nothing in the other readers, and hides nothing here: spam that uses it to hide
+/// uses `display: none` with it, and newsletters put it on the buttons everyone else sees.
+/// Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font size>`:
+/// the smallest is 10 pixels.
+///
+/// Elements end as a browser ends them, in outline: an end tag ends the innermost open
+/// element of its name and those inside it, and `<p>`, `<li>`, `<td>`, `<tr>` and their
+/// kin end the one left open before them, so that a paragraph left open cannot hide what
+/// follows it, nor an inner `</div>` end the hidden `<div>` around it.
+struct Hider {
+    /// Innermost last; at most [`MAX_OPEN`].
+    open: VecDeque<Open>,
+    /// What is around the outermost of `open`: the page, or the last element let go of
+    /// at the bottom when `open` was full. Each element holds what it inherits, so text
+    /// inside a `display: none` nested deeper than [`MAX_OPEN`] is still hidden.
+    floor: Open,
+    colors: ColorStack,
+    /// The page's style sheets, when they have a rule that is read.
+    sheet: Option<StyleSheet>,
+    /// The colours as the rules that hold for some readers only show them, when such a
+    /// rule sets a colour: text is in its background's colour only if it is both ways.
+    shown_colors: Option<ColorStack>,
+    /// The states of the sheet's selectors with combinators ([`StyleSheet::states`]) that
+    /// each of `open` passes on, `chains` each; those of `floor`.
+    states: VecDeque<u16>,
+    floor_states: Vec<u16>,
+    chains: usize,
+    /// Kept from tag to tag: the states around an element, and its own.
+    around_states: Vec<u16>,
+    next_states: Vec<u16>,
+    /// Kept from tag to tag, not to allocate for each: the rules that match an element,
+    /// its classes, its declarations in the cascade's order.
+    matched: Vec<u64>,
+    classes: String,
+    cascaded: String,
+    shown_cascaded: String,
+    /// What was around the `<html>` and the `<body>` made up for the page, if they were.
+    made_up: [Option<Open>; 2],
+    /// Whether a first line was indented off the page: lines end only then.
+    indents: bool,
+}
+
+impl Hider {
+    fn new(html: &str) -> Hider {
+        let mut hider = Hider {
+            open: VecDeque::new(),
+            floor: PAGE,
+            colors: ColorStack::new(),
+            sheet: None,
+            shown_colors: None,
+            states: VecDeque::new(),
+            floor_states: Vec::new(),
+            chains: 0,
+            around_states: Vec::new(),
+            next_states: Vec::new(),
+            matched: Vec::new(),
+            classes: String::new(),
+            cascaded: String::new(),
+            shown_cascaded: String::new(),
+            made_up: [None; 2],
+            indents: false,
+        };
+        let Some(page) = read_style_sheets(html) else {
+            return hider;
+        };
+        hider.chains = page.sheet.chains();
+        if page.sheet.shows_colors() {
+            hider.shown_colors = Some(ColorStack::new());
+        }
+        hider.sheet = Some(page.sheet);
+        // A reader makes up the `<html>` and `<body>` a page leaves out, and its style
+        // sheet styles them: `body { font-size: 0 }` hides a page without a `<body>` too.
+        // One written later is the same element: it is styled from what is around the one
+        // made up, not inside it, so that its rules count once.
+        for (i, name, written) in [
+            (0, &b"html"[..], page.has_html),
+            (1, b"body", page.has_body),
+        ] {
+            if !written && hider.sheet.as_ref().is_some_and(|s| s.has_rules_for(name)) {
+                let around = *hider.top();
+                hider.start(name, "");
+                hider.made_up[i] = Some(around);
+            }
+        }
+        hider
+    }
+
+    fn top(&self) -> &Open {
+        self.open.back().unwrap_or(&self.floor)
+    }
+
+    /// Whether text here is hidden.
+    fn hides(&self) -> bool {
+        let top = self.top();
+        top.none
+            || top.invisible
+            || top.font_px < MIN_READABLE_PX
+            || top.opacity < MIN_READABLE_OPACITY
+            || top.clipped
+            || top.shift.iter().any(|&px| px <= -OFF_PAGE_PX)
+            || top.indented_away
+            || (self.colors.hides_text()
+                && (self.shown_colors.as_ref()).is_none_or(ColorStack::hides_text))
+    }
+
+    /// Whether the element here is not displayed (`display: none`, `hidden`): it makes
+    /// no box, and no break.
+    fn undisplayed(&self) -> bool {
+        self.top().none
+    }
+
+    /// Whether text here takes no room on the page: its white space parts no words.
+    fn removes(&self) -> bool {
+        let top = self.top();
+        top.none || top.font_px < MIN_READABLE_PX
+    }
+
+    /// A start tag: `name` lowercase, `attributes` as written.
+    fn start(&mut self, name: &[u8], attributes: &str) {
+        let key = name_key(name);
+        for (names, scope) in implied_ends(key) {
+            self.end_innermost(names, scope);
+        }
+        if key == BR {
+            self.end_first_line();
+        }
+        if holds_no_elements(key) {
+            // It ends, of the colours' elements, what it ends of these.
+            self.colors.open_styled(key, attributes, None);
+            if let Some(shown) = &mut self.shown_colors {
+                shown.open_styled(key, attributes, None);
+            }
+            return;
+        }
+        // An `<html>` inside another element, or after the `<body>` made up for the page,
+        // is the page's own, which a reader has already: it opens nothing inside the body
+        // (`html { font-size: 0 }` with the body's set again hid all that followed it,
+        // whether that body was made up or written).
+        if key == HTML && (self.made_up[1].is_some() || !self.open.is_empty()) {
+            return;
+        }
+        let (mut style, mut hidden, mut class, mut id, mut size) = (None, false, None, None, None);
+        for (attribute, value) in tag_attributes(attributes) {
+            // The first of two attributes of a name counts, as in a browser.
+            let is = |name: &str| attribute.eq_ignore_ascii_case(name);
+            let value = value.unwrap_or_default();
+            match attribute.len() {
+                5 if is("style") => _ = style.get_or_insert(value),
+                6 if is("hidden") => hidden = true,
+                5 if is("class") => _ = class.get_or_insert(value),
+                2 if is("id") => _ = id.get_or_insert(value),
+                4 if key == FONT && is("size") => _ = size.get_or_insert(value),
+                _ => {}
+            }
+        }
+        let decoded = style.map(decode_entities).unwrap_or_default();
+        let own = if decoded.is_empty() {
+            Cow::Borrowed("")
+        } else {
+            without_comments(&decoded)
+        };
+        let mut matched = std::mem::take(&mut self.matched);
+        matched.clear();
+        if let Some(sheet) = &self.sheet {
+            // The id, then the classes, lowercase in one buffer.
+            let mut lower = std::mem::take(&mut self.classes);
+            lower.clear();
+            if let Some(id) = id.filter(|_| sheet.has_ids()) {
+                lower.push_str(&decode_entities(id));
+            }
+            let id_end = lower.len();
+            if let Some(class) = class.filter(|_| sheet.has_classes()) {
+                lower.push_str(&decode_entities(class));
+            }
+            lower.make_ascii_lowercase();
+            let (id, rest) = lower.split_at(id_end);
+            let mut classes = [""; MAX_CLASSES];
+            let count = (classes.iter_mut().zip(rest.split_ascii_whitespace()))
+                .map(|(slot, class)| *slot = class)
+                .count();
+            let id = Some(id).filter(|id| !id.is_empty());
+            let element = sheet.element(key, id, &classes[..count]);
+            // The states of the element around, copied out of the ring they are kept in.
+            self.around_states.clear();
+            match self.states.len().checked_sub(self.chains) {
+                Some(from) if !self.open.is_empty() => {
+                    (self.around_states).extend(self.states.range(from..));
+                }
+                _ => self.around_states.extend_from_slice(&self.floor_states),
+            }
+            sheet.matching(&element, &self.around_states, &mut matched);
+            sheet.states(&element, &self.around_states, &mut self.next_states);
+            self.classes = lower;
+        }
+        // Declarations in the cascade's order, the last of a property the one that counts:
+        // the style sheet's, and the element's own, `!important` ones last.
+        let mut cascaded = std::mem::take(&mut self.cascaded);
+        cascaded.clear();
+        let declared: &str = if !matched.is_empty() || own.contains('!') {
+            cascade(self.sheet.as_ref(), &matched, &own, false, &mut cascaded);
+            &cascaded
+        } else {
+            &own
+        };
+        let declared = Some(declared).filter(|d| !d.is_empty());
+        // Read again with the rules that hold for some readers only, if one of them wins.
+        let mut shown_cascaded = std::mem::take(&mut self.shown_cascaded);
+        shown_cascaded.clear();
+        let shown: Option<&str> = match &self.sheet {
+            Some(sheet) if sheet.shows_any(&matched) => {
+                cascade(Some(sheet), &matched, &own, true, &mut shown_cascaded);
+                Some(&shown_cascaded).filter(|s| Some(s.as_str()) != declared)
+            }
+            _ => None,
+        }
+        .map(String::as_str);
+        self.colors.open_styled(key, attributes, declared);
+        if let Some(colors) = &mut self.shown_colors {
+            colors.open_styled(key, attributes, shown.or(declared));
+        }
+        let made_up = match name {
+            b"html" => self.made_up[0],
+            b"body" => self.made_up[1],
+            _ => None,
+        };
+        // Most elements have no style of their own, nor a first line indented off the page
+        // around them that how they are laid out would end: they hide what is around them.
+        if declared.is_none() && shown.is_none() && !hidden && size.is_none() && !self.indents {
+            let around = made_up.unwrap_or(*self.top());
+            if around.indent_px > -OFF_PAGE_PX {
+                self.cascaded = cascaded;
+                self.shown_cascaded = shown_cascaded;
+                self.matched = matched;
+                self.push(Open {
+                    name: key,
+                    has_lines: false,
+                    ..around
+                });
+                return;
+            }
+        }
+        let d = declared.map(Declared::read).unwrap_or_default();
+        let shown = shown.map(Declared::read);
+        let layout = Layout::of(name, &d, hidden);
+        let shown_layout = shown.as_ref().map(|d| Layout::of(name, d, hidden));
+        if layout.display.ends_line() || shown_layout.is_some_and(|l| l.display.ends_line()) {
+            self.end_first_line();
+        }
+        let around = made_up.unwrap_or(*self.top());
+        let mut open = layout.open(key, around, &d, size);
+        if let (Some(d), Some(layout)) = (&shown, shown_layout) {
+            open = open.or_shown(layout.open(key, around, d, size));
+        }
+        self.indents |= open.indented_away;
         self.cascaded = cascaded;
+        self.shown_cascaded = shown_cascaded;
         self.matched = matched;
         self.push(open);
     }
@@ -1110,13 +1240,23 @@ impl Hider {
     fn push(&mut self, open: Open) {
         if self.open.len() >= MAX_OPEN {
             self.floor = self.open.pop_front().unwrap_or(PAGE);
+            if self.chains > 0 {
+                self.floor_states.clear();
+                let chains = self.chains.min(self.states.len());
+                self.floor_states.extend(self.states.drain(..chains));
+            }
         }
         self.open.push_back(open);
+        if self.chains > 0 {
+            self.states.extend(&self.next_states);
+        }
     }
-
     /// An end tag, `name` lowercase.
     fn end(&mut self, name: &[u8]) {
         self.colors.close(name);
+        if let Some(shown) = &mut self.shown_colors {
+            shown.close(name);
+        }
         let key = name_key(name);
         if VOID.contains(&key) || NOT_ENDED.contains(&key) {
             return;
@@ -1130,6 +1270,7 @@ impl Hider {
         for (at, open) in self.open.iter().enumerate().rev().take(MAX_SEARCH) {
             if names.contains(&open.name) {
                 self.open.truncate(at);
+                self.states.truncate(at * self.chains);
                 return;
             }
             if scope.contains(&open.name) {
@@ -1292,14 +1433,14 @@ fn first_word(value: &str) -> &str {
 }
 
 /// Whether a padding leaves room: any but a length of 0 (a percentage may).
-fn has_room(value: &str) -> bool {
+pub(super) fn has_room(value: &str) -> bool {
     css_length(value, PAGE.font_px).is_none_or(|px| px > 0.0)
 }
 
 /// The size in a `font` shorthand (`font: bold 0/0 a`): the first of its words that is a
 /// size (a length with its unit, 0, a keyword), the line height after a `/` left out. None
 /// where it has none, or no family after it, as a browser then drops it.
-fn font_shorthand_size(value: &str) -> Option<&str> {
+pub(super) fn font_shorthand_size(value: &str) -> Option<&str> {
     let mut words = value.split_ascii_whitespace();
     while let Some(word) = words.next() {
         let size = word.split('/').next().unwrap_or_default();
@@ -1324,7 +1465,7 @@ fn font_shorthand_size(value: &str) -> Option<&str> {
 /// alone as pixels, as readers take it in mail without a doctype). None for what is no
 /// length, `auto`, and a percentage, of a size not known here: `height: 0%` inside a box
 /// whose height is its content's is no height at all, and clips nothing.
-fn css_length(value: &str, font_px: f32) -> Option<f32> {
+pub(super) fn css_length(value: &str, font_px: f32) -> Option<f32> {
     let value = value.trim();
     let (sign, number) = match value.as_bytes().first()? {
         b'-' => (-1.0, &value[1..]),
@@ -1429,7 +1570,7 @@ pub(crate) fn legacy_font_px(value: &str) -> Option<f32> {
 }
 
 /// A CSS number, or a percentage of 1: an `opacity`.
-fn css_number(value: &str) -> Option<f32> {
+pub(super) fn css_number(value: &str) -> Option<f32> {
     let value = value.trim();
     match value.strip_suffix('%') {
         Some(percent) => percent.trim().parse::<f32>().ok().map(|p| p / 100.0),
@@ -2251,6 +2392,38 @@ mod tests {
                 "<style>*{visibility:hidden}</style><p>meeting</p>",
                 &["meeting"],
             ),
+            // Combinators: an element inside (or a child of) the elements named, in order,
+            // around it; a `<body>` made up is one.
+            (
+                "<style>div .x{display:none}</style><div><b><p class=x>meeting</p></b></div>\
+                 <p class=x>cheap</p>",
+                &["meeting"],
+            ),
+            (
+                "<style>td > span{font-size:0}</style><table><tr><td><span>meeting</span>\
+                 <b><span>cheap</span></b></td></tr></table>",
+                &["meeting"],
+            ),
+            (
+                "<style>.a .b .c{display:none}</style><div class=a><div class=b><p class=c>\
+                 meeting</p></div></div><div class=b><div class=a><p class=c>cheap</p></div>\
+                 </div><div class=a></div><div class=b><p class=c>pills</p></div>",
+                &["meeting"],
+            ),
+            (
+                "<style>.a > .b .c{display:none}</style><div class=a><div class=b><i><p \
+                 class=c>meeting</p></i></div><i><div class=b><p class=c>cheap</p></div></i>",
+                &["meeting"],
+            ),
+            (
+                "<style>body .x{display:none}</style><p class=x>meeting</p>",
+                &["meeting"],
+            ),
+            (
+                "<style>html body > p.x{display:none}</style><body><p class=x>meeting</p>\
+                 <div><p class=x>cheap</p></div>",
+                &["meeting"],
+            ),
             // Shown again: by the element's own style, an important rule, a more
             // specific one.
             (
@@ -2277,15 +2450,23 @@ mod tests {
     #[test]
     fn what_a_style_sheet_does_not_say_simply_hides_nothing() {
         for html in [
-            "<style>div .x{display:none}</style><div><p class=x>cheap</p></div>",
+            "<style>section .x{display:none}</style><div><p class=x>cheap</p></div>",
+            "<style>div > .x{display:none}</style><div><b><p class=x>cheap</p></b></div>",
             "<style>.x:hover{display:none}</style><p class=x>cheap</p>",
             "<style>[class=x]{display:none}</style><p class=x>cheap</p>",
-            "<style>a:hover, .x{display:none}</style><p class=x>cheap</p>",
+            "<style>b + .x, b ~ .x{display:none}</style><b></b><p class=x>cheap</p>",
+            "<style>a:hover .x{display:none}</style><a><p class=x>cheap</p></a>",
             "<style>.x{display:none}</style><p class=xy>cheap</p>",
             "<style>.x{display:none}</style><p id=x>cheap</p>",
             "<style media=print>.x{display:none}</style><p class=x>cheap</p>",
             "<style type=text/less>.x{display:none}</style><p class=x>cheap</p>",
             "<style>@media (max-width:600px){.x{display:none}}</style><p class=x>cheap</p>",
+            "<style>@media only screen and (max-width:600px){.x{display:none!important}}\
+             </style><p class=x>cheap</p>",
+            "<style>@media (min-width:1px){div .x{font-size:0!important}}</style><div><p \
+             class=x>cheap</p></div>",
+            "<style media=\"(max-width:600px)\">.x{display:none}</style><p class=x>cheap</p>",
+            "<style>@layer base{.x{display:none}}</style><p class=x>cheap</p>",
             "<style>@supports (display:grid){.x{display:none}}</style><p class=x>cheap</p>",
             "<!-- <style>.x{display:none}</style> --><p class=x>cheap</p>",
             "<img alt=\"<style>.x{display:none}</style>\"><p class=x>cheap</p>",
@@ -2295,6 +2476,123 @@ mod tests {
         ] {
             assert_eq!(hidden_runs(html), Vec::<String>::new(), "{html:?}");
         }
+    }
+
+    /// Text is hidden only if it is hidden from every reader: a pitch hidden inline and
+    /// shown again by a rule that holds for some readers, or whose selector is not read as
+    /// written, is shown. Each was weighed as hidden words. What no reader sees stays
+    /// hidden.
+    #[test]
+    fn a_rule_that_shows_text_to_some_readers_shows_it() {
+        let pitch = "<div><span class=p style=\"display:none\">cheap pills</span></div> hi";
+        for rule in [
+            "div > .p {display:inline !important}",
+            "body .p{display:inline!important}",
+            "html div span.p{display:inline!important}",
+            "@media (min-width:1px){.p{display:inline!important}}",
+            "@media all and (max-width: 9999px){.p{display:inline!important}}",
+            "@media screen and (orientation:portrait), print{.p{display:inline!important}}",
+            "@media not print{.p{display:inline!important}}",
+            "@media (prefers-color-scheme:dark){@media (min-width:1px){.p{display:inline!important}}}",
+            "@supports (display:inline){.p{display:inline!important}}",
+            ".p:not(.q){display:inline!important}",
+            "b + .p, i ~ .p{display:inline!important}",
+            "[class=p]{display:inline!important}",
+            "div:first-child > .p{display:inline!important}",
+            ".q .r, .p:hover{display:inline!important;font-size:0}",
+        ] {
+            for page in [String::new(), "<body>".to_string()] {
+                let html = format!("<style>{rule}</style>{page}{pitch}");
+                assert_eq!(hidden_runs(&html), Vec::<String>::new(), "{html:?}");
+            }
+        }
+        let html = format!(
+            "<style media=\"(min-width:1px)\">.p{{display:inline!important}}</style>{pitch}"
+        );
+        assert_eq!(hidden_runs(&html), Vec::<String>::new(), "{html:?}");
+        // Other ways of hiding, undone for some readers; and by a rule that holds for every
+        // reader where one that holds for some hides.
+        assert_hides(&[
+            (
+                "<style>@media (max-width:600px){.p{font-size:14px!important}}</style>\
+                 <span class=p style=\"font-size:0\">cheap</span>",
+                &[],
+            ),
+            (
+                "<style>@media (max-width:600px){.p{visibility:visible}}</style>\
+                 <div style=\"visibility:hidden\"><span class=p>cheap</span></div>",
+                &[],
+            ),
+            (
+                "<style>@media (max-width:600px){.p{opacity:1!important}}</style>\
+                 <span class=p style=\"opacity:0\">cheap</span>",
+                &[],
+            ),
+            (
+                "<style>@media (max-width:600px){.m{max-height:none!important;overflow:visible\
+                 !important}}</style><div class=m style=\"max-height:0;overflow:hidden\">\
+                 cheap</div>",
+                &[],
+            ),
+            (
+                "<style>@media (max-width:600px){.p{left:0!important}}</style>\
+                 <div class=p style=\"position:absolute;left:-9999px\">cheap</div>",
+                &[],
+            ),
+            (
+                "<style>@media (prefers-color-scheme:dark){.p{color:#000!important}}</style>\
+                 <span class=p style=\"color:#fff\">cheap</span>",
+                &[],
+            ),
+            (
+                "<style>@media (max-width:600px){.p{display:none!important}} .p{display:\
+                 inline!important}</style><span class=p style=\"display:none\">cheap</span>",
+                &[],
+            ),
+        ]);
+        // Near misses: what no reader on a screen is shown stays hidden. A rule for other
+        // media, one whose query is none, one that loses to the inline style, one whose
+        // ancestors are not there, what rules that hold for some readers hide.
+        let hidden = "<div><span class=p style=\"display:none\">meeting</span></div> hi";
+        for rule in [
+            "@media print{.p{display:inline!important}}",
+            "@media speech{.p{display:inline!important}}",
+            "@media not all{.p{display:inline!important}}",
+            "@media not screen{.p{display:inline!important}}",
+            "@media print and (min-width:1px){.p{display:inline!important}}",
+            "@media (no-such-thing:1){.p{display:inline!important}}",
+            "@media screen and garbage{.p{display:inline!important}}",
+            "@media screen and {.p{display:inline!important}}",
+            "@media screen and (min-width:1px) and {.p{display:inline!important}}",
+            "@font-face{.p{display:inline!important}}",
+            "@media (min-width:1px){.p{display:inline}}",
+            "@media (min-width:1px){.p{display:none!important;visibility:visible}}",
+            "table > .p{display:inline!important}",
+            "div > div .p{display:inline!important}",
+            "section .p{display:inline!important}",
+            ".q:hover{display:inline!important}",
+        ] {
+            let html = format!("<style>{rule}</style>{hidden}");
+            assert_eq!(hidden_runs(&html), ["meeting"], "{html:?}");
+        }
+        let html = format!("<style media=print>.p{{display:inline!important}}</style>{hidden}");
+        assert_eq!(hidden_runs(&html), ["meeting"], "{html:?}");
+    }
+
+    /// A responsive newsletter hides blocks on phones and shows others: what it hides for
+    /// some readers is shown, what it shows for some is shown, and its preheader, hidden
+    /// inline from every reader with no rule to show it, stays hidden.
+    #[test]
+    fn a_newsletter_s_responsive_rules_hide_only_its_preheader() {
+        let page = "<style>@media only screen and (max-width:600px){.desktop{display:none\
+                    !important} .mobile{display:block!important;max-height:none!important;\
+                    overflow:visible!important} td .wide{width:100%!important}}</style>\
+                    <div class=preheader style=\"display:none;max-height:0;overflow:hidden;\
+                    font-size:1px;color:#fff;opacity:0\">free shipping this weekend</div>\
+                    <table><tr><td><div class=\"desktop wide\">summer sale</div>\
+                    <div class=mobile style=\"display:none;max-height:0;overflow:hidden\">\
+                    tap to shop</div></td></tr></table>";
+        assert_eq!(hidden_runs(page), ["free shipping this weekend"]);
     }
 
     /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,
@@ -2324,6 +2622,14 @@ mod tests {
                 + "</style>"
                 + &"<b class=\"c0 c1 c2 c3 c4 c5 c6 c7 c8\" id=c0>x".repeat(n),
             "<style>.a{display:none}</style>".repeat(n / 10),
+            // Selectors with combinators, as many and as long as are kept, each element
+            // matching every compound, nested deeply.
+            "<style>".to_string()
+                + &(0..40)
+                    .map(|i| format!(".a .b > .c .a .b > .c .a .c{i} {{ color: red }}"))
+                    .collect::<String>()
+                + "</style>"
+                + &"<div class=\"a b c c1 c2 c3\">x".repeat(n),
         ] {
             let page = page + "<span style=\"display:none\">meeting</span> cheap";
             let started = std::time::Instant::now();

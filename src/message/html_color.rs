@@ -5,7 +5,8 @@
 //! facts (`rules::html_facts`) walk the markup; style sheets (`<style>`, classes) are not read
 //! for them, as SpamAssassin reads none, and a message's HTML parts are read as one page
 //! (SpamAssassin starts each afresh). The hidden-text reader (`html::Hider`) gives the
-//! stack what a page's style sheet says as well ([`ColorStack::open_styled`]).
+//! stack what a page's style sheet says as well ([`ColorStack::open_styled`]), and follows
+//! a second stack with what the sheet's rules for some readers only show.
 //!
 //! The colours of every element that can hold text are followed (a dark `<section>`, `<li>`
 //! or `<blockquote>` behind light text), and elements end as a browser ends them, in

@@ -1,19 +1,44 @@
 //! CSS as the hidden-text reader (`html::Hider`) reads it: a style's declarations, and a
-//! page's style sheet, the rules of its `<style>` elements, of which it keeps those with
-//! simple selectors (a tag, an id, classes, `*`) and the declarations that can hide text or
-//! show it again. Combinators, pseudo-classes, attribute selectors and at-rules other than
-//! `@media screen` are not read: what their rules hide counts as shown, as it did before
-//! style sheets were read at all.
+//! page's style sheet, the rules of its `<style>` elements and the declarations of theirs
+//! that can hide text or show it again.
+//!
+//! Text is hidden only if it is hidden from every reader. A rule that holds for every
+//! reader on a screen (at the top of a sheet, or under `@media screen`) and whose selector
+//! is read as written (a tag, an id, classes, `*`, and those joined by the descendant and
+//! child combinators, `div .x`, `td > span`) hides and shows. A rule that holds for some
+//! readers only shows: under `@media` with a query some screen can meet (a width, an
+//! orientation, `prefers-color-scheme`, `all and (max-width: 600px)`), under `@supports`,
+//! `@layer` or `@container`, in a `<style media=…>` for such a query; and so does a rule
+//! whose selector is not read as written (sibling combinators, pseudo-classes, attribute
+//! selectors), taken to apply to every element its last compound matches (`a + .x:hover`
+//! as `.x`): reading a rule that shows too widely only counts as shown what a reader
+//! might see. Such a rule keeps the declarations of its that show (`display` other than
+//! `none`, `visibility: visible`, a readable `font-size`, `opacity` that can be seen, a
+//! box that does not clip, a place on the page; colours, which show or hide by what is
+//! behind them); what it hides counts as shown, since other readers see it. Its
+//! declarations take their place in the cascade among the others, by importance,
+//! specificity and order, and an element is read twice when one of them wins a property:
+//! as every reader shows it, and with what such rules show; each way a text can be hidden
+//! hides it only if it hides it both ways. `@media print` and `speech`, `not all`, a query
+//! that is none, and other at-rules are not read.
 //!
 //! Reading is bounded: at most [`MAX_RULES`] rules of a page are read and [`MAX_SELECTORS`]
-//! selectors kept, [`MAX_PER_KEY`] of them for one tag, id or class, so that an element is
-//! matched in a bounded number of comparisons however long the sheet.
+//! selectors kept, [`MAX_PER_KEY`] of them for one tag, id or class; at most
+//! [`MAX_CHAINS`] selectors with combinators, each of at most [`MAX_COMPOUNDS`] compounds,
+//! [`MAX_ANCESTOR_COMPOUNDS`] of them told apart: an element is matched against its
+//! ancestors through a few bits per selector that each element passes on to those inside
+//! it, so that it is matched in a bounded number of comparisons however long the sheet,
+//! the selectors and the page. A selector with combinators past those bounds is read as
+//! one that is not read as written: its last compound shows.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::html::name_key;
+use super::html::{
+    MIN_READABLE_OPACITY, MIN_READABLE_PX, OFF_PAGE_PX, PAGE_FONT_PX, css_length, css_number,
+    font_px, font_shorthand_size, has_room, name_key,
+};
 
 /// Rules read of a page's style sheets (those not kept count): the rest is not read.
 const MAX_RULES: usize = 2048;
@@ -23,10 +48,19 @@ const MAX_SELECTORS: usize = 512;
 const MAX_PER_KEY: usize = 8;
 /// Classes of one element looked up; more are not.
 pub(super) const MAX_CLASSES: usize = 8;
-/// Classes of one selector (`.a.b`); a selector with more is not read.
+/// Classes of one compound (`.a.b`); a selector with more is not read as written.
 const MAX_SELECTOR_CLASSES: usize = 4;
 /// Declarations kept of one rule.
 const MAX_DECLARATIONS: usize = 32;
+/// Selectors with combinators kept, whose ancestors every element follows.
+const MAX_CHAINS: usize = 32;
+/// Compounds of a selector with combinators, its last included.
+const MAX_COMPOUNDS: usize = 8;
+/// Compounds of ancestors told apart, of all the selectors with combinators: each is a
+/// bit of what an element is.
+const MAX_ANCESTOR_COMPOUNDS: usize = 64;
+/// At-rules read inside at-rules (`@media` inside `@supports`).
+const MAX_NESTING: usize = 4;
 
 /// The properties a style sheet's declarations are kept for: those that can hide text, or
 /// show it again. Sorted, to be searched.
@@ -166,27 +200,96 @@ struct Declaration {
     property: u8,
     value: Box<str>,
     important: bool,
+    /// Whether it can show text ([`shows`]): of a rule that holds for some readers only,
+    /// only these are read.
+    shows: bool,
 }
 
-/// A selector as written: a tag, an id and classes an element must all have (names
-/// lowercase: mail is mostly read in quirks mode, where classes and ids match in any case).
+/// For which readers on a screen a rule holds.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(super) enum Holds {
+    /// None: `@media print`.
+    Never,
+    /// Some: `@media (max-width: 600px)`. Only what it shows is read.
+    Sometimes,
+    /// Every one.
+    Always,
+}
+
+/// A compound selector as written: a tag, an id and classes an element must all have
+/// (names lowercase: mail is mostly read in quirks mode, where classes and ids match in
+/// any case).
 #[derive(Default)]
 struct Compound {
     tag: Option<u128>,
     id: Option<String>,
     classes: Vec<String>,
-    /// Ids, classes and tags, as the cascade ranks them.
+    /// `#a#b`, which matches nothing.
+    never: bool,
+}
+
+/// A selector as written.
+struct Parsed {
+    /// Its compounds, outermost first and its subject last, where it is read as written;
+    /// else its subject alone.
+    compounds: Vec<Compound>,
+    /// Bit `i`: the combinator after compound `i` is `>`.
+    child: u16,
+    /// Whether it is read as written: compounds of a tag, an id and classes, joined by the
+    /// descendant and child combinators.
+    exact: bool,
+    /// Ids, classes (and pseudo-classes and attributes), tags, as the cascade ranks them.
     specificity: u32,
 }
 
-/// A selector kept: a [`Compound`] with its classes as numbers.
-struct Selector {
+/// A compound kept, with its classes as numbers.
+#[derive(PartialEq)]
+struct Simple {
     tag: Option<u128>,
     id: Option<Box<str>>,
     classes: Vec<u32>,
+}
+
+impl Simple {
+    fn matches(&self, element: &Element) -> bool {
+        self.tag.is_none_or(|tag| tag == element.name)
+            && self
+                .id
+                .as_deref()
+                .is_none_or(|want| element.id == Some(want))
+            && (self.classes.iter()).all(|c| element.numbers[..element.count].contains(c))
+    }
+}
+
+/// An element as selectors match it: its tag's key, its id and the numbers of the
+/// classes of its that a selector names ([`StyleSheet::element`]).
+pub(super) struct Element<'e> {
+    name: u128,
+    id: Option<&'e str>,
+    numbers: [u32; MAX_CLASSES],
+    count: usize,
+}
+
+/// A selector kept.
+struct Selector {
+    /// Its last compound, which the element itself matches.
+    subject: Simple,
+    /// The ancestors it asks for, in [`StyleSheet::chains`], if it has combinators.
+    chain: Option<u16>,
+    /// Whether only the declarations of its rule that show are read.
+    shows_only: bool,
     specificity: u32,
     /// Its rule's in [`StyleSheet::declarations`].
     declarations: Range<usize>,
+}
+
+/// The ancestors a selector with combinators asks for.
+struct Chain {
+    /// In [`StyleSheet::ancestors`], outermost first.
+    compounds: Vec<u8>,
+    /// Bit `i`: what matches the compound after the `i`th (or the subject, after the last)
+    /// is a child of what matches that one, not any descendant.
+    child: u16,
 }
 
 /// The rules of a page's style sheets that are read; see the module's comment.
@@ -195,8 +298,8 @@ pub(super) struct StyleSheet {
     declarations: Vec<Declaration>,
     /// In the order the page gives them, which breaks ties of specificity.
     selectors: Vec<Selector>,
-    /// Indexes into `selectors`, each selector under one key: its id, else its first
-    /// class, else its tag, else `universal`.
+    /// Indexes into `selectors`, each selector under one key of its subject: its id, else
+    /// its first class, else its tag, else `universal`.
     by_id: HashMap<Box<str>, Vec<u32>>,
     /// By class number.
     by_class: Vec<Vec<u32>>,
@@ -204,6 +307,11 @@ pub(super) struct StyleSheet {
     universal: Vec<u32>,
     /// The number of each class a selector kept names.
     class_numbers: HashMap<Box<str>, u32>,
+    chains: Vec<Chain>,
+    /// The compounds of the ancestors of `chains`, each once.
+    ancestors: Vec<Simple>,
+    /// Whether a rule read for what it shows sets a colour.
+    shows_colors: bool,
     rules: usize,
 }
 
@@ -218,27 +326,45 @@ impl StyleSheet {
     }
 
     pub(super) fn has_ids(&self) -> bool {
-        !self.by_id.is_empty()
+        !self.by_id.is_empty() || self.ancestors.iter().any(|a| a.id.is_some())
     }
 
-    /// Whether a rule kept applies to every element of the tag (lowercase) `name`: one a
-    /// reader makes up where the page has no tag for it (`<body>`) gets those.
+    /// How many selectors with combinators are kept: the number of states
+    /// [`StyleSheet::states`] gives each element.
+    pub(super) fn chains(&self) -> usize {
+        self.chains.len()
+    }
+
+    /// Whether a rule read for what it shows sets a colour: text may then be in its
+    /// background's colour for some readers only.
+    pub(super) fn shows_colors(&self) -> bool {
+        self.shows_colors
+    }
+
+    /// Whether a rule kept applies to every element of the tag (lowercase) `name`, or asks
+    /// for it around an element: one a reader makes up where the page has no tag for it
+    /// (`<body>`) gets those.
     pub(super) fn has_rules_for(&self, name: &[u8]) -> bool {
-        !self.universal.is_empty() || self.by_tag.contains_key(&name_key(name))
+        let key = name_key(name);
+        !self.universal.is_empty()
+            || self.by_tag.contains_key(&key)
+            || (self.ancestors.iter())
+                .any(|a| a.id.is_none() && a.classes.is_empty() && a.tag.is_none_or(|t| t == key))
     }
 
-    /// Reads the rules of one `<style>` element's text.
-    pub(super) fn read(&mut self, css: &str) {
+    /// Reads the rules of one `<style>` element's text, which hold for the readers `holds`
+    /// says (its `media`).
+    pub(super) fn read(&mut self, css: &str, holds: Holds) {
         let css = without_comments(css);
-        self.read_rules(&css, true);
+        self.read_rules(&css, holds, 0);
     }
 
-    /// Reads a list of rules: a sheet's (`top`), or a `@media` block's.
-    fn read_rules(&mut self, css: &str, top: bool) {
+    /// Reads a list of rules: a sheet's, or an at-rule's block `depth` deep.
+    fn read_rules(&mut self, css: &str, holds: Holds, depth: usize) {
         let bytes = css.as_bytes();
         let mut at = 0;
         while self.rules < MAX_RULES {
-            at = between_rules(bytes, at, top);
+            at = between_rules(bytes, at, depth == 0);
             if at >= bytes.len() {
                 return;
             }
@@ -259,15 +385,18 @@ impl StyleSheet {
             at = end + 1;
             self.rules += 1;
             if !at_rule {
-                self.read_rule(prelude, block);
-            } else if top && media_is_screen(prelude) {
-                self.read_rules(block, false);
+                self.read_rule(prelude, block, holds);
+            } else if depth < MAX_NESTING {
+                let inner = holds.min(at_rule_holds(prelude));
+                if inner > Holds::Never {
+                    self.read_rules(block, inner, depth + 1);
+                }
             }
         }
     }
 
     /// Reads one rule: its selectors, and its declarations of [`PROPERTIES`].
-    fn read_rule(&mut self, selectors: &str, block: &str) {
+    fn read_rule(&mut self, selectors: &str, block: &str, holds: Holds) {
         let first = self.declarations.len();
         for (property, value, important) in declarations(block) {
             if self.declarations.len() - first == MAX_DECLARATIONS {
@@ -278,6 +407,7 @@ impl StyleSheet {
                     property: property as u8,
                     value: value.into(),
                     important,
+                    shows: shows(PROPERTIES[property], value),
                 });
             }
         }
@@ -286,8 +416,8 @@ impl StyleSheet {
             return;
         }
         let mut read = Vec::new();
-        for selector in selectors.split(',') {
-            match compound(selector) {
+        for selector in list(selectors) {
+            match selector_of(selector) {
                 Ok(Some(selector)) => read.push(selector),
                 Ok(None) => {}
                 Err(Unreadable) => {
@@ -296,20 +426,71 @@ impl StyleSheet {
                 }
             }
         }
-        if read.is_empty() {
-            self.declarations.truncate(first);
-            return;
-        }
+        let mut kept = false;
         for selector in read {
-            self.keep(selector, declarations.clone());
+            let shows_only = holds < Holds::Always || !selector.exact;
+            kept |= self.keep(selector, declarations.clone(), shows_only);
+        }
+        if !kept {
+            self.declarations.truncate(first);
         }
     }
 
-    fn keep(&mut self, selector: Compound, declarations: Range<usize>) {
-        if self.selectors.len() >= MAX_SELECTORS {
-            return;
+    /// Keeps a selector of the rule whose declarations are `declarations`, if the bounds
+    /// leave room, and says whether it did.
+    fn keep(&mut self, selector: Parsed, declarations: Range<usize>, shows_only: bool) -> bool {
+        let shows = self.declarations[declarations.clone()]
+            .iter()
+            .any(|d| d.shows);
+        if self.selectors.len() >= MAX_SELECTORS || (shows_only && !shows) {
+            return false;
         }
-        let classes: Vec<u32> = (selector.classes.into_iter())
+        let Parsed {
+            mut compounds,
+            child,
+            specificity,
+            ..
+        } = selector;
+        let Some(subject) = compounds.pop() else {
+            return false;
+        };
+        let subject = self.simple(subject);
+        if self.bucket(&subject).len() >= MAX_PER_KEY {
+            return false;
+        }
+        // Past the bounds of selectors with combinators, its subject shows.
+        let mut shows_only = shows_only;
+        let chain = match compounds.is_empty() {
+            true => None,
+            false => {
+                let chain = self.chain(compounds, child);
+                shows_only |= chain.is_none();
+                chain
+            }
+        };
+        if shows_only && !shows {
+            return false;
+        }
+        let index = self.selectors.len() as u32;
+        self.bucket(&subject).push(index);
+        if shows_only {
+            self.shows_colors |= self.declarations[declarations.clone()]
+                .iter()
+                .any(|d| PROPERTIES[usize::from(d.property)].contains("color"));
+        }
+        self.selectors.push(Selector {
+            subject,
+            chain,
+            shows_only,
+            specificity,
+            declarations,
+        });
+        true
+    }
+
+    /// A compound as kept, its classes numbered.
+    fn simple(&mut self, compound: Compound) -> Simple {
+        let classes = (compound.classes.into_iter())
             .map(|class| {
                 let next = self.class_numbers.len() as u32;
                 *self.class_numbers.entry(class.into()).or_insert(next)
@@ -317,69 +498,142 @@ impl StyleSheet {
             .collect();
         self.by_class
             .resize_with(self.class_numbers.len(), Vec::new);
-        let bucket = match (&selector.id, classes.first(), selector.tag) {
-            (Some(id), _, _) => self.by_id.entry(id.as_str().into()).or_default(),
-            (None, Some(&class), _) => &mut self.by_class[class as usize],
-            (None, None, Some(tag)) => self.by_tag.entry(tag).or_default(),
-            (None, None, None) => &mut self.universal,
-        };
-        if bucket.len() < MAX_PER_KEY {
-            bucket.push(self.selectors.len() as u32);
-            self.selectors.push(Selector {
-                tag: selector.tag,
-                id: selector.id.map(String::into_boxed_str),
-                classes,
-                specificity: selector.specificity,
-                declarations,
-            });
+        Simple {
+            tag: compound.tag,
+            id: compound.id.map(String::into_boxed_str),
+            classes,
         }
     }
 
-    /// The selectors that match an element of tag `name` (its key), id and classes
-    /// (lowercase; the first [`MAX_CLASSES`] are looked up), into `out`, in the order the
-    /// cascade applies them: by specificity, then as the page gives them. Each is
-    /// `specificity << 32 | index`.
-    pub(super) fn matching(
+    /// The selectors kept under the key of a subject.
+    fn bucket(&mut self, subject: &Simple) -> &mut Vec<u32> {
+        match (&subject.id, subject.classes.first(), subject.tag) {
+            (Some(id), _, _) => self.by_id.entry(id.clone()).or_default(),
+            (None, Some(&class), _) => &mut self.by_class[class as usize],
+            (None, None, Some(tag)) => self.by_tag.entry(tag).or_default(),
+            (None, None, None) => &mut self.universal,
+        }
+    }
+
+    /// Keeps the ancestors of a selector with combinators, if the bounds leave room.
+    fn chain(&mut self, compounds: Vec<Compound>, child: u16) -> Option<u16> {
+        if self.chains.len() >= MAX_CHAINS {
+            return None;
+        }
+        let mut kept = Vec::with_capacity(compounds.len());
+        for compound in compounds {
+            let simple = self.simple(compound);
+            let at = match self.ancestors.iter().position(|a| *a == simple) {
+                Some(at) => at,
+                None if self.ancestors.len() < MAX_ANCESTOR_COMPOUNDS => {
+                    self.ancestors.push(simple);
+                    self.ancestors.len() - 1
+                }
+                None => return None,
+            };
+            kept.push(at as u8);
+        }
+        self.chains.push(Chain {
+            compounds: kept,
+            child,
+        });
+        Some(self.chains.len() as u16 - 1)
+    }
+
+    /// An element of tag `name` (its key), id and classes (lowercase; the first
+    /// [`MAX_CLASSES`] are looked up), as selectors match it.
+    pub(super) fn element<'e>(
         &self,
         name: u128,
-        id: Option<&str>,
+        id: Option<&'e str>,
         classes: &[&str],
-        out: &mut Vec<u64>,
-    ) {
-        out.clear();
-        // The element's classes that a selector names, each once.
-        let mut numbers = [0u32; MAX_CLASSES];
-        let mut count = 0;
+    ) -> Element<'e> {
+        let mut element = Element {
+            name,
+            id,
+            numbers: [0; MAX_CLASSES],
+            count: 0,
+        };
         for class in classes.iter().take(MAX_CLASSES) {
             if let Some(&n) = self.class_numbers.get(*class)
-                && !numbers[..count].contains(&n)
+                && !element.numbers[..element.count].contains(&n)
             {
-                numbers[count] = n;
-                count += 1;
+                element.numbers[element.count] = n;
+                element.count += 1;
             }
         }
-        let numbers = &numbers[..count];
+        element
+    }
+
+    /// The selectors that match `element`, inside the element whose states
+    /// ([`StyleSheet::states`]) are `around` (none outside every element), into `out`, in
+    /// the order the cascade applies them: by specificity, then as the page gives them.
+    /// Each is `specificity << 32 | index`.
+    pub(super) fn matching(&self, element: &Element, around: &[u16], out: &mut Vec<u64>) {
+        out.clear();
         let mut add = |bucket: Option<&Vec<u32>>| {
             for &i in bucket.into_iter().flatten() {
                 let s = &self.selectors[i as usize];
-                if s.tag.is_none_or(|tag| tag == name)
-                    && s.id.as_deref().is_none_or(|want| id == Some(want))
-                    && s.classes.iter().all(|c| numbers.contains(c))
-                {
+                let chain_holds = |c: u16| {
+                    let end = self.chains[usize::from(c)].compounds.len();
+                    state(around, c) & 1 << end != 0
+                };
+                if s.subject.matches(element) && s.chain.is_none_or(chain_holds) {
                     out.push(u64::from(s.specificity) << 32 | u64::from(i));
                 }
             }
         };
         add(Some(&self.universal));
-        add(self.by_tag.get(&name));
-        if let Some(id) = id {
+        add(self.by_tag.get(&element.name));
+        if let Some(id) = element.id {
             add(self.by_id.get(id));
         }
-        for &n in numbers {
+        for &n in &element.numbers[..element.count] {
             add(self.by_class.get(n as usize));
         }
         out.sort_unstable();
     }
+
+    /// What `element`, inside the element whose states are `around`, passes on to the
+    /// elements inside it: for each selector with combinators, in `out`, a state whose bit
+    /// `i` says that the first `i` compounds of its ancestors match it and elements around
+    /// it as the combinators between them ask, so that an element inside it may match the
+    /// next (bit 0, none matched, is always set). A child combinator's state goes one
+    /// element deep, a descendant combinator's to every element inside.
+    pub(super) fn states(&self, element: &Element, around: &[u16], out: &mut Vec<u16>) {
+        out.clear();
+        if self.chains.is_empty() {
+            return;
+        }
+        let is = (self.ancestors.iter().enumerate())
+            .filter(|(_, a)| a.matches(element))
+            .fold(0u64, |is, (at, _)| is | 1 << at);
+        for (c, chain) in self.chains.iter().enumerate() {
+            let before = state(around, c as u16);
+            let mut next = 1u16;
+            for (i, &compound) in chain.compounds.iter().enumerate() {
+                if before & 1 << i != 0 && is & 1 << compound != 0 {
+                    next |= 1 << (i + 1);
+                }
+                if before & 1 << (i + 1) != 0 && chain.child & 1 << i == 0 {
+                    next |= 1 << (i + 1);
+                }
+            }
+            out.push(next);
+        }
+    }
+
+    /// Whether a selector read for what it shows is among those `matched`
+    /// ([`StyleSheet::matching`]): the element is then read both ways.
+    pub(super) fn shows_any(&self, matched: &[u64]) -> bool {
+        (matched.iter()).any(|&key| self.selectors[key as u32 as usize].shows_only)
+    }
+}
+
+/// A chain's state in `around`, the states of an element; outside every element, none
+/// of its compounds matched.
+fn state(around: &[u16], chain: u16) -> u16 {
+    around.get(usize::from(chain)).copied().unwrap_or(1)
 }
 
 /// Writes, `property:value;` each, the declarations of an element that rules `matched` of
@@ -387,15 +641,23 @@ impl StyleSheet {
 /// order the cascade ranks them: those of its rules, its own, the important ones of its
 /// rules, its own important ones. Only the last of a property is written, since it is the
 /// one that counts, and only [`PROPERTIES`]: however many rules match, a bounded few.
-pub(super) fn cascade(sheet: Option<&StyleSheet>, matched: &[u64], style: &str, out: &mut String) {
+/// The declarations of rules read for what they show count only where `shown`, and then
+/// only those that show.
+pub(super) fn cascade(
+    sheet: Option<&StyleSheet>,
+    matched: &[u64],
+    style: &str,
+    shown: bool,
+    out: &mut String,
+) {
     let mut last = [usize::MAX; PROPERTIES.len()];
     let mut count = 0;
-    in_cascade(sheet, matched, style, |property, _| {
+    in_cascade(sheet, matched, style, shown, |property, _| {
         last[property] = count;
         count += 1;
     });
     count = 0;
-    in_cascade(sheet, matched, style, |property, value| {
+    in_cascade(sheet, matched, style, shown, |property, value| {
         if last[property] == count {
             out.push_str(PROPERTIES[property]);
             out.push(':');
@@ -412,14 +674,18 @@ fn in_cascade(
     sheet: Option<&StyleSheet>,
     matched: &[u64],
     style: &str,
+    shown: bool,
     mut each: impl FnMut(usize, &str),
 ) {
     for important in [false, true] {
         if let Some(sheet) = sheet {
             for &key in matched {
-                let rule = &sheet.selectors[key as u32 as usize].declarations;
-                for d in &sheet.declarations[rule.clone()] {
-                    if d.important == important {
+                let selector = &sheet.selectors[key as u32 as usize];
+                if selector.shows_only && !shown {
+                    continue;
+                }
+                for d in &sheet.declarations[selector.declarations.clone()] {
+                    if d.important == important && (d.shows || !selector.shows_only) {
                         each(usize::from(d.property), &d.value);
                     }
                 }
@@ -432,6 +698,32 @@ fn in_cascade(
                 each(property, value);
             }
         }
+    }
+}
+
+/// Whether a declaration can show text that others hide: `display` other than `none`,
+/// `visibility: visible`, a readable `font-size` (or one relative to the size around),
+/// `opacity` that can be seen, a box that does not clip, a place on the page; a colour,
+/// a position, a float, which show or hide by what else there is.
+fn shows(property: &str, value: &str) -> bool {
+    let word = value.split_ascii_whitespace().next().unwrap_or_default();
+    let readable = |px: Option<f32>| px.is_none_or(|px| px >= MIN_READABLE_PX);
+    let length = |value: &str| css_length(value, PAGE_FONT_PX);
+    match property {
+        "display" => !word.eq_ignore_ascii_case("none"),
+        "visibility" => word.eq_ignore_ascii_case("visible"),
+        "opacity" => css_number(value).is_some_and(|o| o >= MIN_READABLE_OPACITY),
+        "font-size" => readable(font_px(value, PAGE_FONT_PX)),
+        "font" => font_shorthand_size(value).is_some_and(|s| readable(font_px(s, PAGE_FONT_PX))),
+        "overflow" | "overflow-x" | "overflow-y" => !value
+            .split_ascii_whitespace()
+            .any(|w| w.eq_ignore_ascii_case("hidden") || w.eq_ignore_ascii_case("clip")),
+        "height" | "max-height" | "width" | "max-width" => readable(length(value)),
+        "min-height" | "min-width" => length(value).is_some_and(|px| px >= MIN_READABLE_PX),
+        "left" | "top" | "text-indent" => length(value).is_none_or(|px| px > -OFF_PAGE_PX),
+        "right" | "bottom" => length(value).is_none_or(|px| px < OFF_PAGE_PX),
+        p if p.starts_with("padding") => value.split_ascii_whitespace().any(has_room),
+        _ => true,
     }
 }
 
@@ -464,85 +756,331 @@ fn between_rules(bytes: &[u8], mut at: usize, top: bool) -> usize {
     }
 }
 
-/// Whether an at-rule's prelude is `@media` for every screen (`screen`, `all`, `only
-/// screen`, one of a list): a query with conditions (`max-width`) may not hold.
-fn media_is_screen(prelude: &str) -> bool {
-    let Some(name) = prelude
-        .get(..6)
-        .filter(|n| n.eq_ignore_ascii_case("@media"))
-    else {
-        return false;
-    };
-    let queries = &prelude[name.len()..];
-    queries.starts_with(|c: char| c.is_ascii_whitespace())
-        && queries.split(',').any(|query| {
-            let mut words = query.split_ascii_whitespace();
-            let first = words.next().unwrap_or_default();
-            let media = if first.eq_ignore_ascii_case("only") {
-                words.next().unwrap_or_default()
-            } else {
-                first
+/// For which readers on a screen the rules of an at-rule with this prelude hold: those of
+/// `@media` as its query says; of `@supports`, `@layer` and `@container` some (what they
+/// ask for may hold, and a layer's rules lose to others); of any other, none.
+fn at_rule_holds(prelude: &str) -> Holds {
+    let rest = prelude.get(1..).unwrap_or_default();
+    let (name, query) = rest.split_at(rest.bytes().take_while(|&b| is_name_byte(b)).count());
+    let is = |n: &str| name.eq_ignore_ascii_case(n);
+    if is("media") {
+        media_holds(query)
+    } else if is("supports") || is("layer") || is("container") {
+        Holds::Sometimes
+    } else {
+        Holds::Never
+    }
+}
+
+/// For which readers on a screen a media query list holds (`screen`, `print, screen`,
+/// `all and (max-width: 600px)`): those of the query of it that holds for the most; every
+/// one for an empty list.
+pub(super) fn media_holds(list: &str) -> Holds {
+    if list.trim().is_empty() {
+        return Holds::Always;
+    }
+    self::list(list)
+        .map(query_holds)
+        .max()
+        .unwrap_or(Holds::Never)
+}
+
+/// A part of a media query: a word, a condition in parentheses (without them), or
+/// something else, which makes the query none.
+enum Token<'q> {
+    Word(&'q str),
+    Condition(&'q str),
+    Other,
+}
+
+fn media_tokens(query: &str) -> Vec<Token<'_>> {
+    let bytes = query.as_bytes();
+    let mut tokens = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let b = bytes[at];
+        if b.is_ascii_whitespace() {
+            at += 1;
+        } else if b == b'(' {
+            let Some(end) = paren_end(bytes, at + 1) else {
+                tokens.push(Token::Other);
+                break;
             };
-            words.next().is_none()
-                && (media.eq_ignore_ascii_case("screen") || media.eq_ignore_ascii_case("all"))
-        })
+            tokens.push(Token::Condition(&query[at + 1..end]));
+            at = end + 1;
+        } else if is_name_byte(b) {
+            let len = bytes[at..].iter().take_while(|&&b| is_name_byte(b)).count();
+            tokens.push(Token::Word(&query[at..at + len]));
+            at += len;
+        } else {
+            tokens.push(Token::Other);
+            break;
+        }
+    }
+    tokens
+}
+
+/// For which readers on a screen one media query holds: `screen` and `all` for every
+/// one, other media types for none; conditions on what a screen can be (`(max-width:
+/// 600px)`, `(orientation: landscape)`, `(prefers-color-scheme: dark)`) for some, those
+/// on what none knows for none; `not` turns the first two about.
+fn query_holds(query: &str) -> Holds {
+    let tokens = media_tokens(query);
+    let is = |token: Option<&Token>, word: &str| matches!(token, Some(Token::Word(w)) if w.eq_ignore_ascii_case(word));
+    let mut rest = &tokens[..];
+    let not = is(rest.first(), "not");
+    if not || is(rest.first(), "only") {
+        rest = &rest[1..];
+    }
+    let mut screen = None;
+    if let Some(Token::Word(media)) = rest.first() {
+        screen = Some(media.eq_ignore_ascii_case("screen") || media.eq_ignore_ascii_case("all"));
+        rest = &rest[1..];
+        if !rest.is_empty() {
+            if !is(rest.first(), "and") || rest.len() == 1 {
+                return Holds::Never;
+            }
+            rest = &rest[1..];
+        }
+    }
+    // Conditions joined by `and` (or by `or`, as Media Queries 4 allows).
+    let (mut all, mut any, mut or) = (true, false, false);
+    for (i, token) in rest.iter().enumerate() {
+        match token {
+            Token::Condition(condition) if i % 2 == 0 => {
+                let known = is_condition(condition);
+                all &= known;
+                any |= known;
+            }
+            Token::Word(_) if i % 2 == 1 && is(Some(token), "and") => {}
+            Token::Word(_) if i % 2 == 1 && is(Some(token), "or") => or = true,
+            _ => return Holds::Never,
+        }
+    }
+    let conditions = match rest.len() {
+        0 => None,
+        n if n % 2 == 0 => return Holds::Never,
+        _ => Some(if or { any } else { all }),
+    };
+    match (not, screen, conditions) {
+        (_, _, Some(false)) | (_, None, None) | (false, Some(false), _) => Holds::Never,
+        (_, _, Some(true)) => Holds::Sometimes,
+        (false, Some(true), None) | (true, Some(false), None) => Holds::Always,
+        (true, Some(true), None) => Holds::Never,
+    }
+}
+
+/// Whether a media condition (what is inside its parentheses) asks about a feature that
+/// a screen has: a width, height, orientation, resolution, a preference.
+fn is_condition(condition: &str) -> bool {
+    const FEATURES: [&str; 27] = [
+        "any-hover",
+        "any-pointer",
+        "aspect-ratio",
+        "color",
+        "color-gamut",
+        "color-index",
+        "device-aspect-ratio",
+        "device-height",
+        "device-pixel-ratio",
+        "device-width",
+        "display-mode",
+        "dynamic-range",
+        "forced-colors",
+        "height",
+        "hover",
+        "inverted-colors",
+        "monochrome",
+        "orientation",
+        "pointer",
+        "prefers-color-scheme",
+        "prefers-contrast",
+        "prefers-reduced-data",
+        "prefers-reduced-motion",
+        "prefers-reduced-transparency",
+        "resolution",
+        "scripting",
+        "width",
+    ];
+    let bytes = condition.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let len = bytes[at..].iter().take_while(|&&b| is_name_byte(b)).count();
+        let mut word = condition[at..at + len].to_ascii_lowercase();
+        at += len.max(1);
+        // `-webkit-min-device-pixel-ratio`, `min--moz-device-pixel-ratio`.
+        while let Some(rest) = ["-webkit-", "-moz-", "-o-", "-ms-", "min-", "max-"]
+            .iter()
+            .find_map(|prefix| word.strip_prefix(prefix))
+        {
+            word = rest.to_string();
+        }
+        if FEATURES.binary_search(&word.as_str()).is_ok() {
+            return true;
+        }
+    }
+    false
+}
+
+/// The items of a comma-separated list (selectors, media queries), its commas inside
+/// parentheses, brackets and quotes passed over (`:is(.a, .b)`).
+fn list(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at > bytes.len() {
+            return None;
+        }
+        let start = at;
+        let (mut depth, mut quote) = (0usize, None);
+        while at < bytes.len() {
+            let b = bytes[at];
+            match quote {
+                Some(_) if b == b'\\' => at += 1,
+                Some(q) if b == q => quote = None,
+                Some(_) => {}
+                None => match b {
+                    b'"' | b'\'' => quote = Some(b),
+                    b'(' | b'[' => depth += 1,
+                    b')' | b']' => depth = depth.saturating_sub(1),
+                    b',' if depth == 0 => break,
+                    _ => {}
+                },
+            }
+            at += 1;
+        }
+        let end = at.min(bytes.len());
+        at = end + 1;
+        Some(&text[start..end])
+    })
+}
+
+/// Where the parenthesis opened just before `from` closes (those inside it matched, those
+/// in quotes passed over), if it does.
+fn paren_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut depth = 1usize;
+    let mut at = from;
+    while let Some(found) = find_outside_quotes(bytes, at, b"()") {
+        if bytes[found] == b'(' {
+            depth += 1;
+        } else {
+            depth -= 1;
+            if depth == 0 {
+                return Some(found);
+            }
+        }
+        at = found + 1;
+    }
+    None
 }
 
 /// A selector a reader would not read, which drops its whole rule.
 struct Unreadable;
 
-/// A selector as [`Compound`], if it is one that is read: a tag or `*`, then ids and
-/// classes, nothing else; `None` for one with combinators (`div p`, `a > b`), which a
-/// reader reads and this does not. A pseudo-class, an attribute selector, an escape or a
-/// name that is none (`.1x`) make the whole rule one that is not read: some would drop it
-/// in a reader too, and a rule read in part is read wrongly.
-fn compound(selector: &str) -> Result<Option<Compound>, Unreadable> {
+/// A selector as [`Parsed`]: read as written if it is compounds of a tag or `*`, then ids
+/// and classes, joined by descendant and child combinators (`div .x`, `td > span.y`);
+/// else its last compound alone, without its pseudo-classes, pseudo-elements and
+/// attribute selectors (`a + .x:hover` is `.x`). `None` for one that matches nothing. A
+/// namespace, an escape or a name that is none (`.1x`) make the whole rule one that is not
+/// read: some would drop it in a reader too, and a rule read in part is read wrongly.
+fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
     let s = selector.trim_matches(|c: char| c.is_ascii_whitespace());
     let bytes = s.as_bytes();
-    let combinator = |b: u8| b.is_ascii_whitespace() || matches!(b, b'>' | b'+' | b'~');
-    if s.is_empty()
-        || !(bytes.iter())
-            .all(|&b| is_name_byte(b) || combinator(b) || matches!(b, b'.' | b'#' | b'*'))
-    {
-        return Err(Unreadable);
-    }
-    if bytes.iter().any(|&b| combinator(b)) {
-        return Ok(None);
-    }
-    let mut selector = Compound::default();
-    let mut at = 0;
     let name = |at: usize| -> Result<&str, Unreadable> {
-        let len = name_len(&bytes[at..]).ok_or(Unreadable)?;
+        let len = name_len(bytes.get(at..).unwrap_or_default()).ok_or(Unreadable)?;
         Ok(&s[at..at + len])
     };
-    if bytes[0] == b'*' {
-        at = 1;
-    } else if !matches!(bytes[0], b'.' | b'#') {
-        let tag = name(0)?;
-        selector.tag = Some(name_key(tag.to_ascii_lowercase().as_bytes()));
-        selector.specificity = 1;
-        at = tag.len();
-    }
-    let mut never = false;
+    let mut compounds = Vec::new();
+    let mut current = Compound::default();
+    let (mut started, mut combinator) = (false, None);
+    let (mut child, mut exact) = (0u16, true);
+    // Ids, classes (pseudo-classes and attributes too), tags (pseudo-elements too).
+    let mut counts = [0u32; 3];
+    let mut at = 0;
     while at < bytes.len() {
-        let kind = bytes[at];
-        let found = name(at + 1)?.to_ascii_lowercase();
-        at += 1 + found.len();
-        match kind {
-            b'.' => {
-                selector.specificity += 1 << 8;
-                selector.classes.push(found);
+        let b = bytes[at];
+        if b.is_ascii_whitespace() || matches!(b, b'>' | b'+' | b'~') {
+            if !b.is_ascii_whitespace() {
+                if !started || combinator.is_some_and(|c| c != b' ') {
+                    return Err(Unreadable);
+                }
+                combinator = Some(b);
+            } else if combinator.is_none() {
+                combinator = Some(b' ');
             }
-            b'#' => {
-                selector.specificity += 1 << 16;
-                never |= selector.id.as_ref().is_some_and(|id| *id != found);
-                selector.id = Some(found);
+            at += 1;
+            continue;
+        }
+        if let Some(c) = combinator.take() {
+            compounds.push(std::mem::take(&mut current));
+            match c {
+                b'>' => child |= 1u16.checked_shl(compounds.len() as u32 - 1).unwrap_or(0),
+                b'+' | b'~' => exact = false,
+                _ => {}
+            }
+            started = false;
+        }
+        match b {
+            b'*' if !started => at += 1,
+            b'.' | b'#' => {
+                let found = name(at + 1)?.to_ascii_lowercase();
+                at += 1 + found.len();
+                if b == b'.' {
+                    counts[1] += 1;
+                    current.classes.push(found);
+                } else {
+                    counts[0] += 1;
+                    current.never |= current.id.as_ref().is_some_and(|id| *id != found);
+                    current.id = Some(found);
+                }
+            }
+            b'[' => {
+                at = find_outside_quotes(bytes, at + 1, b"]").ok_or(Unreadable)? + 1;
+                counts[1] += 1;
+                exact = false;
+            }
+            b':' => {
+                let element = bytes.get(at + 1) == Some(&b':');
+                let from = at + 1 + usize::from(element);
+                at = from + name(from)?.len();
+                if bytes.get(at) == Some(&b'(') {
+                    at = paren_end(bytes, at + 1).ok_or(Unreadable)? + 1;
+                }
+                counts[if element { 2 } else { 1 }] += 1;
+                exact = false;
+            }
+            _ if !started => {
+                let tag = name(at)?;
+                current.tag = Some(name_key(tag.to_ascii_lowercase().as_bytes()));
+                counts[2] += 1;
+                at += tag.len();
             }
             _ => return Err(Unreadable),
         }
+        started = true;
     }
-    // `#a#b` matches nothing; a selector of many classes is not followed.
-    Ok((!never && selector.classes.len() <= MAX_SELECTOR_CLASSES).then_some(selector))
+    if !started || combinator.is_some() {
+        return Err(Unreadable);
+    }
+    compounds.push(current);
+    exact &= compounds.len() <= MAX_COMPOUNDS
+        && (compounds.iter()).all(|c| c.classes.len() <= MAX_SELECTOR_CLASSES);
+    if !exact {
+        let mut subject = compounds.pop().expect("a selector has a compound");
+        subject.classes.truncate(MAX_SELECTOR_CLASSES);
+        compounds = vec![subject];
+        child = 0;
+    }
+    if compounds.iter().any(|c| c.never) {
+        return Ok(None);
+    }
+    let [ids, classes, tags] = counts.map(|n| n.min(255));
+    Ok(Some(Parsed {
+        compounds,
+        child,
+        exact,
+        specificity: ids << 16 | classes << 8 | tags,
+    }))
 }
 
 /// A byte of a CSS name: a letter, digit, `-`, `_`, or of a character beyond ASCII.
@@ -606,27 +1144,44 @@ mod tests {
     fn important_declarations_count_last() {
         let mut out = String::new();
         let style = "display: none !important; color: red; display: inline; margin: 0";
-        cascade(None, &[], style, &mut out);
+        cascade(None, &[], style, false, &mut out);
         assert_eq!(out, "color:red;display:none;");
     }
 
     fn sheet(css: &str) -> StyleSheet {
         let mut sheet = StyleSheet::default();
-        sheet.read(css);
+        sheet.read(css, Holds::Always);
         sheet
     }
 
-    /// The declarations an element ends with, `property:value;` each.
+    /// The declarations an element ends with, `property:value;` each, outside every
+    /// element.
     fn styled(sheet: &StyleSheet, tag: &str, id: Option<&str>, classes: &[&str]) -> String {
+        shown(sheet, tag, id, classes, false)
+    }
+
+    /// As [`styled`], with what rules that hold for some readers show if `shown`.
+    fn shown(
+        sheet: &StyleSheet,
+        tag: &str,
+        id: Option<&str>,
+        classes: &[&str],
+        shown: bool,
+    ) -> String {
         let mut matched = Vec::new();
-        sheet.matching(name_key(tag.as_bytes()), id, classes, &mut matched);
+        let element = sheet.element(name_key(tag.as_bytes()), id, classes);
+        sheet.matching(&element, &[], &mut matched);
         let mut out = String::new();
-        cascade(Some(sheet), &matched, "", &mut out);
+        cascade(Some(sheet), &matched, "", shown, &mut out);
         out
     }
 
+    /// Rules for every reader on a screen are read whole, with the selectors read as
+    /// written; those for some readers, and those whose selectors are not (read as their
+    /// last compound), only for what they show, and only when the element is read the
+    /// second way; those for no reader, or with a selector that is none, not at all.
     #[test]
-    fn simple_selectors_are_read_and_others_are_not() {
+    fn each_rule_is_read_for_the_readers_it_holds_for() {
         let sheet = sheet(
             "<!-- .a { display: none } -->\n\
              span.b, #c { font-size: 0 }\n\
@@ -639,28 +1194,78 @@ mod tests {
              @import url(x.css); .k { display: none }\n\
              .l { content: \"}\"; display: none }\n\
              .m; .n { display: none }\n\
+             @media (max-width: 600px) { .o { display: block; font-size: 0; color: red } }\n\
+             .q:hover, x + .q, .q[a=\",\"] { opacity: 1; opacity: 0; display: none }\n\
+             @media print { .r { display: block } }\n\
+             @media screen { @supports (display: grid) { .s { display: grid } } }\n\
              * { visibility: visible }",
         );
-        for (tag, id, classes, want) in [
-            ("p", None, &["a"][..], "visibility:visible;display:none;"),
-            ("span", None, &["b"], "visibility:visible;font-size:0;"),
-            ("i", None, &["b"], "visibility:visible;"),
-            ("i", Some("c"), &[], "visibility:visible;font-size:0;"),
-            ("p", None, &["d", "e"], "visibility:visible;"),
-            ("p", None, &["f"], "visibility:visible;"),
-            ("p", None, &["g"], "visibility:visible;color:red;"),
-            ("p", None, &["h"], "visibility:visible;"),
-            ("p", None, &["i"], "visibility:visible;"),
-            ("p", None, &["j"], "visibility:visible;display:none;"),
-            ("p", None, &["k"], "visibility:visible;display:none;"),
-            ("p", None, &["l"], "visibility:visible;display:none;"),
-            ("p", None, &["n"], "visibility:visible;"),
+        let v = "visibility:visible;";
+        for (tag, id, classes, want, shown) in [
+            ("p", None, &["a"][..], "display:none;", "display:none;"),
+            ("span", None, &["b"], "font-size:0;", "font-size:0;"),
+            ("i", None, &["b"], "", ""),
+            ("i", Some("c"), &[], "font-size:0;", "font-size:0;"),
+            ("p", None, &["d", "e"], "", ""),
+            ("p", None, &["f"], "display:none;", "display:none;"),
+            ("p", None, &["g"], "color:red;", "color:red;"),
+            ("p", None, &["h"], "", ""),
+            ("p", None, &["i"], "", ""),
+            ("p", None, &["j"], "display:none;", "display:none;"),
+            ("p", None, &["k"], "display:none;", "display:none;"),
+            ("p", None, &["l"], "display:none;", "display:none;"),
+            ("p", None, &["n"], "", ""),
+            ("p", None, &["o"], "", "display:block;color:red;"),
+            ("p", None, &["q"], "", "opacity:1;"),
+            ("p", None, &["r"], "", ""),
+            ("p", None, &["s"], "", "display:grid;"),
         ] {
-            assert_eq!(
-                styled(&sheet, tag, id, classes),
-                want,
-                "{tag} {id:?} {classes:?}"
-            );
+            for (second, want) in [(false, want), (true, shown)] {
+                assert_eq!(
+                    self::shown(&sheet, tag, id, classes, second),
+                    format!("{v}{want}"),
+                    "{tag} {id:?} {classes:?} {second}"
+                );
+            }
+        }
+    }
+
+    /// Media queries, as a reader on a screen reads them: for every reader, some, none.
+    #[test]
+    fn media_queries_hold_for_the_screens_they_say() {
+        for (query, holds) in [
+            ("", Holds::Always),
+            (" screen", Holds::Always),
+            ("only screen", Holds::Always),
+            ("print, ALL", Holds::Always),
+            ("not print", Holds::Always),
+            ("(max-width: 600px)", Holds::Sometimes),
+            ("only screen and (max-device-width:480px)", Holds::Sometimes),
+            (
+                "all and (min-width:1px) and (orientation: landscape)",
+                Holds::Sometimes,
+            ),
+            (
+                "(-webkit-min-device-pixel-ratio: 2), (min-resolution: 192dpi)",
+                Holds::Sometimes,
+            ),
+            ("(prefers-color-scheme: dark)", Holds::Sometimes),
+            ("(400px <= width <= 700px)", Holds::Sometimes),
+            ("not screen and (max-width: 600px)", Holds::Sometimes),
+            ("(no-such: 1) or (hover)", Holds::Sometimes),
+            ("print", Holds::Never),
+            ("speech", Holds::Never),
+            ("not all", Holds::Never),
+            ("not screen", Holds::Never),
+            ("print and (max-width: 600px)", Holds::Never),
+            ("screen and", Holds::Never),
+            ("screen or (hover)", Holds::Never),
+            ("(no-such: 1)", Holds::Never),
+            ("(hover) and (no-such: 1)", Holds::Never),
+            ("screen }", Holds::Never),
+            ("(max-width: 600px", Holds::Never),
+        ] {
+            assert_eq!(media_holds(query), holds, "{query:?}");
         }
     }
 
@@ -682,10 +1287,11 @@ mod tests {
             "display:none;opacity:1;"
         );
         let mut matched = Vec::new();
-        sheet.matching(name_key(b"p"), None, &["b"], &mut matched);
+        let element = sheet.element(name_key(b"p"), None, &["b"]);
+        sheet.matching(&element, &[], &mut matched);
         let mut out = String::new();
         let style = "display: block !important; display: inline";
-        cascade(Some(&sheet), &matched, style, &mut out);
+        cascade(Some(&sheet), &matched, style, false, &mut out);
         assert_eq!(out, "display:block;");
     }
 
@@ -701,6 +1307,22 @@ mod tests {
             .collect();
         let many = sheet(&many);
         assert_eq!(many.selectors.len(), MAX_SELECTORS);
+        // Selectors with combinators past their bounds show as their last compound.
+        let chains: String = (0..4 * MAX_CHAINS)
+            .map(|i| format!(".a{i} .c .d .e .f .g > .h .x{i} {{ display: block }}\n"))
+            .collect();
+        let chains = sheet(&chains);
+        assert_eq!(chains.chains.len(), MAX_CHAINS);
+        assert!(chains.ancestors.len() <= MAX_ANCESTOR_COMPOUNDS);
+        assert!((chains.chains.iter()).all(|c| c.compounds.len() < MAX_COMPOUNDS));
+        let shown = (chains.selectors.iter()).filter(|s| s.chain.is_none() && s.shows_only);
+        assert_eq!(shown.count(), 3 * MAX_CHAINS);
+        let compounds: String = (0..MAX_ANCESTOR_COMPOUNDS)
+            .map(|i| format!(".a{i} .b{i} > .x{i} {{ display: block }}\n"))
+            .collect();
+        let compounds = sheet(&compounds);
+        assert!(compounds.ancestors.len() <= MAX_ANCESTOR_COMPOUNDS);
+        assert_eq!(compounds.chains.len(), MAX_ANCESTOR_COMPOUNDS / 2);
         // Unclosed quotes and blocks end at the end of the sheet, read once.
         let started = std::time::Instant::now();
         sheet(&"{ \"".repeat(200_000));
