@@ -20,7 +20,8 @@ use mail_parser::decoders::html::add_html_token;
 
 use super::html_color::ColorStack;
 use super::html_css::{
-    Holds, MAX_CLASSES, StyleSheet, cascade, declarations, media_holds, without_comments,
+    COLOR_PROPERTIES, Holds, MAX_CLASSES, StyleSheet, cascade, declarations, media_holds,
+    without_comments,
 };
 
 /// Where a tag breaks the text, and how.
@@ -996,8 +997,9 @@ struct Hider {
     colors: ColorStack,
     /// The page's style sheets, when they have a rule that is read.
     sheet: Option<StyleSheet>,
-    /// The colours as the rules that hold for some readers only show them, when such a
-    /// rule sets a colour: text is in its background's colour only if it is both ways.
+    /// The colours as the rules that hold for some readers only show them, from the first
+    /// element whose colour such a rule sets (till then they are `colors`): text is in its
+    /// background's colour only if it is both ways.
     shown_colors: Option<ColorStack>,
     /// The states of the sheet's selectors with combinators ([`StyleSheet::states`]) that
     /// each of `open` passes on, `chains` each; those of `floor`.
@@ -1043,9 +1045,6 @@ impl Hider {
             return hider;
         };
         hider.chains = page.sheet.chains();
-        if page.sheet.shows_colors() {
-            hider.shown_colors = Some(ColorStack::new());
-        }
         hider.sheet = Some(page.sheet);
         // A reader makes up the `<html>` and `<body>` a page leaves out, and its style
         // sheet styles them: `body { font-size: 0 }` hides a page without a `<body>` too.
@@ -1182,20 +1181,24 @@ impl Hider {
             &own
         };
         let declared = Some(declared).filter(|d| !d.is_empty());
-        // Read again with the rules that hold for some readers only, if one of them wins.
+        // Read again with the rules that hold for some readers only, if one of them wins a
+        // property: its colours, or the rest.
         let mut shown_cascaded = std::mem::take(&mut self.shown_cascaded);
         shown_cascaded.clear();
-        let shown: Option<&str> = match &self.sheet {
+        let shows = match &self.sheet {
             Some(sheet) if sheet.shows_any(&matched) => {
-                cascade(Some(sheet), &matched, &own, true, &mut shown_cascaded);
-                Some(&shown_cascaded).filter(|s| Some(s.as_str()) != declared)
+                cascade(Some(sheet), &matched, &own, true, &mut shown_cascaded)
             }
-            _ => None,
+            _ => 0,
+        };
+        let shown_colors = (shows & COLOR_PROPERTIES != 0).then_some(shown_cascaded.as_str());
+        let shown = (shows & !COLOR_PROPERTIES != 0).then_some(shown_cascaded.as_str());
+        if shown_colors.is_some() && self.shown_colors.is_none() {
+            self.shown_colors = Some(self.colors.clone());
         }
-        .map(String::as_str);
         self.colors.open_styled(key, attributes, declared);
         if let Some(colors) = &mut self.shown_colors {
-            colors.open_styled(key, attributes, shown.or(declared));
+            colors.open_styled(key, attributes, shown_colors.or(declared));
         }
         let made_up = match name {
             b"html" => self.made_up[0],

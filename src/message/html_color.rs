@@ -316,6 +316,7 @@ const DOCUMENT: Style = Style {
 
 /// The colours of the tags open at a point of the markup, innermost last, and what the
 /// text read so far showed.
+#[derive(Clone)]
 pub(crate) struct ColorStack {
     /// Never empty: the document's black on white at the bottom is never closed.
     styles: Vec<Style>,

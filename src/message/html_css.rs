@@ -310,8 +310,6 @@ pub(super) struct StyleSheet {
     chains: Vec<Chain>,
     /// The compounds of the ancestors of `chains`, each once.
     ancestors: Vec<Simple>,
-    /// Whether a rule read for what it shows sets a colour.
-    shows_colors: bool,
     rules: usize,
 }
 
@@ -333,12 +331,6 @@ impl StyleSheet {
     /// [`StyleSheet::states`] gives each element.
     pub(super) fn chains(&self) -> usize {
         self.chains.len()
-    }
-
-    /// Whether a rule read for what it shows sets a colour: text may then be in its
-    /// background's colour for some readers only.
-    pub(super) fn shows_colors(&self) -> bool {
-        self.shows_colors
     }
 
     /// Whether a rule kept applies to every element of the tag (lowercase) `name`, or asks
@@ -473,11 +465,6 @@ impl StyleSheet {
         }
         let index = self.selectors.len() as u32;
         self.bucket(&subject).push(index);
-        if shows_only {
-            self.shows_colors |= self.declarations[declarations.clone()]
-                .iter()
-                .any(|d| PROPERTIES[usize::from(d.property)].contains("color"));
-        }
         self.selectors.push(Selector {
             subject,
             chain,
@@ -636,28 +623,36 @@ fn state(around: &[u16], chain: u16) -> u16 {
     around.get(usize::from(chain)).copied().unwrap_or(1)
 }
 
+/// The colours among [`PROPERTIES`], a bit each: `background`, `background-color`,
+/// `background-image`, `color`. The colours' reader reads them, the rest the other ways
+/// of hiding.
+pub(super) const COLOR_PROPERTIES: u32 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 4;
+
 /// Writes, `property:value;` each, the declarations of an element that rules `matched` of
 /// `sheet` (as [`StyleSheet::matching`] left them) and its own `style` give it, in the
 /// order the cascade ranks them: those of its rules, its own, the important ones of its
 /// rules, its own important ones. Only the last of a property is written, since it is the
 /// one that counts, and only [`PROPERTIES`]: however many rules match, a bounded few.
 /// The declarations of rules read for what they show count only where `shown`, and then
-/// only those that show.
+/// only those that show. Returns the properties (a bit each, by their index in
+/// [`PROPERTIES`]) whose last declaration is of such a rule.
 pub(super) fn cascade(
     sheet: Option<&StyleSheet>,
     matched: &[u64],
     style: &str,
     shown: bool,
     out: &mut String,
-) {
+) -> u32 {
     let mut last = [usize::MAX; PROPERTIES.len()];
+    let mut shows = 0u32;
     let mut count = 0;
-    in_cascade(sheet, matched, style, shown, |property, _| {
+    in_cascade(sheet, matched, style, shown, |property, _, shows_only| {
         last[property] = count;
+        shows = shows & !(1 << property) | u32::from(shows_only) << property;
         count += 1;
     });
     count = 0;
-    in_cascade(sheet, matched, style, shown, |property, value| {
+    in_cascade(sheet, matched, style, shown, |property, value, _| {
         if last[property] == count {
             out.push_str(PROPERTIES[property]);
             out.push(':');
@@ -666,16 +661,18 @@ pub(super) fn cascade(
         }
         count += 1;
     });
+    shows
 }
 
 /// Calls `each` with every declaration of [`PROPERTIES`] that an element has, in the
-/// order of [`cascade`]: the property's index, and the value.
+/// order of [`cascade`]: the property's index, the value, and whether it is of a rule read
+/// for what it shows.
 fn in_cascade(
     sheet: Option<&StyleSheet>,
     matched: &[u64],
     style: &str,
     shown: bool,
-    mut each: impl FnMut(usize, &str),
+    mut each: impl FnMut(usize, &str, bool),
 ) {
     for important in [false, true] {
         if let Some(sheet) = sheet {
@@ -686,7 +683,7 @@ fn in_cascade(
                 }
                 for d in &sheet.declarations[selector.declarations.clone()] {
                     if d.important == important && (d.shows || !selector.shows_only) {
-                        each(usize::from(d.property), &d.value);
+                        each(usize::from(d.property), &d.value, selector.shows_only);
                     }
                 }
             }
@@ -695,7 +692,7 @@ fn in_cascade(
             if is_important == important
                 && let Some(property) = property_index(property)
             {
-                each(property, value);
+                each(property, value, false);
             }
         }
     }
@@ -1110,6 +1107,17 @@ mod tests {
         let found = property_index("Background-Color").map(|i| PROPERTIES[i]);
         assert_eq!(found, Some("background-color"));
         assert_eq!(property_index("margin"), None);
+        let colors = (0..PROPERTIES.len()).filter(|&i| COLOR_PROPERTIES & 1 << i != 0);
+        let colors: Vec<_> = colors.map(|i| PROPERTIES[i]).collect();
+        assert_eq!(
+            colors,
+            [
+                "background",
+                "background-color",
+                "background-image",
+                "color"
+            ]
+        );
     }
 
     #[test]
