@@ -2423,6 +2423,11 @@ mod tests {
                 &["meeting"],
             ),
             (
+                "<style>.\\31 x\\:y{display:none}</style><p class=1x:y>meeting</p><p class=1x>\
+                 cheap</p>",
+                &["meeting"],
+            ),
+            (
                 "<style>html body > p.x{display:none}</style><body><p class=x>meeting</p>\
                  <div><p class=x>cheap</p></div>",
                 &["meeting"],
@@ -2503,6 +2508,9 @@ mod tests {
             "[class=p]{display:inline!important}",
             "div:first-child > .p{display:inline!important}",
             ".q .r, .p:hover{display:inline!important;font-size:0}",
+            ".\\70 {display:inline!important}",
+            "@media (min-width:1px){SPAN.\\000050 {display:inline!important}}",
+            "div>.\\p{display:inline!important}",
         ] {
             for page in [String::new(), "<body>".to_string()] {
                 let html = format!("<style>{rule}</style>{page}{pitch}");

@@ -977,9 +977,9 @@ struct Unreadable;
 /// A selector as [`Parsed`]: read as written if it is compounds of a tag or `*`, then ids
 /// and classes, joined by descendant and child combinators (`div .x`, `td > span.y`);
 /// else its last compound alone, without its pseudo-classes, pseudo-elements and
-/// attribute selectors (`a + .x:hover` is `.x`). `None` for one that matches nothing. A
-/// namespace, an escape or a name that is none (`.1x`) make the whole rule one that is not
-/// read: some would drop it in a reader too, and a rule read in part is read wrongly.
+/// attribute selectors (`a + .x:hover` is `.x`); escapes decoded (`.\31 x` is `.1x`).
+/// `None` for one that matches nothing. A namespace or a name that is none (`.1x`) make
+/// the whole rule one that is not read, as it is in a reader.
 fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
     let s = selector.trim_matches(|c: char| c.is_ascii_whitespace());
     let bytes = s.as_bytes();
@@ -1020,8 +1020,9 @@ fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
         match b {
             b'*' if !started => at += 1,
             b'.' | b'#' => {
-                let found = name(at + 1)?.to_ascii_lowercase();
-                at += 1 + found.len();
+                let written = name(at + 1)?;
+                at += 1 + written.len();
+                let found = unescaped(written);
                 if b == b'.' {
                     counts[1] += 1;
                     current.classes.push(found);
@@ -1048,7 +1049,7 @@ fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
             }
             _ if !started => {
                 let tag = name(at)?;
-                current.tag = Some(name_key(tag.to_ascii_lowercase().as_bytes()));
+                current.tag = Some(name_key(unescaped(tag).as_bytes()));
                 counts[2] += 1;
                 at += tag.len();
             }
@@ -1085,16 +1086,82 @@ fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b >= 0x80
 }
 
-/// The length of the CSS name that `bytes` begin with; none where it begins none: a
-/// name does not begin with a digit, nor with `-` and a digit.
+/// The length of the CSS name that `bytes` begin with, escapes in it (`\70`, `\:`); none
+/// where it begins none: a name does not begin with a digit, nor with `-` and a digit.
 fn name_len(bytes: &[u8]) -> Option<usize> {
-    let starts =
-        |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_' || b >= 0x80);
+    let starts = |b: Option<&u8>| {
+        b.is_some_and(|&b| b.is_ascii_alphabetic() || b == b'_' || b >= 0x80 || b == b'\\')
+    };
     let valid = match bytes.first() {
         Some(b'-') => starts(bytes.get(1)) || bytes.get(1) == Some(&b'-'),
         first => starts(first),
     };
-    valid.then(|| bytes.iter().take_while(|&&b| is_name_byte(b)).count())
+    if !valid {
+        return None;
+    }
+    let mut at = 0;
+    while let Some(&b) = bytes.get(at) {
+        if b == b'\\' {
+            at += escape_len(&bytes[at..])?;
+        } else if is_name_byte(b) {
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    Some(at)
+}
+
+/// The length of the escape that `bytes` begin with: `\` and up to six hex digits with
+/// the white space after them, or `\` and any other character but a line's end.
+fn escape_len(bytes: &[u8]) -> Option<usize> {
+    let hex = (bytes.iter().skip(1).take(6))
+        .take_while(|b| b.is_ascii_hexdigit())
+        .count();
+    if hex > 0 {
+        let space = bytes.get(1 + hex).is_some_and(u8::is_ascii_whitespace);
+        return Some(1 + hex + usize::from(space));
+    }
+    let char_len = |b: u8| match b {
+        0..0xc0 => 1,
+        0xc0..0xe0 => 2,
+        0xe0..0xf0 => 3,
+        _ => 4,
+    };
+    match *bytes.get(1)? {
+        b'\n' | b'\r' | b'\x0c' => None,
+        b => Some(1 + char_len(b)),
+    }
+}
+
+/// A name as [`name_len`] found it, its escapes decoded (`\70` is `p`), lowercase.
+fn unescaped(name: &str) -> String {
+    let bytes = name.as_bytes();
+    let mut out = String::with_capacity(name.len());
+    let mut at = 0;
+    while let Some(&b) = bytes.get(at) {
+        if b != b'\\' {
+            let c = name[at..].chars().next().unwrap_or_default();
+            out.push(c);
+            at += c.len_utf8();
+            continue;
+        }
+        let len = escape_len(&bytes[at..]).unwrap_or(1).min(bytes.len() - at);
+        let escaped = name[at + 1..at + len].trim_end();
+        match u32::from_str_radix(escaped, 16) {
+            Ok(code) if !escaped.is_empty() && escaped.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                out.push(
+                    char::from_u32(code)
+                        .filter(|&c| c != '\0')
+                        .unwrap_or('\u{fffd}'),
+                );
+            }
+            _ => out.push_str(escaped),
+        }
+        at += len;
+    }
+    out.make_ascii_lowercase();
+    out
 }
 
 #[cfg(test)]
