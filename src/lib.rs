@@ -26,6 +26,10 @@
 //! - [`eval`]: cross-validation, online and split evaluation in memory, through [`model`].
 //! - [`config`], [`cli`]: the configuration file and the command line.
 
+// spamnb is a program: its docs are read with `cargo doc --document-private-items`, where
+// links from public items to private ones resolve.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod cli;
 pub mod config;
 pub mod daemon;

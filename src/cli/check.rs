@@ -15,7 +15,7 @@ use crate::store::LedgerEntry;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Output format; tsv is PATH<TAB>VERDICT<TAB>SCORE<TAB>PROBABILITY
+    /// Output format; tsv is PATH, VERDICT, SCORE, PROBABILITY separated by tabs
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Show the features that moved each verdict most, with their weights

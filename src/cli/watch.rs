@@ -15,7 +15,7 @@ use crate::watch::{UserMaildir, WatchSettings, Watcher};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// Watch this Maildir (the folder holding INBOX's cur/) instead of the [watch] section's users
+    /// Watch this Maildir (the folder holding INBOX's cur/) instead of the `[watch]` section's users
     maildir: Option<PathBuf>,
     /// Whose Maildir it is (recorded in the ledger) [default: $USER]
     #[arg(long, requires = "maildir")]
