@@ -29,8 +29,9 @@
 //! - a copy made out of a spam folder while the one copied stays there unmarked for
 //!   deletion rescues nothing yet; that one marked deleted or gone within 15 minutes (a
 //!   client that moves by copying) completes the rescue, seen as it happens or by the next
-//!   rescan, unless a file of the message left another folder meanwhile (the copy may have
-//!   come from there: a client filing by copying);
+//!   rescan, unless a file of the message left another folder meanwhile, or one stays
+//!   unmarked in a ham folder other than the copy's (the copy may have come from there: a
+//!   client filing by copying, or a plain copy of the original in INBOX to Archive);
 //! - a message whose last file in the spam folder it was last seen in goes, or is marked
 //!   deleted, with no file of it arriving elsewhere, was deleted there: the record forgets
 //!   where it was, so that a copy of it made elsewhere later rescues nothing; that mark
@@ -995,7 +996,9 @@ impl Watcher {
                 let previous = match seen::last_folder(store, user, d)? {
                     Some(p) => Some(p),
                     None => match departures.unmarked.get(&(c.user, *d)) {
-                        Some(&f) if !self.copy_elsewhere(store, c, d, f)? => {
+                        Some(&f)
+                            if (self.copy_elsewhere(store, c, d, |at, _| at != f)?).is_none() =>
+                        {
                             Some(self.users[c.user].folders[f].name.clone())
                         }
                         _ => None,
@@ -1224,8 +1227,10 @@ impl Watcher {
 
     /// The filed copies whose rescue completes now that a copy left in a spam folder has
     /// left it (in `departures`: gone, or marked deleted). A rescue of a message that also
-    /// left another folder is called off instead, in `leaving`: the copy filed may have
-    /// come from there (a client that files by copying, marking the one it copied).
+    /// left another folder, or that stays unmarked in a ham folder other than the filed
+    /// copy's, is called off instead, in `leaving`: the copy filed may have come from there
+    /// (a client that files by copying, marking the one it copied; or a plain copy of the
+    /// original, kept in INBOX, as Junk is emptied of its spam).
     fn settle_rescues(
         &self,
         departures: &Departures,
@@ -1261,14 +1266,27 @@ impl Watcher {
                 continue;
             };
             let named = HashSet::from([unique.clone()]);
-            if let Some(path) = message_files(&u.folders[at].path, &named).pop() {
-                filed.push(Candidate {
-                    user,
-                    folder: at,
-                    path,
-                    unique,
-                });
+            let Some(path) = message_files(&u.folders[at].path, &named).pop() else {
+                continue;
+            };
+            let copy = Candidate {
+                user,
+                folder: at,
+                path,
+                unique,
+            };
+            let is_ham = |_: usize, f: &Folder| f.kind == FolderKind::Ham;
+            if let Some(kept) = self.copy_elsewhere(store, &copy, &d, is_ham)? {
+                info!(
+                    "folder watch: what {} filed in {} stays in {}: its filing is no rescue",
+                    u.user,
+                    escape_control(&name),
+                    escape_control(&u.folders[kept].name)
+                );
+                seen::rescue_done(&u.user, &d, &mut leaving.changes);
+                continue;
             }
+            filed.push(copy);
         }
         Ok(filed)
     }
@@ -1312,26 +1330,27 @@ impl Watcher {
         Ok(changes)
     }
 
-    /// Whether a copy of the message `digest` of the file `c` stays in a folder other than
-    /// its own and `spam` (the one it was unmarked in): the file may be a copy of that one.
+    /// The folder, other than the file `c`'s own and among those `may_hold` admits (by
+    /// index and folder), where a copy of its message `digest` stays: the file may be a
+    /// copy of that one.
     fn copy_elsewhere(
         &self,
         store: &dyn Store,
         c: &Candidate,
         digest: &Digest,
-        spam: usize,
-    ) -> Result<bool, Error> {
+        may_hold: impl Fn(usize, &Folder) -> bool,
+    ) -> Result<Option<usize>, Error> {
         let u = &self.users[c.user];
         for (at, folder) in u.folders.iter().enumerate() {
-            if at == c.folder || at == spam {
+            if at == c.folder || !may_hold(at, folder) {
                 continue;
             }
             let copies = seen::copies_in(store, &u.user, &folder.name, digest)?;
             if self.copy_stays(c.user, &folder.name, &copies) {
-                return Ok(true);
+                return Ok(Some(at));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Whether one of the files `copies` recorded in `user`'s folder `folder_name` is still

@@ -679,8 +679,9 @@ fn links_and_files_that_are_not_mail_are_not_learned() {
 }
 
 /// Copied into Junk, not moved: the copy in Junk is learned as spam, and filing the other
-/// copy away rescues nothing. Moving the copy out of Junk later is the rescue, and so is
-/// copying it out by a client that then marks the one in Junk deleted.
+/// copy away rescues nothing. Moving the copy out of Junk later is the rescue. A new copy
+/// in INBOX, the one in Junk then marked deleted, is none while the filed copy stays in
+/// Archive: INBOX's may be a copy of that one, and Junk emptied of spam.
 #[test]
 fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
     let mut f = Fixture::new(settings());
@@ -711,8 +712,9 @@ fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
     assert_eq!(f.class_of(&a), Some(Class::Ham), "out of Junk: rescued");
     assert_eq!(f.messages(), [1, 2]);
 
-    // The same, the copy in Junk taken out by a client that moves by copying: a new file
-    // in INBOX, the one in Junk marked deleted and expunged on its next sync.
+    // A new file in INBOX, the one in Junk marked deleted and expunged on its next sync:
+    // a client that moves out of Junk by copying, or the one in Archive copied back to
+    // INBOX and Junk emptied. The message stays in Archive, a ham folder: no rescue.
     let junk_b = f.deliver("Junk", "1700000070.J.host", &b);
     f.wait_learned(&b, Class::Spam);
     f.move_to(&inbox_b, "Archive");
@@ -729,8 +731,8 @@ fn filing_the_other_copy_of_mail_copied_into_junk_is_no_rescue() {
     f.wait_learned(&m5, Class::Spam);
     assert_eq!(
         f.class_of(&b),
-        Some(Class::Ham),
-        "copied out of Junk: rescued"
+        Some(Class::Spam),
+        "a copy stays in Archive: no rescue"
     );
 }
 
@@ -1174,4 +1176,56 @@ fn mail_moved_out_of_junk_still_marked_deleted_is_rescued() {
     f.move_to(&p2, "Junk");
     f.wait_learned(&m2, Class::Spam);
     assert_eq!(f.class_of(&b), Some(Class::Spam), "expunged from Junk");
+}
+
+/// Mail copied into Junk (learned as spam), its original then copied from INBOX into
+/// Archive and left unmarked in INBOX, and Junk emptied minutes later: Dovecot links both
+/// copies under the original's name, so that reads like a client moving it out of Junk by
+/// copying. But the message stays in INBOX: the copy in Archive was filed from there, and
+/// emptying Junk deleted spam. Expunged, or only marked deleted, it stays spam.
+#[test]
+fn copying_the_original_beside_a_copy_in_junk_then_emptying_junk_is_no_rescue() {
+    let mut f = Fixture::new(settings());
+    let (a, b) = (mail(180), mail(181));
+    let inbox_a = f.place("INBOX", "1700000180.A.host:2,S", &a);
+    let inbox_b = f.place("INBOX", "1700000181.B.host:2,S", &b);
+    let mut markers = Markers::place(&f, 182..185);
+    f.start();
+    let junk_a = copy_to(&f, &inbox_a, "Junk");
+    let junk_b = copy_to(&f, &inbox_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    copy_to(&f, &inbox_a, "Archive");
+    copy_to(&f, &inbox_b, "Archive");
+    markers.handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "a copy stays in Junk");
+    // A expunged (marked, then removed), B only marked deleted.
+    let marked_a = junk_a.with_file_name("1700000180.A.host:2,ST");
+    std::fs::rename(&junk_a, &marked_a).unwrap();
+    std::fs::remove_file(&marked_a).unwrap();
+    std::fs::rename(&junk_b, junk_b.with_file_name("1700000181.B.host:2,ST")).unwrap();
+    markers.handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "expunged from Junk");
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "marked deleted in Junk");
+    assert_eq!(f.messages(), [0, 4]);
+}
+
+/// The same with spamnb stopped before Junk is emptied: the start-up rescan, which
+/// completes a rescue whose copy left Junk meanwhile, calls this one off too.
+#[test]
+fn copying_the_original_beside_a_copy_in_junk_then_emptying_junk_while_stopped_is_no_rescue() {
+    let mut f = Fixture::new(settings());
+    let a = mail(186);
+    let inbox_a = f.place("INBOX", "1700000186.A.host:2,S", &a);
+    let mut markers = Markers::place(&f, 187..188);
+    f.start();
+    let junk_a = copy_to(&f, &inbox_a, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    copy_to(&f, &inbox_a, "Archive");
+    markers.handled(&f);
+    f.stop();
+    std::fs::remove_file(&junk_a).unwrap();
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "expunged from Junk");
 }

@@ -708,6 +708,44 @@ fn dovecot_copying_the_original_of_mail_copied_into_junk_is_no_rescue() {
     assert_eq!(counts, [0, 4]);
 }
 
+/// Through a real Dovecot: mail copied into Junk, its original then copied by a plain COPY
+/// from INBOX into Archive (left unmarked in INBOX), and Junk emptied a moment later. The
+/// files all bear the original's name, as a client moving out of Junk by copying would
+/// leave them, but the message stays in INBOX: filed, not rescued, it stays spam.
+#[test]
+fn dovecot_copying_the_original_then_emptying_junk_is_no_rescue() {
+    let Some(dir) = dovecot_dir() else {
+        return;
+    };
+    let Some(dovecot) = Dovecot::start(dir.path(), "") else {
+        return;
+    };
+    dovecot.imap(&["append 7501", "append 7502", "create Archive"]);
+    let db = dir.path().join("db");
+    let root = dir.path().join("home/ann/Maildir");
+    let config = write_config(dir.path(), "ann", &root);
+    let (watcher, log) = watch_logged(&config, &db);
+
+    dovecot.imap(&["copy 7501 INBOX Junk"]);
+    log.wait_for("as spam for ann");
+    dovecot.imap(&["copy 7501 INBOX Archive"]);
+    log.wait_for("another stays in");
+    dovecot.imap(&["delete 7501 Junk", "expunge Junk"]);
+    dovecot.imap(&["move 7502 INBOX Junk"]);
+    log.wait_for("as spam for ann");
+    stop_watcher(watcher);
+    drop(dovecot);
+
+    let (counts, ledger) = learned(&db);
+    let class = |n: usize| ledger.get(&hex(&mail(n))).map(String::as_str);
+    assert_eq!(
+        class(7501),
+        Some("spam ann"),
+        "copied from INBOX, which keeps it, then Junk emptied"
+    );
+    assert_eq!(counts, [0, 2]);
+}
+
 fn walkdir_names(root: &Path) -> Vec<String> {
     let out = Command::new("find").arg(root).output().unwrap();
     util::text(&out.stdout).lines().map(String::from).collect()
