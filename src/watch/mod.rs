@@ -21,11 +21,15 @@
 //! - a message moved into a ham folder is relearned as ham when it came from a spam folder
 //!   and had been learned as spam, or carries `X-Spam-Flag: YES`; a fresh delivery into a
 //!   ham folder teaches nothing;
-//! - a file came from the folder that a file of the same message left in the same batch of
-//!   events or rescan, gone or marked deleted (a move, or a client's move by copying; a
-//!   folder other than a spam folder if there is one, so that mail filed from INBOX to
-//!   Archive while its copy in Junk is thrown away came from INBOX), else from the folder
-//!   the message was last seen in (a copy made there, or a move the watcher did not see);
+//! - a file came from the folder events saw it renamed from (the same file, moved); else
+//!   from the folder that a file of the same message left in the same batch of events or
+//!   rescan, gone or marked deleted (a move, or a client's move by copying; a folder other
+//!   than a spam folder if there is one, so that mail filed from INBOX to Archive while its
+//!   copy in Junk is thrown away came from INBOX), else from the folder the message was
+//!   last seen in (a copy made there, or a move the watcher did not see); a file that left
+//!   a spam folder as this one arrived rescues nothing while a copy of the message stays
+//!   unmarked in another ham folder (a copy of INBOX's original filed in Archive as Junk
+//!   is emptied), unless it was seen renamed out of the spam folder;
 //! - a copy made out of a spam folder while the one copied stays there unmarked for
 //!   deletion rescues nothing yet; that one marked deleted or gone within 15 minutes (a
 //!   client that moves by copying) completes the rescue, seen as it happens or by the next
@@ -203,6 +207,9 @@ struct Departures {
     /// marked deleted in (the mark taken off, or the file left with it): it was forgotten
     /// as deleted there, and is taken as last seen there again.
     unmarked: HashMap<(usize, Digest), usize>,
+    /// The folder each file (by user, folder and unique name) was renamed from, for the
+    /// files that events saw renamed in from another folder: the same file, moved.
+    renamed: HashMap<(usize, usize, String), usize>,
 }
 
 /// What changed in a user's folders, as a batch of events or a scan finds it.
@@ -217,6 +224,8 @@ struct Changes {
     /// Files in spam folders that were marked deleted and are no longer: the mark taken
     /// off in place, or the file gone with it (also in `gone`).
     unmarked: Vec<FileAt>,
+    /// The folder each file that events saw renamed in from another folder came from.
+    renamed: HashMap<(usize, usize, String), usize>,
 }
 
 /// What the files that left folders leave to the record, written with a batch's last
@@ -425,6 +434,9 @@ impl Watcher {
         // Paths that arrived by a rename: a folder renamed (or moved in whole) brings mail
         // that was filed, not moved by the user one message at a time.
         let mut arrived = HashSet::new();
+        // Each rename seen whole (from, to): a file renamed into another folder is known
+        // to come from there, where a copy and a deletion could be of other files.
+        let mut renames = Vec::new();
         for event in events {
             let event = match event {
                 Ok(e) => e,
@@ -449,6 +461,9 @@ impl Watcher {
                 EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => {
                     left.extend(event.paths.first().cloned());
                     arrived.extend(event.paths.get(1).cloned());
+                    if let [from, to] = &event.paths[..] {
+                        renames.push((from.clone(), to.clone()));
+                    }
                 }
                 EventKind::Modify(ModifyKind::Name(RenameMode::To)) => {
                     arrived.extend(event.paths.iter().cloned());
@@ -540,11 +555,19 @@ impl Watcher {
             .map(FileAt::from)
             .collect();
 
+        let renamed = (renames.iter())
+            .filter_map(|(from, to)| {
+                let (from, to) = (self.candidate(from)?, self.candidate(to)?);
+                let other = from.user == to.user && from.folder != to.folder;
+                other.then_some(((to.user, to.folder, to.unique), from.folder))
+            })
+            .collect();
         let mut changes = Changes {
             appeared: Vec::new(),
             gone,
             marked,
             unmarked,
+            renamed,
         };
         let mut scanned = Vec::new();
         for user in changed_users {
@@ -607,6 +630,7 @@ impl Watcher {
             gone,
             marked,
             unmarked,
+            renamed,
         } = changes;
         let mut leaving = Leaving::default();
         for f in &gone {
@@ -626,6 +650,7 @@ impl Watcher {
         } else {
             let mut departures = self.departures(gone.iter().chain(&marked))?;
             departures.unmarked = self.unmarked(&unmarked, &gone, &mut leaving)?;
+            departures.renamed = renamed;
             // Files the record knows, looked at again.
             for c in self.settle_rescues(&departures, &mut leaving)? {
                 let same =
@@ -1037,6 +1062,22 @@ impl Watcher {
                         seen::rescue_begun(user, d, &folder.name, &c.unique, seen_at, &mut notes);
                         continue;
                     }
+                    // No copy stays there, but one stays unmarked in another ham folder:
+                    // this file may be a copy of that one (its original in INBOX copied
+                    // to Archive as Junk is emptied), unless it was seen renamed out of
+                    // the spam folder. The message never came out of it: no rescue.
+                    let renamed =
+                        (departures.renamed).contains_key(&(c.user, c.folder, c.unique.clone()));
+                    let is_ham = |_: usize, f: &Folder| f.kind == FolderKind::Ham;
+                    if !renamed && let Some(kept) = self.copy_elsewhere(store, c, d, is_ham)? {
+                        info!(
+                            "folder watch: {} may be a copy of one that stays in {}: not relearned",
+                            shown(&c.path),
+                            escape_control(&self.users[c.user].folders[kept].name)
+                        );
+                        seen::seen(user, &folder.name, &c.unique, d, seen_at, &mut notes);
+                        continue;
+                    }
                 }
                 if let Some(target) = target.filter(|&t| Some(t) != learned) {
                     if target == Class::Ham {
@@ -1210,12 +1251,16 @@ impl Watcher {
         Ok(found)
     }
 
-    /// The folder the file `c` of the message `digest` was moved from: one that a file of
-    /// the message left in the same batch or rescan. A spam folder only when no other
-    /// folder lost it: mail filed from INBOX to Archive while its copy in Junk is thrown
-    /// away came out of INBOX. None when no file of it left a folder: a copy, or a
-    /// delivery.
+    /// The folder the file `c` of the message `digest` was moved from: the one it was
+    /// renamed from, if events saw that; else one that a file of the message left in the
+    /// same batch or rescan, a spam folder only when no other folder lost it: mail filed
+    /// from INBOX to Archive while its copy in Junk is thrown away came out of INBOX. None
+    /// when no file of it left a folder: a copy, or a delivery.
     fn moved_from(&self, c: &Candidate, digest: &Digest, departures: &Departures) -> Option<usize> {
+        let key = (c.user, c.folder, c.unique.clone());
+        if let Some(&from) = departures.renamed.get(&key) {
+            return Some(from);
+        }
         let folders = &self.users[c.user].folders;
         let left: Vec<usize> = (departures.folders.get(&(c.user, *digest))?.iter().copied())
             .filter(|&f| f != c.folder)

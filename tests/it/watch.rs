@@ -1229,3 +1229,57 @@ fn copying_the_original_beside_a_copy_in_junk_then_emptying_junk_while_stopped_i
     f.stop();
     assert_eq!(f.class_of(&a), Some(Class::Spam), "expunged from Junk");
 }
+
+/// The same filing and emptying of Junk seen at once: in one batch of events, or in the
+/// start-up rescan after both were done while spamnb was stopped. A file of the message
+/// left Junk as one arrived in Archive, but the message stays in INBOX: no rescue.
+#[test]
+fn copying_the_original_as_junk_is_emptied_is_no_rescue() {
+    let mut f = Fixture::new(WatchSettings {
+        debounce: Duration::from_millis(500),
+        ..settings()
+    });
+    let (a, b) = (mail(190), mail(191));
+    let inbox_a = f.place("INBOX", "1700000190.A.host:2,S", &a);
+    let inbox_b = f.place("INBOX", "1700000191.B.host:2,S", &b);
+    let mut markers = Markers::place(&f, 192..193);
+    f.start();
+    let junk_a = copy_to(&f, &inbox_a, "Junk");
+    let junk_b = copy_to(&f, &inbox_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    copy_to(&f, &inbox_a, "Archive");
+    std::fs::remove_file(&junk_a).unwrap();
+    markers.handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Spam), "in one batch");
+    f.stop();
+    copy_to(&f, &inbox_b, "Archive");
+    std::fs::remove_file(&junk_b).unwrap();
+    f.start();
+    f.stop();
+    assert_eq!(f.class_of(&b), Some(Class::Spam), "while stopped");
+}
+
+/// Mail moved out of Junk (renamed, the same file) in the same batch of events as a
+/// duplicate of it is deleted from Archive: the move is the rescue, though another folder
+/// lost the message at the same time. It used to be read as filed from Archive.
+#[test]
+fn a_rename_out_of_junk_beside_a_duplicate_deleted_elsewhere_is_a_rescue() {
+    let mut f = Fixture::new(WatchSettings {
+        debounce: Duration::from_millis(500),
+        ..settings()
+    });
+    let a = mail(194);
+    let archive_a = f.place("Archive", "1700000194.A.host:2,S", &a);
+    let junk_a = f.place("Junk", "1700000194.J.host:2,S", &a);
+    let mut markers = Markers::place(&f, 195..196);
+    let engine = f.engine.current();
+    engine
+        .learn(&[engine.lesson(a.as_bytes(), Some(Class::Spam), Some("ann"))])
+        .unwrap();
+    f.start();
+    std::fs::remove_file(&archive_a).unwrap();
+    f.move_to(&junk_a, "INBOX");
+    markers.handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Ham), "moved out of Junk");
+}
