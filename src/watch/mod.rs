@@ -29,13 +29,15 @@
 //!   last seen in (a copy made there, or a move the watcher did not see); a file that left
 //!   a spam folder as this one arrived rescues nothing while a copy of the message stays
 //!   unmarked in another ham folder (a copy of INBOX's original filed in Archive as Junk
-//!   is emptied), unless it was seen renamed out of the spam folder;
+//!   is emptied), unless it is known to come from there (seen renamed out of it, or a
+//!   rescue below completed);
 //! - a copy made out of a spam folder while the one copied stays there unmarked for
-//!   deletion rescues nothing yet; that one marked deleted or gone within 15 minutes (a
-//!   client that moves by copying) completes the rescue, seen as it happens or by the next
-//!   rescan, unless a file of the message left another folder meanwhile, or one stays
-//!   unmarked in a ham folder other than the copy's (the copy may have come from there: a
-//!   client filing by copying, or a plain copy of the original in INBOX to Archive);
+//!   deletion rescues nothing yet, and nothing at all if one stays unmarked in another ham
+//!   folder too (the copy may come from there: the original in INBOX copied to Archive);
+//!   that one marked deleted or gone within 15 minutes (a client that moves by copying)
+//!   completes the rescue, seen as it happens or by the next rescan, unless a file of the
+//!   message left another folder meanwhile (the copy may have come from there: a client
+//!   filing by copying), and whatever copies of the rescued one were filed meanwhile;
 //! - a message whose last file in the spam folder it was last seen in goes, or is marked
 //!   deleted, with no file of it arriving elsewhere, was deleted there: the record forgets
 //!   where it was, so that a copy of it made elsewhere later rescues nothing; that mark
@@ -207,9 +209,10 @@ struct Departures {
     /// marked deleted in (the mark taken off, or the file left with it): it was forgotten
     /// as deleted there, and is taken as last seen there again.
     unmarked: HashMap<(usize, Digest), usize>,
-    /// The folder each file (by user, folder and unique name) was renamed from, for the
-    /// files that events saw renamed in from another folder: the same file, moved.
-    renamed: HashMap<(usize, usize, String), usize>,
+    /// The folder each file (by user, folder and unique name) is known to come from: one
+    /// that events saw renamed in from another folder (the same file, moved), or a copy
+    /// made out of a spam folder whose rescue the copy left there completes.
+    came_from: HashMap<(usize, usize, String), usize>,
 }
 
 /// What changed in a user's folders, as a batch of events or a scan finds it.
@@ -650,9 +653,10 @@ impl Watcher {
         } else {
             let mut departures = self.departures(gone.iter().chain(&marked))?;
             departures.unmarked = self.unmarked(&unmarked, &gone, &mut leaving)?;
-            departures.renamed = renamed;
+            departures.came_from = renamed;
             // Files the record knows, looked at again.
-            for c in self.settle_rescues(&departures, &mut leaving)? {
+            for (c, from) in self.settle_rescues(&departures, &mut leaving)? {
+                (departures.came_from).insert((c.user, c.folder, c.unique.clone()), from);
                 let same =
                     |a: &Candidate| (a.user, a.folder, &a.unique) == (c.user, c.folder, &c.unique);
                 if !appeared.iter().any(same) {
@@ -1047,7 +1051,23 @@ impl Watcher {
                     && let Some(from) = &from
                 {
                     let copies = seen::copies_in(store, user, from, d)?;
-                    if self.copy_stays(c.user, from, &copies) {
+                    let is_ham = |_: usize, f: &Folder| f.kind == FolderKind::Ham;
+                    let stays = self.copy_stays(c.user, from, &copies);
+                    if stays && let Some(kept) = self.copy_elsewhere(store, c, d, is_ham)? {
+                        // A copy stays unmarked in another ham folder too: this file may
+                        // be a copy of that one (the original in INBOX, copied to Archive),
+                        // and the one in the spam folder leaving it later no rescue. One
+                        // begun earlier, of which this may be a copy, stands.
+                        info!(
+                            "folder watch: {} is a copy; another stays in {}, and one in {} it may come from: not relearned",
+                            shown(&c.path),
+                            escape_control(from),
+                            escape_control(&self.users[c.user].folders[kept].name)
+                        );
+                        seen::file_seen(user, &folder.name, &c.unique, d, &mut notes);
+                        continue;
+                    }
+                    if stays {
                         // Out of the spam folder while another copy stays there unmarked
                         // for deletion: no rescue yet. That folder stays where it was last
                         // seen, so that moving that copy out of it later is the rescue,
@@ -1064,12 +1084,11 @@ impl Watcher {
                     }
                     // No copy stays there, but one stays unmarked in another ham folder:
                     // this file may be a copy of that one (its original in INBOX copied
-                    // to Archive as Junk is emptied), unless it was seen renamed out of
-                    // the spam folder. The message never came out of it: no rescue.
-                    let renamed =
-                        (departures.renamed).contains_key(&(c.user, c.folder, c.unique.clone()));
-                    let is_ham = |_: usize, f: &Folder| f.kind == FolderKind::Ham;
-                    if !renamed && let Some(kept) = self.copy_elsewhere(store, c, d, is_ham)? {
+                    // to Archive as Junk is emptied), unless it is known to come from the
+                    // spam folder. The message never came out of it: no rescue.
+                    let known =
+                        (departures.came_from).contains_key(&(c.user, c.folder, c.unique.clone()));
+                    if !known && let Some(kept) = self.copy_elsewhere(store, c, d, is_ham)? {
                         info!(
                             "folder watch: {} may be a copy of one that stays in {}: not relearned",
                             shown(&c.path),
@@ -1251,14 +1270,14 @@ impl Watcher {
         Ok(found)
     }
 
-    /// The folder the file `c` of the message `digest` was moved from: the one it was
-    /// renamed from, if events saw that; else one that a file of the message left in the
+    /// The folder the file `c` of the message `digest` was moved from: the one it is known
+    /// to come from (renamed, or a rescue completed); else one that a file of the message left in the
     /// same batch or rescan, a spam folder only when no other folder lost it: mail filed
     /// from INBOX to Archive while its copy in Junk is thrown away came out of INBOX. None
     /// when no file of it left a folder: a copy, or a delivery.
     fn moved_from(&self, c: &Candidate, digest: &Digest, departures: &Departures) -> Option<usize> {
         let key = (c.user, c.folder, c.unique.clone());
-        if let Some(&from) = departures.renamed.get(&key) {
+        if let Some(&from) = departures.came_from.get(&key) {
             return Some(from);
         }
         let folders = &self.users[c.user].folders;
@@ -1271,16 +1290,15 @@ impl Watcher {
     }
 
     /// The filed copies whose rescue completes now that a copy left in a spam folder has
-    /// left it (in `departures`: gone, or marked deleted). A rescue of a message that also
-    /// left another folder, or that stays unmarked in a ham folder other than the filed
-    /// copy's, is called off instead, in `leaving`: the copy filed may have come from there
-    /// (a client that files by copying, marking the one it copied; or a plain copy of the
-    /// original, kept in INBOX, as Junk is emptied of its spam).
+    /// left it (in `departures`: gone, or marked deleted), and that spam folder. A rescue
+    /// of a message that also left another folder is called off instead, in `leaving`:
+    /// the copy filed may have come from there (a client that files by copying, marking
+    /// the one it copied).
     fn settle_rescues(
         &self,
         departures: &Departures,
         leaving: &mut Leaving,
-    ) -> Result<Vec<Candidate>, Error> {
+    ) -> Result<Vec<(Candidate, usize)>, Error> {
         let store = &*self.engine.current().store;
         let since = epoch_secs().saturating_sub(RESCUE_WINDOW.as_secs());
         let mut filed = Vec::new();
@@ -1320,18 +1338,7 @@ impl Watcher {
                 path,
                 unique,
             };
-            let is_ham = |_: usize, f: &Folder| f.kind == FolderKind::Ham;
-            if let Some(kept) = self.copy_elsewhere(store, &copy, &d, is_ham)? {
-                info!(
-                    "folder watch: what {} filed in {} stays in {}: its filing is no rescue",
-                    u.user,
-                    escape_control(&name),
-                    escape_control(&u.folders[kept].name)
-                );
-                seen::rescue_done(&u.user, &d, &mut leaving.changes);
-                continue;
-            }
-            filed.push(copy);
+            filed.push((copy, spam[0]));
         }
         Ok(filed)
     }

@@ -1283,3 +1283,33 @@ fn a_rename_out_of_junk_beside_a_duplicate_deleted_elsewhere_is_a_rescue() {
     markers.handled(&f);
     assert_eq!(f.class_of(&a), Some(Class::Ham), "moved out of Junk");
 }
+
+/// Mail copied out of Junk into INBOX, then copied from INBOX into Archive, and Junk
+/// emptied: the copy in INBOX was the rescue, and the one in Archive, filed from it, does
+/// not make it filing. Seen in separate batches, or the filing and the emptying at once.
+#[test]
+fn a_copy_out_of_junk_filed_on_by_copying_is_still_a_rescue() {
+    let mut f = Fixture::new(WatchSettings {
+        debounce: Duration::from_millis(300),
+        ..settings()
+    });
+    let (a, b) = (mail(196), mail(197));
+    let junk_a = f.place("Junk", "1700000196.A.host:2,S", &a);
+    let junk_b = f.place("Junk", "1700000197.B.host:2,S", &b);
+    let mut markers = Markers::place(&f, 198..201);
+    let engine = f.engine.current();
+    let lessons = [&a, &b].map(|m| engine.lesson(m.as_bytes(), Some(Class::Spam), Some("ann")));
+    engine.learn(&lessons).unwrap();
+    f.start();
+    let inbox_a = copy_to(&f, &junk_a, "INBOX");
+    let inbox_b = copy_to(&f, &junk_b, "INBOX");
+    markers.handled(&f);
+    copy_to(&f, &inbox_a, "Archive");
+    markers.handled(&f);
+    std::fs::remove_file(&junk_a).unwrap();
+    copy_to(&f, &inbox_b, "Archive");
+    std::fs::remove_file(&junk_b).unwrap();
+    markers.handled(&f);
+    assert_eq!(f.class_of(&a), Some(Class::Ham), "emptied after the filing");
+    assert_eq!(f.class_of(&b), Some(Class::Ham), "emptied as it was filed");
+}
