@@ -861,6 +861,30 @@ mod tests {
         }
     }
 
+    /// A block not displayed makes no break, but one displayed after it still does. Its
+    /// line was taken for the hidden block's and hidden with it: `cheap` and `pills`, on
+    /// two lines for the reader, were read as `cheappills`, a word the model never saw.
+    #[test]
+    fn a_break_shown_after_a_block_not_displayed_parts_the_words() {
+        for (html, hidden) in [
+            (
+                "cheap<div style=\"display:none\">meeting</div><div>pills</div>",
+                &["meeting"][..],
+            ),
+            ("cheap<p hidden>meeting</p><p>pills", &["meeting"]),
+            ("cheap<p hidden></p><p>pills", &[]),
+            ("cheap<b hidden><br></b><br>pills", &[]),
+            (
+                "<div>cheap<div hidden>meeting</div></div>pills",
+                &["meeting"],
+            ),
+        ] {
+            assert_shown_and_hidden(html, &["cheap", "pills"], hidden);
+            let f = tokens_of(&html_message(html), &TokenizerOptions::default());
+            assert_eq!(f.count("cheappills"), 0, "{html:?}: {:?}", f.sorted());
+        }
+    }
+
     /// Elements end where a browser ends them: an inner end tag of the same name does not
     /// end the hidden element, and an element left open does not hide what follows it.
     #[test]

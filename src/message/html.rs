@@ -178,8 +178,24 @@ impl Text {
         for _ in have..n {
             self.out.push('\n');
         }
-        if unseen && !shown_space && self.out.len() > from {
-            self.hide(from..self.out.len());
+        if unseen {
+            if !shown_space && self.out.len() > from {
+                self.hide(from..self.out.len());
+            }
+            return;
+        }
+        // A break the reader sees takes the lines it finds for its own, those an element
+        // not displayed ended and hid too (`cheap<p hidden>x</p><p>pills`).
+        if let Some(last) = self.hidden_spans.last_mut()
+            && last.end == from
+        {
+            let hidden_lines =
+                self.out[last.clone()].len() - self.out[last.clone()].trim_end_matches('\n').len();
+            let shown_lines = have - hidden_lines;
+            last.end -= n.min(have).saturating_sub(shown_lines);
+            if last.start == last.end {
+                self.hidden_spans.pop();
+            }
         }
     }
 }
