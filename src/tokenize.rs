@@ -885,6 +885,26 @@ mod tests {
         }
     }
 
+    /// A `<br>` or `<hr>` not displayed (`hidden`, `display: none`) makes no break either:
+    /// `Via<br hidden>gra` is `Viagra` to its reader, and was `via` and `gra` to the model.
+    #[test]
+    fn a_break_not_displayed_parts_no_words() {
+        for html in [
+            "Via<br hidden>gra now",
+            "Via<br style=\"display:none\">gra now",
+            "<style>.x{display:none}</style>Via<br class=x>gra now",
+            "Via<hr hidden>gra now",
+        ] {
+            assert_shown_and_hidden(html, &["viagra", "now"], &[]);
+        }
+        // One displayed still breaks.
+        assert_shown_and_hidden(
+            "<style>.x{display:none}</style>cheap<br class=y>pills <br hidden>",
+            &["cheap", "pills"],
+            &[],
+        );
+    }
+
     /// Elements end where a browser ends them: an inner end tag of the same name does not
     /// end the hidden element, and an element left open does not hide what follows it.
     #[test]

@@ -282,6 +282,7 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
                     lower,
                     &html[attributes_at..attributes_end.max(attributes_at)],
                 );
+                undisplayed |= hider.void_none;
             }
             text.hidden = hider.hides();
             text.gone = hider.removes();
@@ -1035,6 +1036,9 @@ struct Hider {
     made_up: [Option<Open>; 2],
     /// Whether a first line was indented off the page: lines end only then.
     indents: bool,
+    /// Whether the void element (`<br>`, `<hr>`) the last start tag began is not
+    /// displayed: it holds nothing, and is not open, but it makes no break either.
+    void_none: bool,
 }
 
 impl Hider {
@@ -1056,6 +1060,7 @@ impl Hider {
             shown_cascaded: String::new(),
             made_up: [None; 2],
             indents: false,
+            void_none: false,
         };
         let Some(page) = read_style_sheets(html) else {
             return hider;
@@ -1112,13 +1117,16 @@ impl Hider {
     /// A start tag: `name` lowercase, `attributes` as written.
     fn start(&mut self, name: &[u8], attributes: &str) {
         let key = name_key(name);
+        self.void_none = false;
         for (names, scope) in implied_ends(key) {
             self.end_innermost(names, scope);
         }
         if key == BR {
             self.end_first_line();
         }
-        if holds_no_elements(key) {
+        // Text to its end tag (a script, a title) opens nothing. A void element is styled
+        // as any other, since `<br hidden>` makes no break, but opens nothing either.
+        if RAW.contains(&key) {
             // It ends, of the colours' elements, what it ends of these.
             self.colors.open_styled(key, attributes, None);
             if let Some(shown) = &mut self.shown_colors {
@@ -1229,7 +1237,7 @@ impl Hider {
                 self.cascaded = cascaded;
                 self.shown_cascaded = shown_cascaded;
                 self.matched = matched;
-                self.push(Open {
+                self.push_element(Open {
                     name: key,
                     has_lines: false,
                     ..around
@@ -1253,7 +1261,17 @@ impl Hider {
         self.cascaded = cascaded;
         self.shown_cascaded = shown_cascaded;
         self.matched = matched;
-        self.push(open);
+        self.push_element(open);
+    }
+
+    /// Opens the element begun, unless it is void: then it only says whether it is
+    /// displayed.
+    fn push_element(&mut self, open: Open) {
+        if VOID.contains(&open.name) {
+            self.void_none = open.none;
+        } else {
+            self.push(open);
+        }
     }
 
     fn push(&mut self, open: Open) {
