@@ -905,6 +905,29 @@ mod tests {
         );
     }
 
+    /// An end tag inside a table's cell ends nothing outside the table, for the hidden
+    /// text's elements as for their colours: a stray `</span>` in a cell of tiny text
+    /// showed the ham padded in after it, which the reader does not see.
+    #[test]
+    fn an_end_tag_in_a_cell_ends_nothing_outside_its_table() {
+        for (html, shown, hidden) in [
+            (
+                "<span><table><tr><td style=\"font-size:0\">meeting</span> agenda</td></tr>\
+                 </table></span>cheap",
+                &["cheap"][..],
+                &["meeting", "agenda"][..],
+            ),
+            (
+                "<div><table><tr><td style=\"display:none\">meeting</div> agenda</table></div>\
+                 cheap",
+                &["cheap"],
+                &["meeting", "agenda"],
+            ),
+        ] {
+            assert_shown_and_hidden(html, shown, hidden);
+        }
+    }
+
     /// Elements end where a browser ends them: an inner end tag of the same name does not
     /// end the hidden element, and an element left open does not hide what follows it.
     #[test]

@@ -1001,7 +1001,8 @@ impl Open {
 /// the smallest is 10 pixels.
 ///
 /// Elements end as a browser ends them, in outline: an end tag ends the innermost open
-/// element of its name and those inside it, and `<p>`, `<li>`, `<td>`, `<tr>` and their
+/// element of its name and those inside it, but none outside the cell or table it is in,
+/// and `<p>`, `<li>`, `<td>`, `<tr>` and their
 /// kin end the one left open before them, so that a paragraph left open cannot hide what
 /// follows it, nor an inner `</div>` end the hidden `<div>` around it.
 struct Hider {
@@ -1288,7 +1289,9 @@ impl Hider {
             self.states.extend(&self.next_states);
         }
     }
-    /// An end tag, `name` lowercase.
+    /// An end tag, `name` lowercase. It ends nothing outside the cell or table it is in,
+    /// as for the colours: a stray `</span>` in a cell of tiny text left what followed it
+    /// in the cell shown.
     fn end(&mut self, name: &[u8]) {
         self.colors.close(name);
         if let Some(shown) = &mut self.shown_colors {
@@ -1298,7 +1301,7 @@ impl Hider {
         if VOID.contains(&key) || NOT_ENDED.contains(&key) {
             return;
         }
-        self.end_innermost(&[key], &[]);
+        self.end_innermost(&[key], end_tag_scope(key));
     }
 
     /// Ends the innermost open element named in `names` and those inside it, unless one
