@@ -1851,7 +1851,7 @@ fn without_important(value: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_entities, render, to_text};
+    use super::{MAX_SEARCH, decode_entities, render, to_text};
 
     #[test]
     fn paragraphs_stand_alone_and_lines_break() {
@@ -2695,6 +2695,34 @@ mod tests {
                 page
             );
         }
+    }
+
+    /// An end tag searches as far down the colours' elements as down the hidden-text
+    /// reader's: under ten times [`MAX_SEARCH`] open elements, end tags that end nothing
+    /// cost about what they cost under [`MAX_SEARCH`]. The colours' search went down the
+    /// whole of their stack, 512 deep: a million such end tags took seconds.
+    #[test]
+    fn an_end_tag_searches_a_bounded_depth() {
+        let fastest = |depth: usize| {
+            let page = "<span>".repeat(depth)
+                + &"</i>".repeat(200_000)
+                + "<span style=\"display:none\">meeting</span> cheap";
+            (0..3)
+                .map(|_| {
+                    let started = std::time::Instant::now();
+                    assert_eq!(render(&page).hidden.len(), 1, "{:.80}", page);
+                    started.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
+        };
+        let shallow = fastest(MAX_SEARCH);
+        let deep = fastest(10 * MAX_SEARCH);
+        assert!(
+            deep < shallow * 2,
+            "{deep:?} under {} open elements, {shallow:?} under {MAX_SEARCH}",
+            10 * MAX_SEARCH
+        );
     }
 
     #[test]

@@ -421,8 +421,9 @@ impl ColorStack {
 
     /// An end tag: closes the innermost open element of its name and those inside it (`</th>`
     /// a `td` too, as SpamAssassin treats them alike), unless it is outside the cell or
-    /// table the end tag is in, as a reader ignores it there; one of a name not open changes
-    /// nothing.
+    /// table the end tag is in, as a reader ignores it there, or deeper than [`MAX_SEARCH`]
+    /// (a page of end tags that end nothing, under hundreds of open elements, took seconds);
+    /// one of a name not open changes nothing.
     pub(crate) fn close(&mut self, name: &[u8]) {
         let key = name_key(name);
         // Text after `</body>` is still the body's to a reader.
@@ -435,7 +436,7 @@ impl ColorStack {
             std::slice::from_ref(&key)
         };
         let scope = end_tag_scope(key);
-        for at in (1..self.styles.len()).rev() {
+        for at in (1..self.styles.len()).rev().take(MAX_SEARCH) {
             let open = self.styles[at].key;
             if names.contains(&open) {
                 self.styles.truncate(at);
