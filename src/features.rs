@@ -216,7 +216,7 @@ impl Extractor {
     }
 
     fn read(&self, raw: &[u8], both: bool) -> Readings {
-        use crate::tokenize::{body_words, hidden_as_words, mostly_hidden, other_tokens};
+        use crate::tokenize::{body_words, hidden_as_words, other_tokens, read_twice};
         let msg = crate::message::Message::parse(raw, self.scan_limit);
         // About one distinct feature per 8 bytes of text, and half its bytes: a guess
         // that spares most of the growing without reserving much a message never uses.
@@ -231,7 +231,7 @@ impl Extractor {
         // The second reading adds the hidden words as words to the first: the rest is made
         // once.
         body_words(&msg, &self.tokenizer, &mut learned);
-        let hidden_read = (both && mostly_hidden(&msg)).then(|| {
+        let hidden_read = (both && read_twice(&msg)).then(|| {
             let mut hidden_read = learned.clone();
             hidden_as_words(&msg, &self.tokenizer, &mut hidden_read);
             hidden_read
@@ -246,20 +246,24 @@ impl Extractor {
 /// A message's features as it is scored. Its hidden words are features of their own
 /// (`hidden:WORD`), so that ham words padded in out of the reader's sight cannot lend
 /// spam their standing. But a message mostly hidden may be shown whole by a style sheet
-/// spamnb does not read, its words out of the weighing: such a message is read a second
-/// time with its hidden words as words besides, and the spammier reading is its score.
+/// spamnb does not read, its words out of the weighing, and hidden words a style rule for
+/// some readers only shows (`@media (min-width: 1px)`, `.p:not(.q)`) may be what those see:
+/// such a message is read a second time with those hidden words (all of them, when most
+/// of the text is hidden) as words besides, and the spammier reading is its score. A rule
+/// for some readers that would show padding is thus no way to have it weighed as words.
 /// Either way a sender gains nothing: more padding makes it no cleaner, and hiding
 /// everything hides nothing. Learned is always the first reading, so padding never teaches
 /// its words as spam.
 ///
-/// The second reading keeps the hidden words' own features, and is made only for a message
-/// mostly hidden: a newsletter's hidden preheader ("free shipping this weekend") is ham as
-/// `hidden:` words learned from the same sender's letters, and spam as words in plain
-/// sight. Read both ways whenever any text was hidden, such ham scored unsure.
+/// The second reading keeps the hidden words' own features, and is made only for those
+/// two: a newsletter's hidden preheader ("free shipping this weekend") is ham as `hidden:`
+/// words learned from the same sender's letters, and spam as words in plain sight. Read
+/// both ways whenever any text was hidden, such ham scored unsure.
 #[derive(Debug, Clone)]
 pub struct Readings {
     pub learned: Features,
-    /// For a message mostly hidden: the first reading with its hidden words as words too.
+    /// For a message read twice (`tokenize::read_twice`): the first reading with its
+    /// hidden words that readers may see as words too.
     pub hidden_read: Option<Features>,
 }
 
@@ -344,6 +348,44 @@ mod tests {
         // Hidden whole, to be shown by a style sheet that is not read: still spam.
         let verdict = score(&html("hello", spam));
         assert_eq!(verdict.decision, Decision::Spam, "{}", verdict.score);
+        // Shown by a rule for some readers only, which may be none (it matches nothing, or
+        // no screen is so wide): the padding is still not weighed as words alone.
+        for rule in [
+            "div:not(div){display:block!important}",
+            "@media (min-width:100000px){div{display:block!important}}",
+        ] {
+            let raw =
+                html(spam, &ham.repeat(5)).replace("<p>", &format!("<style>{rule}</style><p>"));
+            let verdict = score(&raw);
+            assert!(
+                verdict.score >= bare - 1e-9,
+                "{rule}: {} < {bare}",
+                verdict.score
+            );
+        }
+        // A pitch hidden inline, in less than half the text, and shown to some readers is
+        // weighed as words, as it is shown plainly.
+        let plain = score(&html(&format!("{ham}{spam}"), "")).score;
+        let pitch = |rule: &str| {
+            html(
+                &format!("{ham}<span style=\"display:none\">{spam}</span>"),
+                "",
+            )
+            .replace("<p>", &format!("<style>{rule}</style><p>"))
+        };
+        let unread = score(&pitch("")).score;
+        assert!(unread < plain - 1.0, "{unread} {plain}");
+        for rule in [
+            "span:not(.q){display:inline!important}",
+            "@media (min-width:1px){span{display:inline!important}}",
+        ] {
+            let verdict = score(&pitch(rule));
+            assert!(
+                verdict.score >= plain - 1e-9,
+                "{rule}: {} < {plain}",
+                verdict.score
+            );
+        }
     }
 
     /// Random bytes, cut and bit-flipped messages, deep MIME nesting: features, never a

@@ -151,6 +151,9 @@ pub struct Message<'a> {
     /// its background's colour…: `html::render`), in order: tokens keep them apart from
     /// the words shown. Body rules read them as text, as SpamAssassin's do.
     pub hidden: Vec<std::ops::Range<usize>>,
+    /// Runs of hidden words that a style rule for some readers only shows: what those
+    /// readers may see (`html::Rendered::maybe_shown`).
+    pub maybe_shown: Vec<std::ops::Range<usize>>,
     /// Every URL found in the text and in the HTML's attributes.
     pub urls: Vec<String>,
     pub attachments: Vec<Attachment>,
@@ -562,6 +565,9 @@ fn read_parts(
                     let at = msg.text.len() - rendered.text.len();
                     let hidden = rendered.hidden.into_iter();
                     msg.hidden.extend(hidden.map(|r| r.start + at..r.end + at));
+                    let maybe_shown = rendered.maybe_shown.into_iter();
+                    msg.maybe_shown
+                        .extend(maybe_shown.map(|r| r.start + at..r.end + at));
                 } else {
                     *has_plain |= !is_attachment;
                     push_text(&mut msg.text, text);
@@ -705,6 +711,7 @@ fn excessive_mime_message(raw: &[u8]) -> Message<'_> {
     msg.text = body.into_owned();
     msg.html.clear();
     msg.hidden.clear();
+    msg.maybe_shown.clear();
     msg.attachments.clear();
     msg.encoded.clear();
     msg.anomalies.push(Anomaly::ExcessiveMime);

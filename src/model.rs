@@ -414,8 +414,8 @@ pub fn classify_readings(
         return learned;
     }
     other.note.get_or_insert_with(|| {
-        "most of its text is hidden: scored with its hidden words read as words, the \
-         spammier reading"
+        "hidden text that readers may see (most of its text hidden, or shown by a style rule \
+         for some readers): scored with those words read as words too, the spammier reading"
             .into()
     });
     other

@@ -80,11 +80,22 @@ pub fn body_words(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
     words(&hidden, opts, &mut |w| out.add_joined(&[HIDDEN_PREFIX, w]));
 }
 
-/// Adds `msg`'s hidden words to `out` as words too: what the second reading of a message
-/// [`mostly_hidden`] (see [`crate::features::Readings`]) has beside the first.
+/// Whether `msg` is read a second time (see [`crate::features::Readings`]): its text is
+/// mostly hidden, or some of what is hidden is shown to some readers.
+pub fn read_twice(msg: &Message) -> bool {
+    !msg.maybe_shown.is_empty() || mostly_hidden(msg)
+}
+
+/// Adds `msg`'s hidden words to `out` as words too, what the second reading has beside the
+/// first: all of them when most of its text is hidden, else those some readers may see.
 pub fn hidden_as_words(msg: &Message, opts: &TokenizerOptions, out: &mut Features) {
-    if !msg.hidden.is_empty() {
-        add_words(&split_hidden(&msg.text, &msg.hidden).1, opts, out);
+    let hidden = if mostly_hidden(msg) {
+        &msg.hidden
+    } else {
+        &msg.maybe_shown
+    };
+    if !hidden.is_empty() {
+        add_words(&split_hidden(&msg.text, hidden).1, opts, out);
     }
 }
 
@@ -678,23 +689,40 @@ mod tests {
     /// blocks on phones.
     #[test]
     fn a_pitch_shown_again_by_a_style_sheet_is_read_as_words() {
+        let pitch = |rule: &str| {
+            format!(
+                "<style>{rule}</style><div>Hello <span class=p style=\"display:none\">cheap \
+                 pills</span></div>"
+            )
+        };
         for rule in [
             "div > .p {display:inline !important}",
             "body .p{display:inline!important}",
+        ] {
+            assert_shown_and_hidden(&pitch(rule), &["cheap", "pills"], &[]);
+        }
+        // Shown to some readers only: hidden words, and words too in the second reading.
+        for rule in [
             "@media (min-width:1px){.p{display:inline!important}}",
             "@media all and (max-width: 9999px){.p{display:inline!important}}",
             ".p:not(.q){display:inline!important}",
         ] {
-            let html = format!(
-                "<style>{rule}</style><div>Hello <span class=p style=\"display:none\">cheap \
-                 pills</span></div>"
-            );
-            assert_shown_and_hidden(&html, &["cheap", "pills"], &[]);
+            let html = pitch(rule);
+            assert_shown_and_hidden(&html, &[], &["cheap", "pills"]);
+            let raw = html_message(&html);
+            let msg = Message::parse(&raw, 1 << 20);
+            assert!(read_twice(&msg), "{html:?}");
+            let mut f = Features::new();
+            hidden_as_words(&msg, &TokenizerOptions::default(), &mut f);
+            assert_eq!(f.count("cheap") + f.count("pills"), 2, "{html:?}");
         }
         let newsletter = "<style>@media (max-width:600px){.desktop{display:none!important}}\
                           </style><div style=\"display:none;max-height:0;overflow:hidden\">\
                           free shipping weekend</div><div class=desktop>summer sale</div>";
         assert_shown_and_hidden(newsletter, &["summer", "sale"], &["shipping", "weekend"]);
+        let raw = html_message(newsletter);
+        let msg = Message::parse(&raw, 1 << 20);
+        assert!(!read_twice(&msg));
     }
 
     /// A message of HTML `html`, after more shown text: most of a message hidden is read

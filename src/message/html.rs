@@ -82,6 +82,10 @@ struct Text {
     /// Where in `out` the hidden words are, each run with the space before it unless the
     /// reader sees that space.
     hidden_spans: Vec<Range<usize>>,
+    /// Whether the hidden words read now are shown to some readers.
+    maybe_shown: bool,
+    /// Where in `out` the hidden words shown to some readers are.
+    maybe_shown_spans: Vec<Range<usize>>,
 }
 
 impl Text {
@@ -135,6 +139,13 @@ impl Text {
         if self.hidden {
             let end = self.out.len();
             self.hide(start..end);
+            if self.maybe_shown {
+                let word_at = end - word.len();
+                match self.maybe_shown_spans.last_mut() {
+                    Some(last) if self.out[last.end..word_at].trim().is_empty() => last.end = end,
+                    _ => self.maybe_shown_spans.push(word_at..end),
+                }
+            }
         }
     }
 
@@ -213,6 +224,9 @@ pub struct Rendered {
     /// reader sees that space, so that the text without them reads as the reader sees it
     /// (`Via<span hidden>x</span>gra` is `Viagra`, `a <b hidden>x</b>b` is `a b`).
     pub hidden: Vec<Range<usize>>,
+    /// Runs of hidden words that a rule for some readers only shows (`@media (min-width:
+    /// 600px)`, a selector not read as written): what those readers may see.
+    pub maybe_shown: Vec<Range<usize>>,
 }
 
 /// `html` as text, with its hidden words marked: see `Hider`.
@@ -229,12 +243,20 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         hidden: false,
         gone: false,
         hidden_spans: Vec::new(),
+        maybe_shown: false,
+        maybe_shown_spans: Vec::new(),
     };
     // Most HTML can hide nothing, and is read as it was before hidden text was looked for.
-    let mut hider = (mark_hidden && may_hide(html)).then(|| Hider::new(html));
+    let mut hider = (mark_hidden && may_hide(html)).then(|| Hider::new(html, false));
+    // Text is hidden as every reader sees it. Where rules for some readers only may show
+    // some of it, the page is followed as they may see it too, to say which.
+    let mut some_see = (hider.as_ref())
+        .filter(|h| h.sheet.as_ref().is_some_and(StyleSheet::shows_to_some))
+        .map(|_| Hider::new(html, true));
     // A style sheet may hide the page before its first tag (`body { font-size: 0 }`).
     text.hidden = hider.as_ref().is_some_and(Hider::hides);
     text.gone = hider.as_ref().is_some_and(Hider::removes);
+    text.maybe_shown = some_see.as_ref().is_some_and(|h| !h.hides());
     let mut decoded = String::new();
     let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
@@ -287,6 +309,19 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
             text.hidden = hider.hides();
             text.gone = hider.removes();
             undisplayed |= hider.undisplayed();
+            if let Some(some_see) = &mut some_see {
+                if closing {
+                    some_see.end(lower);
+                } else {
+                    let attributes_at = at + name_len;
+                    let attributes_end = if bytes[end - 1] == b'>' { end - 1 } else { end };
+                    some_see.start(
+                        lower,
+                        &html[attributes_at..attributes_end.max(attributes_at)],
+                    );
+                }
+                text.maybe_shown = !some_see.hides();
+            }
         }
         at = end;
         text.brk(break_of(name), undisplayed);
@@ -316,9 +351,11 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         span.end = span.end.min(trimmed);
     }
     text.hidden_spans.retain(|span| span.start < span.end);
+    text.maybe_shown_spans.retain(|span| span.end <= trimmed);
     Rendered {
         text: text.out,
         hidden: text.hidden_spans,
+        maybe_shown: text.maybe_shown_spans,
     }
 }
 
@@ -987,15 +1024,16 @@ impl Open {
 /// ([`ColorStack`]), as SpamAssassin's renderer judges the last for its Bayes.
 ///
 /// Declarations are read from the `style` attribute and from the page's style sheets
-/// ([`StyleSheet`]), in the cascade's order. Text is hidden only if it is hidden from every
-/// reader: where a rule that holds for some readers only (`@media (max-width: 600px)`, a
-/// selector not read as written) wins a property, the element is read again with it, and
-/// each way of hiding hides only if it does both ways ([`Open::or_shown`]); the colours
-/// are followed both ways too. Elements are matched against their ancestors through the
-/// states of the sheet's selectors with combinators that each passes on. What is not read
-/// (a sheet past its bounds, one linked and not sent, a reader's own style sheet) can still
-/// show what these hide, which is why hidden words are not dropped, only kept apart. Outlook's `mso-hide: all`
-/// hides nothing in the other readers, and hides nothing here: spam that uses it to hide
+/// ([`StyleSheet`]), in the cascade's order, as every reader sees the page; or, for a
+/// second `Hider` beside the first (`as_some_see`), as some may: where a rule that holds
+/// for some readers only (`@media (max-width: 600px)`, a selector not read as written)
+/// wins a property, the element is read again with it, and each way of hiding hides only
+/// if it does both ways ([`Open::or_shown`]); the colours are followed both ways too.
+/// Elements are matched against their ancestors through the states of the sheet's
+/// selectors with combinators that each passes on. What is not read (a sheet past its
+/// bounds, one linked and not sent, a reader's own style sheet) can still show what these
+/// hide, which is why hidden words are not dropped, only kept apart. Outlook's `mso-hide:
+/// all` hides nothing in the other readers, and hides nothing here: spam that uses it to hide
 /// uses `display: none` with it, and newsletters put it on the buttons everyone else sees.
 /// Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font size>`:
 /// the smallest is 10 pixels.
@@ -1040,11 +1078,16 @@ struct Hider {
     /// Whether the void element (`<br>`, `<hr>`) the last start tag began is not
     /// displayed: it holds nothing, and is not open, but it makes no break either.
     void_none: bool,
+    /// Whether what rules for some readers only show is shown.
+    as_some_see: bool,
 }
 
 impl Hider {
-    fn new(html: &str) -> Hider {
+    /// A reader of `html`'s hidden text as every reader sees it, or (`as_some_see`) with
+    /// what rules for some readers only show shown.
+    fn new(html: &str, as_some_see: bool) -> Hider {
         let mut hider = Hider {
+            as_some_see,
             open: VecDeque::new(),
             floor: PAGE,
             colors: ColorStack::new(),
@@ -1211,7 +1254,7 @@ impl Hider {
         let mut shown_cascaded = std::mem::take(&mut self.shown_cascaded);
         shown_cascaded.clear();
         let shows = match &self.sheet {
-            Some(sheet) if sheet.shows_any(&matched) => {
+            Some(sheet) if self.as_some_see && sheet.shows_any(&matched) => {
                 cascade(Some(sheet), &matched, &own, true, &mut shown_cascaded)
             }
             _ => 0,
@@ -2523,21 +2566,40 @@ mod tests {
         }
     }
 
+    /// Runs of hidden text that rules for some readers only may show.
+    fn maybe_shown_runs(html: &str) -> Vec<String> {
+        let rendered = render(html);
+        (rendered.maybe_shown.iter())
+            .map(|span| rendered.text[span.clone()].trim().to_string())
+            .collect()
+    }
+
     /// Text is hidden only if it is hidden from every reader: a pitch hidden inline and
-    /// shown again by a rule that holds for some readers, or whose selector is not read as
-    /// written, is shown. Each was weighed as hidden words. What no reader sees stays
-    /// hidden.
+    /// shown again by a rule for every reader whose selector has combinators is shown;
+    /// shown by a rule that holds for some readers, or whose selector is not read as
+    /// written, it is hidden but may be shown (and is read both ways). Each was weighed
+    /// as hidden words only. What no reader sees stays hidden, and is shown to none.
     #[test]
-    fn a_rule_that_shows_text_to_some_readers_shows_it() {
+    fn a_rule_that_shows_text_to_some_readers_may_show_it() {
         let pitch = "<div><span class=p style=\"display:none\">cheap pills</span></div> hi";
         for rule in [
             "div > .p {display:inline !important}",
             "body .p{display:inline!important}",
             "html div span.p{display:inline!important}",
+            "@media not print{.p{display:inline!important}}",
+            ".\\70 {display:inline!important}",
+            "div>.\\p{display:inline!important}",
+        ] {
+            for page in [String::new(), "<body>".to_string()] {
+                let html = format!("<style>{rule}</style>{page}{pitch}");
+                assert_eq!(hidden_runs(&html), Vec::<String>::new(), "{html:?}");
+                assert_eq!(maybe_shown_runs(&html), Vec::<String>::new(), "{html:?}");
+            }
+        }
+        for rule in [
             "@media (min-width:1px){.p{display:inline!important}}",
             "@media all and (max-width: 9999px){.p{display:inline!important}}",
             "@media screen and (orientation:portrait), print{.p{display:inline!important}}",
-            "@media not print{.p{display:inline!important}}",
             "@media (prefers-color-scheme:dark){@media (min-width:1px){.p{display:inline!important}}}",
             "@supports (display:inline){.p{display:inline!important}}",
             ".p:not(.q){display:inline!important}",
@@ -2545,59 +2607,42 @@ mod tests {
             "[class=p]{display:inline!important}",
             "div:first-child > .p{display:inline!important}",
             ".q .r, .p:hover{display:inline!important;font-size:0}",
-            ".\\70 {display:inline!important}",
             "@media (min-width:1px){SPAN.\\000050 {display:inline!important}}",
-            "div>.\\p{display:inline!important}",
         ] {
             for page in [String::new(), "<body>".to_string()] {
                 let html = format!("<style>{rule}</style>{page}{pitch}");
-                assert_eq!(hidden_runs(&html), Vec::<String>::new(), "{html:?}");
+                assert_eq!(hidden_runs(&html), ["cheap pills"], "{html:?}");
+                assert_eq!(maybe_shown_runs(&html), ["cheap pills"], "{html:?}");
             }
         }
         let html = format!(
             "<style media=\"(min-width:1px)\">.p{{display:inline!important}}</style>{pitch}"
         );
-        assert_eq!(hidden_runs(&html), Vec::<String>::new(), "{html:?}");
-        // Other ways of hiding, undone for some readers; and by a rule that holds for every
-        // reader where one that holds for some hides.
-        assert_hides(&[
-            (
-                "<style>@media (max-width:600px){.p{font-size:14px!important}}</style>\
-                 <span class=p style=\"font-size:0\">cheap</span>",
-                &[],
-            ),
-            (
-                "<style>@media (max-width:600px){.p{visibility:visible}}</style>\
-                 <div style=\"visibility:hidden\"><span class=p>cheap</span></div>",
-                &[],
-            ),
-            (
-                "<style>@media (max-width:600px){.p{opacity:1!important}}</style>\
-                 <span class=p style=\"opacity:0\">cheap</span>",
-                &[],
-            ),
-            (
-                "<style>@media (max-width:600px){.m{max-height:none!important;overflow:visible\
-                 !important}}</style><div class=m style=\"max-height:0;overflow:hidden\">\
-                 cheap</div>",
-                &[],
-            ),
-            (
-                "<style>@media (max-width:600px){.p{left:0!important}}</style>\
-                 <div class=p style=\"position:absolute;left:-9999px\">cheap</div>",
-                &[],
-            ),
-            (
-                "<style>@media (prefers-color-scheme:dark){.p{color:#000!important}}</style>\
-                 <span class=p style=\"color:#fff\">cheap</span>",
-                &[],
-            ),
-            (
-                "<style>@media (max-width:600px){.p{display:none!important}} .p{display:\
-                 inline!important}</style><span class=p style=\"display:none\">cheap</span>",
-                &[],
-            ),
-        ]);
+        assert_eq!(maybe_shown_runs(&html), ["cheap pills"], "{html:?}");
+        // Other ways of hiding, undone for some readers.
+        for html in [
+            "<style>@media (max-width:600px){.p{font-size:14px!important}}</style>\
+             <span class=p style=\"font-size:0\">cheap</span>",
+            "<style>@media (max-width:600px){.p{visibility:visible}}</style>\
+             <div style=\"visibility:hidden\"><span class=p>cheap</span></div>",
+            "<style>@media (max-width:600px){.p{opacity:1!important}}</style>\
+             <span class=p style=\"opacity:0\">cheap</span>",
+            "<style>@media (max-width:600px){.m{max-height:none!important;overflow:visible\
+             !important}}</style><div class=m style=\"max-height:0;overflow:hidden\">\
+             cheap</div>",
+            "<style>@media (max-width:600px){.p{left:0!important}}</style>\
+             <div class=p style=\"position:absolute;left:-9999px\">cheap</div>",
+            "<style>@media (prefers-color-scheme:dark){.p{color:#000!important}}</style>\
+             <span class=p style=\"color:#fff\">cheap</span>",
+        ] {
+            assert_eq!(maybe_shown_runs(html), ["cheap"], "{html:?}");
+        }
+        // A rule that holds for every reader shows what one that holds for some hides.
+        assert_hides(&[(
+            "<style>@media (max-width:600px){.p{display:none!important}} .p{display:\
+             inline!important}</style><span class=p style=\"display:none\">cheap</span>",
+            &[],
+        )]);
         // Near misses: what no reader on a screen is shown stays hidden. A rule for other
         // media, one whose query is none, one that loses to the inline style, one whose
         // ancestors are not there, what rules that hold for some readers hide.
@@ -2622,14 +2667,15 @@ mod tests {
         ] {
             let html = format!("<style>{rule}</style>{hidden}");
             assert_eq!(hidden_runs(&html), ["meeting"], "{html:?}");
+            assert_eq!(maybe_shown_runs(&html), Vec::<String>::new(), "{html:?}");
         }
         let html = format!("<style media=print>.p{{display:inline!important}}</style>{hidden}");
         assert_eq!(hidden_runs(&html), ["meeting"], "{html:?}");
     }
 
     /// A responsive newsletter hides blocks on phones and shows others: what it hides for
-    /// some readers is shown, what it shows for some is shown, and its preheader, hidden
-    /// inline from every reader with no rule to show it, stays hidden.
+    /// some readers is shown, what it shows for some is hidden but may be shown, and its
+    /// preheader, hidden inline from every reader with no rule to show it, stays hidden.
     #[test]
     fn a_newsletter_s_responsive_rules_hide_only_its_preheader() {
         let page = "<style>@media only screen and (max-width:600px){.desktop{display:none\
@@ -2640,7 +2686,11 @@ mod tests {
                     <table><tr><td><div class=\"desktop wide\">summer sale</div>\
                     <div class=mobile style=\"display:none;max-height:0;overflow:hidden\">\
                     tap to shop</div></td></tr></table>";
-        assert_eq!(hidden_runs(page), ["free shipping this weekend"]);
+        assert_eq!(
+            hidden_runs(page),
+            ["free shipping this weekend", "tap to shop"]
+        );
+        assert_eq!(maybe_shown_runs(page), ["tap to shop"]);
     }
 
     /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,

@@ -6,21 +6,24 @@
 //! reader on a screen (at the top of a sheet, or under `@media screen`) and whose selector
 //! is read as written (a tag, an id, classes, `*`, and those joined by the descendant and
 //! child combinators, `div .x`, `td > span`) hides and shows. A rule that holds for some
-//! readers only shows: under `@media` with a query some screen can meet (a width, an
+//! readers only may show: under `@media` with a query some screen can meet (a width, an
 //! orientation, `prefers-color-scheme`, `all and (max-width: 600px)`), under `@supports`,
-//! `@layer` or `@container`, in a `<style media=…>` for such a query; and so does a rule
+//! `@layer` or `@container`, in a `<style media=…>` for such a query; and so may a rule
 //! whose selector is not read as written (sibling combinators, pseudo-classes, attribute
 //! selectors), taken to apply to every element its last compound matches (`a + .x:hover`
-//! as `.x`): reading a rule that shows too widely only counts as shown what a reader
-//! might see. Such a rule keeps the declarations of its that show (`display` other than
+//! as `.x`). Such a rule keeps the declarations of its that show (`display` other than
 //! `none`, `visibility: visible`, a readable `font-size`, `opacity` that can be seen, a
 //! box that does not clip, a place on the page; colours, which show or hide by what is
-//! behind them); what it hides counts as shown, since other readers see it. Its
-//! declarations take their place in the cascade among the others, by importance,
-//! specificity and order, and an element is read twice when one of them wins a property:
-//! as every reader shows it, and with what such rules show; each way a text can be hidden
-//! hides it only if it hides it both ways. `@media print` and `speech`, `not all`, a query
-//! that is none, and other at-rules are not read.
+//! behind them); what it hides counts as shown, since other readers see it. The page is
+//! read as every reader sees it, without them; where one of them matches, it is also
+//! followed as some readers may see it, the rule's declarations in their place in the
+//! cascade, by importance, specificity and order, and each way a text can be hidden hiding
+//! it only if it does both ways. Text hidden the first way and not the second is hidden
+//! words that some readers may see (`html::Rendered::maybe_shown`), which the message's
+//! second reading weighs as words: a rule read too widely, or one that holds for no
+//! reader in fact (`div:not(div)`, `@media (min-width: 100000px)`), adds a reading, and
+//! takes none away. `@media print` and `speech`, `not all`, a query that is none, and
+//! other at-rules are not read.
 //!
 //! Reading is bounded: at most [`MAX_RULES`] rules of a page are read and [`MAX_SELECTORS`]
 //! selectors kept, [`MAX_PER_KEY`] of them for one tag, id or class; at most
@@ -608,6 +611,12 @@ impl StyleSheet {
             }
             out.push(next);
         }
+    }
+
+    /// Whether any selector is read only for what it shows: the page is then read both
+    /// ways, as every reader sees it, and as some may.
+    pub(super) fn shows_to_some(&self) -> bool {
+        self.selectors.iter().any(|s| s.shows_only)
     }
 
     /// Whether a selector read for what it shows is among those `matched`
