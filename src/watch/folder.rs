@@ -111,6 +111,14 @@ pub fn classify(name: &str, settings: &WatchSettings) -> FolderKind {
     }
 }
 
+/// Whether the user keeps mail in a folder of this name: one neither a spam folder nor a
+/// never-learn one (Trash, Sent …), whether or not it is ham. A copy of a message there may
+/// be what a copy of it elsewhere was made from.
+pub fn keeps_mail(name: &str, settings: &WatchSettings) -> bool {
+    let matches = |names: &[String]| names.iter().any(|n| name_matches(name, n));
+    !matches(&settings.never_learn) && !matches(&settings.spam_folders)
+}
+
 /// Whether `folder` (as [`Folder::name`]) is `configured` or lies below it.
 fn name_matches(folder: &str, configured: &str) -> bool {
     let normalise = |s: &str| -> Vec<String> {

@@ -28,12 +28,14 @@
 //!   copy in Junk is thrown away came from INBOX), else from the folder the message was
 //!   last seen in (a copy made there, or a move the watcher did not see); a file that left
 //!   a spam folder as this one arrived rescues nothing while a copy of the message stays
-//!   unmarked in another ham folder (a copy of INBOX's original filed in Archive as Junk
-//!   is emptied), unless it is known to come from there (seen renamed out of it, or a
-//!   rescue below completed);
+//!   unmarked in another folder that keeps mail, ham or not, but neither a spam nor a
+//!   never-learn one (a copy of INBOX's original filed in Archive as Junk is emptied),
+//!   unless it is known to come from there (seen renamed out of it, or a rescue below
+//!   completed);
 //! - a copy made out of a spam folder while the one copied stays there unmarked for
-//!   deletion rescues nothing yet, and nothing at all if one stays unmarked in another ham
-//!   folder too (the copy may come from there: the original in INBOX copied to Archive);
+//!   deletion rescues nothing yet, and nothing at all if one stays unmarked in another
+//!   folder that keeps mail too (the copy may come from there: the original in INBOX
+//!   copied to Archive);
 //!   that one marked deleted or gone within 15 minutes (a client that moves by copying)
 //!   completes the rescue, seen as it happens or by the next rescan, unless a file of the
 //!   message left another folder meanwhile (the copy may have come from there: a client
@@ -1051,10 +1053,12 @@ impl Watcher {
                     && let Some(from) = &from
                 {
                     let copies = seen::copies_in(store, user, from, d)?;
-                    let is_ham = |_: usize, f: &Folder| f.kind == FolderKind::Ham;
+                    // Not only ham folders: where only INBOX is ham, a copy filed into it
+                    // may come from Archive all the same.
+                    let keeps = |_: usize, f: &Folder| folder::keeps_mail(&f.name, &self.settings);
                     let stays = self.copy_stays(c.user, from, &copies);
-                    if stays && let Some(kept) = self.copy_elsewhere(store, c, d, is_ham)? {
-                        // A copy stays unmarked in another ham folder too: this file may
+                    if stays && let Some(kept) = self.copy_elsewhere(store, c, d, keeps)? {
+                        // A copy stays unmarked in another folder too: this file may
                         // be a copy of that one (the original in INBOX, copied to Archive),
                         // and the one in the spam folder leaving it later no rescue. One
                         // begun earlier, of which this may be a copy, stands.
@@ -1082,13 +1086,13 @@ impl Watcher {
                         seen::rescue_begun(user, d, &folder.name, &c.unique, seen_at, &mut notes);
                         continue;
                     }
-                    // No copy stays there, but one stays unmarked in another ham folder:
+                    // No copy stays there, but one stays unmarked in another folder:
                     // this file may be a copy of that one (its original in INBOX copied
                     // to Archive as Junk is emptied), unless it is known to come from the
                     // spam folder. The message never came out of it: no rescue.
                     let known =
                         (departures.came_from).contains_key(&(c.user, c.folder, c.unique.clone()));
-                    if !known && let Some(kept) = self.copy_elsewhere(store, c, d, is_ham)? {
+                    if !known && let Some(kept) = self.copy_elsewhere(store, c, d, keeps)? {
                         info!(
                             "folder watch: {} may be a copy of one that stays in {}: not relearned",
                             shown(&c.path),

@@ -1313,3 +1313,42 @@ fn a_copy_out_of_junk_filed_on_by_copying_is_still_a_rescue() {
     assert_eq!(f.class_of(&a), Some(Class::Ham), "emptied after the filing");
     assert_eq!(f.class_of(&b), Some(Class::Ham), "emptied as it was filed");
 }
+
+/// Where only INBOX is ham (`other_folders_are_ham = false`), mail kept in Archive and
+/// copied into Junk (learned as spam), then copied from Archive into INBOX as Junk is
+/// emptied: INBOX's copy came from Archive, where the message stays, not out of Junk. Seen
+/// in separate batches, or the copy and the emptying at once, it stays spam.
+#[test]
+fn copying_from_a_folder_that_is_not_ham_as_junk_is_emptied_is_no_rescue() {
+    let mut f = Fixture::new(WatchSettings {
+        other_folders_are_ham: false,
+        debounce: Duration::from_millis(300),
+        ..settings()
+    });
+    let (a, b) = (mail(202), mail(203));
+    let archive_a = f.place("Archive", "1700000202.A.host:2,S", &a);
+    let archive_b = f.place("Archive", "1700000203.B.host:2,S", &b);
+    let mut markers = Markers::place(&f, 204..206);
+    f.start();
+    let junk_a = copy_to(&f, &archive_a, "Junk");
+    let junk_b = copy_to(&f, &archive_b, "Junk");
+    f.wait_learned(&a, Class::Spam);
+    f.wait_learned(&b, Class::Spam);
+    copy_to(&f, &archive_a, "INBOX");
+    markers.handled(&f);
+    std::fs::remove_file(&junk_a).unwrap();
+    copy_to(&f, &archive_b, "INBOX");
+    std::fs::remove_file(&junk_b).unwrap();
+    markers.handled(&f);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Spam),
+        "Junk emptied after the copy"
+    );
+    assert_eq!(
+        f.class_of(&b),
+        Some(Class::Spam),
+        "Junk emptied with the copy"
+    );
+    assert_eq!(f.messages(), [0, 4]);
+}
