@@ -39,7 +39,9 @@
 //!   that one marked deleted or gone within 15 minutes (a client that moves by copying)
 //!   completes the rescue, seen as it happens or by the next rescan, unless a file of the
 //!   message left another folder meanwhile (the copy may have come from there: a client
-//!   filing by copying), and whatever copies of the rescued one were filed meanwhile;
+//!   filing by copying), and whatever copies of the rescued one were filed meanwhile; the
+//!   rescued one moved on to another folder under its name (as Dovecot moves and copies),
+//!   the rescue follows it;
 //! - a message whose last file in the spam folder it was last seen in goes, or is marked
 //!   deleted, with no file of it arriving elsewhere, was deleted there: the record forgets
 //!   where it was, so that a copy of it made elsewhere later rescues nothing; that mark
@@ -1297,7 +1299,9 @@ impl Watcher {
     /// left it (in `departures`: gone, or marked deleted), and that spam folder. A rescue
     /// of a message that also left another folder is called off instead, in `leaving`:
     /// the copy filed may have come from there (a client that files by copying, marking
-    /// the one it copied).
+    /// the one it copied). One whose filed copy itself left, and stays under its name in
+    /// another folder the user keeps mail in, follows it there (moved on, as Dovecot moves:
+    /// linked in, then deleted).
     fn settle_rescues(
         &self,
         departures: &Departures,
@@ -1313,9 +1317,25 @@ impl Watcher {
             leaving
                 .from_spam
                 .extend(spam.iter().map(|&folder| (user, d, folder)));
-            let Some((name, unique)) = seen::rescue_pending(store, &u.user, &d, since)? else {
+            let Some((name, unique, began)) = seen::rescue_pending(store, &u.user, &d, since)?
+            else {
                 continue;
             };
+            if let Some(next) = self.moved_on(user, &name, &unique, &other, leaving) {
+                let to = &u.folders[next.folder].name;
+                if spam.is_empty() {
+                    info!(
+                        "folder watch: what {} filed in {} moved on to {}: still a rescue",
+                        u.user,
+                        escape_control(&name),
+                        escape_control(to)
+                    );
+                    seen::rescue_begun(&u.user, &d, to, &unique, began, &mut leaving.changes);
+                } else {
+                    filed.push((next, spam[0]));
+                }
+                continue;
+            }
             if let Some(&from) = other.first() {
                 info!(
                     "folder watch: a copy of what {} filed in {} left {}: its filing is no rescue",
@@ -1345,6 +1365,40 @@ impl Watcher {
             filed.push((copy, spam[0]));
         }
         Ok(filed)
+    }
+
+    /// The filed copy `unique` of a pending rescue, where it stays unmarked in a folder the
+    /// user keeps mail in, when it left the folder `name` it was filed in and the message
+    /// left no `other` folder: moved on, under its name. Only Dovecot's copies keep the
+    /// name, and this one may come from the filed copy or the spam folder, both a rescue:
+    /// the rescue began while no other copy stayed where it could come from.
+    fn moved_on(
+        &self,
+        user: usize,
+        name: &str,
+        unique: &str,
+        other: &[usize],
+        leaving: &Leaving,
+    ) -> Option<Candidate> {
+        let u = &self.users[user];
+        let at = u.folders.iter().position(|f| f.name == name)?;
+        let left = leaving.left.get(&(user, at))?;
+        if !left.contains(unique) || other.iter().any(|&f| f != at) {
+            return None;
+        }
+        let named = HashSet::from([unique.to_string()]);
+        (u.folders.iter().enumerate())
+            .filter(|&(f, folder)| f != at && folder::keeps_mail(&folder.name, &self.settings))
+            .find_map(|(f, folder)| {
+                let path =
+                    (message_files(&folder.path, &named).into_iter()).find(|p| !trashed(p))?;
+                Some(Candidate {
+                    user,
+                    folder: f,
+                    path,
+                    unique: unique.to_string(),
+                })
+            })
     }
 
     /// The changes that forget where the messages that left a spam folder were last seen,

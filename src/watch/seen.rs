@@ -64,13 +64,13 @@ pub fn rescue_begun(
 }
 
 /// The folder and unique name of the copy of `digest` that `user` filed to begin a rescue,
-/// if that was after `since` (seconds since the epoch).
+/// and when, if that was after `since` (seconds since the epoch).
 pub fn rescue_pending(
     store: &dyn Store,
     user: &str,
     digest: &Digest,
     since: u64,
-) -> Result<Option<(String, String)>, Error> {
+) -> Result<Option<(String, String, u64)>, Error> {
     let Some(v) = store.note(&rescue_key(user, digest))? else {
         return Ok(None);
     };
@@ -78,10 +78,12 @@ pub fn rescue_pending(
     let (Some(folder), Some(unique), Some(_)) = (parts.next(), parts.next(), parts.next()) else {
         return Ok(None);
     };
-    Ok((rescue_at(&v) >= since).then(|| {
+    let at = rescue_at(&v);
+    Ok((at >= since).then(|| {
         (
             String::from_utf8_lossy(folder).into_owned(),
             String::from_utf8_lossy(unique).into_owned(),
+            at,
         )
     }))
 }

@@ -1352,3 +1352,46 @@ fn copying_from_a_folder_that_is_not_ham_as_junk_is_emptied_is_no_rescue() {
     );
     assert_eq!(f.messages(), [0, 4]);
 }
+
+/// Mail copied out of Junk into INBOX, then moved on from INBOX into Archive (as Dovecot
+/// moves: linked in, the one in INBOX deleted) while the copy in Junk stays, and Junk
+/// emptied: the copy in INBOX was the rescue, and moving it on, like copying it on, does
+/// not make it filing. Junk emptied after the move, or with it.
+#[test]
+fn a_copy_out_of_junk_moved_on_is_still_a_rescue() {
+    let mut f = Fixture::new(WatchSettings {
+        debounce: Duration::from_millis(300),
+        ..settings()
+    });
+    let (a, b) = (mail(208), mail(209));
+    let junk_a = f.place("Junk", "1700000208.A.host:2,S", &a);
+    let junk_b = f.place("Junk", "1700000209.B.host:2,S", &b);
+    let mut markers = Markers::place(&f, 210..214);
+    let engine = f.engine.current();
+    let lessons = [&a, &b].map(|m| engine.lesson(m.as_bytes(), Some(Class::Spam), Some("ann")));
+    engine.learn(&lessons).unwrap();
+    f.start();
+    let inbox_a = copy_to(&f, &junk_a, "INBOX");
+    let inbox_b = copy_to(&f, &junk_b, "INBOX");
+    markers.handled(&f);
+    copy_to(&f, &inbox_a, "Archive");
+    std::fs::remove_file(&inbox_a).unwrap();
+    markers.handled(&f);
+    std::fs::remove_file(&junk_a).unwrap();
+    markers.handled(&f);
+    copy_to(&f, &inbox_b, "Archive");
+    std::fs::remove_file(&inbox_b).unwrap();
+    std::fs::remove_file(&junk_b).unwrap();
+    markers.handled(&f);
+    assert_eq!(
+        f.class_of(&a),
+        Some(Class::Ham),
+        "Junk emptied after the move"
+    );
+    assert_eq!(
+        f.class_of(&b),
+        Some(Class::Ham),
+        "Junk emptied with the move"
+    );
+    assert_eq!(f.messages(), [2, 4]);
+}

@@ -746,6 +746,40 @@ fn dovecot_copying_the_original_then_emptying_junk_is_no_rescue() {
     assert_eq!(counts, [0, 2]);
 }
 
+/// Through a real Dovecot, which keeps a file's name as it copies and moves it: mail
+/// copied out of Junk into INBOX, then moved on to Archive before the copy left in Junk is
+/// deleted, is rescued all the same.
+#[test]
+fn dovecot_a_copy_out_of_junk_moved_on_is_still_a_rescue() {
+    let Some(dir) = dovecot_dir() else {
+        return;
+    };
+    let Some(dovecot) = Dovecot::start(dir.path(), "") else {
+        return;
+    };
+    dovecot.imap(&["create Archive"]);
+    let db = dir.path().join("db");
+    let root = dir.path().join("home/ann/Maildir");
+    let config = write_config(dir.path(), "ann", &root);
+    let (watcher, log) = watch_logged(&config, &db);
+
+    dovecot.imap(&["append 7601 Junk"]);
+    log.wait_for("as spam for ann");
+    dovecot.imap(&["copy 7601 Junk INBOX"]);
+    log.wait_for("another stays in");
+    dovecot.imap(&["move 7601 INBOX Archive"]);
+    log.wait_for("moved on to");
+    dovecot.imap(&["delete 7601 Junk", "expunge Junk"]);
+    log.wait_for("as ham for ann");
+    stop_watcher(watcher);
+    drop(dovecot);
+
+    let (counts, ledger) = learned(&db);
+    let class = |n: usize| ledger.get(&hex(&mail(n))).map(String::as_str);
+    assert_eq!(class(7601), Some("ham ann"), "moved on, then Junk emptied");
+    assert_eq!(counts, [1, 0]);
+}
+
 fn walkdir_names(root: &Path) -> Vec<String> {
     let out = Command::new("find").arg(root).output().unwrap();
     util::text(&out.stdout).lines().map(String::from).collect()
