@@ -295,31 +295,18 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
             let lower = &mut lower[..name_len.min(NAME_KEY_BYTES)];
             lower.copy_from_slice(&name[..lower.len()]);
             lower.make_ascii_lowercase();
-            if closing {
-                hider.end(lower);
-            } else {
+            let attributes = (!closing).then(|| {
                 let attributes_at = at + name_len;
                 let attributes_end = if bytes[end - 1] == b'>' { end - 1 } else { end };
-                hider.start(
-                    lower,
-                    &html[attributes_at..attributes_end.max(attributes_at)],
-                );
-                undisplayed |= hider.void_none;
-            }
+                &html[attributes_at..attributes_end.max(attributes_at)]
+            });
+            hider.tag(lower, attributes);
+            undisplayed |= !closing && hider.void_none;
             text.hidden = hider.hides();
             text.gone = hider.removes();
             undisplayed |= hider.undisplayed();
             if let Some(some_see) = &mut some_see {
-                if closing {
-                    some_see.end(lower);
-                } else {
-                    let attributes_at = at + name_len;
-                    let attributes_end = if bytes[end - 1] == b'>' { end - 1 } else { end };
-                    some_see.start(
-                        lower,
-                        &html[attributes_at..attributes_end.max(attributes_at)],
-                    );
-                }
+                some_see.tag(lower, attributes);
                 text.maybe_shown = !some_see.hides();
             }
         }
@@ -1156,6 +1143,14 @@ impl Hider {
     fn removes(&self) -> bool {
         let top = self.top();
         top.none || top.font_px < MIN_READABLE_PX
+    }
+
+    /// A start tag, with its `attributes` as written, or an end tag: `name` lowercase.
+    fn tag(&mut self, name: &[u8], attributes: Option<&str>) {
+        match attributes {
+            Some(attributes) => self.start(name, attributes),
+            None => self.end(name),
+        }
     }
 
     /// A start tag: `name` lowercase, `attributes` as written.

@@ -178,23 +178,23 @@ fn find_outside_quotes(bytes: &[u8], mut at: usize, stops: &[u8]) -> Option<usiz
     None
 }
 
-/// Where the block whose `{` is just before `from` ends: at its `}` (braces inside it
-/// matched, those in quotes passed over), or at the end of `bytes`.
-fn block_end(bytes: &[u8], from: usize) -> usize {
+/// Where the bracket `pair[0]` opened just before `from` closes (`pair[1]`; those inside
+/// it matched, those in quotes passed over), if it does.
+fn closing(bytes: &[u8], from: usize, pair: &[u8; 2]) -> Option<usize> {
     let mut depth = 1usize;
     let mut at = from;
-    while let Some(found) = find_outside_quotes(bytes, at, b"{}") {
-        if bytes[found] == b'{' {
+    while let Some(found) = find_outside_quotes(bytes, at, pair) {
+        if bytes[found] == pair[0] {
             depth += 1;
         } else {
             depth -= 1;
             if depth == 0 {
-                return found;
+                return Some(found);
             }
         }
         at = found + 1;
     }
-    bytes.len()
+    None
 }
 
 /// One declaration kept of a rule.
@@ -375,7 +375,7 @@ impl StyleSheet {
                 at = stop + 1;
                 continue;
             }
-            let end = block_end(bytes, stop + 1);
+            let end = closing(bytes, stop + 1, b"{}").unwrap_or(bytes.len());
             let block = &css[stop + 1..end];
             at = end + 1;
             self.rules += 1;
@@ -808,7 +808,7 @@ fn media_tokens(query: &str) -> Vec<Token<'_>> {
         if b.is_ascii_whitespace() {
             at += 1;
         } else if b == b'(' {
-            let Some(end) = paren_end(bytes, at + 1) else {
+            let Some(end) = closing(bytes, at + 1, b"()") else {
                 tokens.push(Token::Other);
                 break;
             };
@@ -961,25 +961,6 @@ fn list(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Where the parenthesis opened just before `from` closes (those inside it matched, those
-/// in quotes passed over), if it does.
-fn paren_end(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut depth = 1usize;
-    let mut at = from;
-    while let Some(found) = find_outside_quotes(bytes, at, b"()") {
-        if bytes[found] == b'(' {
-            depth += 1;
-        } else {
-            depth -= 1;
-            if depth == 0 {
-                return Some(found);
-            }
-        }
-        at = found + 1;
-    }
-    None
-}
-
 /// A selector a reader would not read, which drops its whole rule.
 struct Unreadable;
 
@@ -1051,7 +1032,7 @@ fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
                 let from = at + 1 + usize::from(element);
                 at = from + name(from)?.len();
                 if bytes.get(at) == Some(&b'(') {
-                    at = paren_end(bytes, at + 1).ok_or(Unreadable)? + 1;
+                    at = closing(bytes, at + 1, b"()").ok_or(Unreadable)? + 1;
                 }
                 counts[if element { 2 } else { 1 }] += 1;
                 exact = false;
