@@ -1220,7 +1220,7 @@ impl Hider {
                 .map(|(slot, class)| *slot = class)
                 .count();
             let id = Some(id).filter(|id| !id.is_empty());
-            let element = sheet.element(key, id, &classes[..count]);
+            let element = sheet.element(key, id, &classes[..count], attributes);
             // The states of the element around, copied out of the ring they are kept in.
             self.around_states.clear();
             match self.states.len().checked_sub(self.chains) {
@@ -1661,7 +1661,7 @@ pub(super) fn css_number(value: &str) -> Option<f32> {
 /// reads them: each name, and its value without quotes (`None` for an attribute without
 /// one). A quoted value is the value's to its closing quote, so that `title="style=x"`
 /// and `alt='a hidden b'` set no style and hide nothing.
-fn tag_attributes(tag: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
+pub(super) fn tag_attributes(tag: &str) -> impl Iterator<Item = (&str, Option<&str>)> {
     let bytes = tag.as_bytes();
     let mut at = 0;
     std::iter::from_fn(move || {
@@ -2686,6 +2686,35 @@ mod tests {
             ["free shipping this weekend", "tap to shop"]
         );
         assert_eq!(maybe_shown_runs(page), ["tap to shop"]);
+    }
+
+    /// A rule whose selector asks for an attribute holds only for elements that have it:
+    /// the boilerplate of newsletters for the links Apple Mail adds
+    /// (`*[x-apple-data-detectors]`, their size and colour inherited) was read as showing
+    /// every element's, and a preheader hidden by size and colour was read twice, its
+    /// words that nobody sees weighed as words.
+    #[test]
+    fn an_attribute_selector_holds_only_where_the_attribute_is() {
+        let rule = "<style>*[x-apple-data-detectors]{color:inherit!important;\
+                    font-size:inherit!important;line-height:inherit!important}\
+                    [data-x=y]{font-size:14px!important}</style>";
+        for page in [
+            "<div style=\"font-size:0;color:#fff\">your weekly digest</div><p>hi</p>",
+            "<span data-y style=\"font-size:0\">your weekly digest</span> hi",
+            "<span data-xx style=\"font-size:0\">your weekly digest</span> hi",
+        ] {
+            let html = format!("{rule}{page}");
+            assert_eq!(hidden_runs(&html), ["your weekly digest"], "{html:?}");
+            assert_eq!(maybe_shown_runs(&html), Vec::<String>::new(), "{html:?}");
+        }
+        for page in [
+            "<a X-Apple-Data-Detectors=true style=\"font-size:0\">cheap pills</a> hi",
+            "<span data-x=z style=\"font-size:0\">cheap pills</span> hi",
+            "<span data-x style=\"font-size:0\">cheap pills</span> hi",
+        ] {
+            let html = format!("{rule}{page}");
+            assert_eq!(maybe_shown_runs(&html), ["cheap pills"], "{html:?}");
+        }
     }
 
     /// Deep nesting, a stack of unclosed tags with a million end tags that end nothing,

@@ -11,7 +11,7 @@
 //! `@layer` or `@container`, in a `<style media=…>` for such a query; and so may a rule
 //! whose selector is not read as written (sibling combinators, pseudo-classes, attribute
 //! selectors), taken to apply to every element its last compound matches (`a + .x:hover`
-//! as `.x`). Such a rule keeps the declarations of its that show (`display` other than
+//! as `.x`, `*[x-apple-data-detectors]` as any element with that attribute). Such a rule keeps the declarations of its that show (`display` other than
 //! `none`, `visibility: visible`, a readable `font-size`, `opacity` that can be seen, a
 //! box that does not clip, a place on the page; colours, which show or hide by what is
 //! behind them); what it hides counts as shown, since other readers see it. The page is
@@ -40,7 +40,7 @@ use std::ops::Range;
 
 use super::html::{
     MIN_READABLE_OPACITY, MIN_READABLE_PX, OFF_PAGE_PX, PAGE_FONT_PX, css_length, css_number,
-    font_px, font_shorthand_size, has_room, name_key,
+    font_px, font_shorthand_size, has_room, name_key, tag_attributes,
 };
 
 /// Rules read of a page's style sheets (those not kept count): the rest is not read.
@@ -227,6 +227,9 @@ struct Compound {
     tag: Option<u128>,
     id: Option<String>,
     classes: Vec<String>,
+    /// The names of the attributes it asks for (`[x-apple-data-detectors]`, `[data-x=y]`),
+    /// lowercase: an element without one of them is not matched, whatever its value.
+    attributes: Vec<String>,
     /// `#a#b`, which matches nothing.
     never: bool,
 }
@@ -251,6 +254,7 @@ struct Simple {
     tag: Option<u128>,
     id: Option<Box<str>>,
     classes: Vec<u32>,
+    attributes: Vec<Box<str>>,
 }
 
 impl Simple {
@@ -261,6 +265,9 @@ impl Simple {
                 .as_deref()
                 .is_none_or(|want| element.id == Some(want))
             && (self.classes.iter()).all(|c| element.numbers[..element.count].contains(c))
+            && (self.attributes.iter()).all(|want| {
+                tag_attributes(element.attributes).any(|(name, _)| name.eq_ignore_ascii_case(want))
+            })
     }
 }
 
@@ -271,6 +278,8 @@ pub(super) struct Element<'e> {
     id: Option<&'e str>,
     numbers: [u32; MAX_CLASSES],
     count: usize,
+    /// Its start tag's attributes, as written.
+    attributes: &'e str,
 }
 
 /// A selector kept.
@@ -492,6 +501,9 @@ impl StyleSheet {
             tag: compound.tag,
             id: compound.id.map(String::into_boxed_str),
             classes,
+            attributes: (compound.attributes.into_iter())
+                .map(String::into_boxed_str)
+                .collect(),
         }
     }
 
@@ -531,18 +543,21 @@ impl StyleSheet {
     }
 
     /// An element of tag `name` (its key), id and classes (lowercase; the first
-    /// [`MAX_CLASSES`] are looked up), as selectors match it.
+    /// [`MAX_CLASSES`] are looked up) and the attributes of its start tag, as selectors
+    /// match it.
     pub(super) fn element<'e>(
         &self,
         name: u128,
         id: Option<&'e str>,
         classes: &[&str],
+        attributes: &'e str,
     ) -> Element<'e> {
         let mut element = Element {
             name,
             id,
             numbers: [0; MAX_CLASSES],
             count: 0,
+            attributes,
         };
         for class in classes.iter().take(MAX_CLASSES) {
             if let Some(&n) = self.class_numbers.get(*class)
@@ -966,8 +981,8 @@ struct Unreadable;
 
 /// A selector as [`Parsed`]: read as written if it is compounds of a tag or `*`, then ids
 /// and classes, joined by descendant and child combinators (`div .x`, `td > span.y`);
-/// else its last compound alone, without its pseudo-classes, pseudo-elements and
-/// attribute selectors (`a + .x:hover` is `.x`); escapes decoded (`.\31 x` is `.1x`).
+/// else its last compound alone, without its pseudo-classes and pseudo-elements, and its
+/// attribute selectors asking only that the attribute be there (`a + .x:hover` is `.x`); escapes decoded (`.\31 x` is `.1x`).
 /// `None` for one that matches nothing. A namespace or a name that is none (`.1x`) make
 /// the whole rule one that is not read, as it is in a reader.
 fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
@@ -1023,7 +1038,17 @@ fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
                 }
             }
             b'[' => {
-                at = find_outside_quotes(bytes, at + 1, b"]").ok_or(Unreadable)? + 1;
+                let end = find_outside_quotes(bytes, at + 1, b"]").ok_or(Unreadable)?;
+                // Whatever it asks of the value, the attribute must be there; with a
+                // namespace (`[*|x]`), any attribute may be.
+                let inside = s[at + 1..end].trim_start_matches(|c: char| c.is_ascii_whitespace());
+                let len = name_len(inside.as_bytes()).unwrap_or(0);
+                if len > 0 && inside.as_bytes().get(len) != Some(&b'|') {
+                    let mut found = unescaped(&inside[..len]);
+                    found.make_ascii_lowercase();
+                    current.attributes.push(found);
+                }
+                at = end + 1;
                 counts[1] += 1;
                 exact = false;
             }
@@ -1234,7 +1259,7 @@ mod tests {
         shown: bool,
     ) -> String {
         let mut matched = Vec::new();
-        let element = sheet.element(name_key(tag.as_bytes()), id, classes);
+        let element = sheet.element(name_key(tag.as_bytes()), id, classes, "");
         sheet.matching(&element, &[], &mut matched);
         let mut out = String::new();
         cascade(Some(sheet), &matched, "", shown, &mut out);
@@ -1352,7 +1377,7 @@ mod tests {
             "display:none;opacity:1;"
         );
         let mut matched = Vec::new();
-        let element = sheet.element(name_key(b"p"), None, &["b"]);
+        let element = sheet.element(name_key(b"p"), None, &["b"], "");
         sheet.matching(&element, &[], &mut matched);
         let mut out = String::new();
         let style = "display: block !important; display: inline";
