@@ -51,7 +51,8 @@ const MAX_SELECTORS: usize = 512;
 const MAX_PER_KEY: usize = 8;
 /// Classes of one element looked up; more are not.
 pub(super) const MAX_CLASSES: usize = 8;
-/// Classes of one compound (`.a.b`); a selector with more is not read as written.
+/// Classes of one compound (`.a.b`); a selector with more is not read as written. Also
+/// the attributes a last compound asks for that are kept (`[a][b]`).
 const MAX_SELECTOR_CLASSES: usize = 4;
 /// Declarations kept of one rule.
 const MAX_DECLARATIONS: usize = 32;
@@ -1081,6 +1082,7 @@ fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
     if !exact {
         let mut subject = compounds.pop().expect("a selector has a compound");
         subject.classes.truncate(MAX_SELECTOR_CLASSES);
+        subject.attributes.truncate(MAX_SELECTOR_CLASSES);
         compounds = vec![subject];
         child = 0;
     }
@@ -1413,6 +1415,11 @@ mod tests {
         let compounds = sheet(&compounds);
         assert!(compounds.ancestors.len() <= MAX_ANCESTOR_COMPOUNDS);
         assert_eq!(compounds.chains.len(), MAX_ANCESTOR_COMPOUNDS / 2);
+        // An element's attributes are looked through for a bounded few of a selector's.
+        let attributes = format!("*{} {{ display: block }}", "[a]".repeat(10_000));
+        let attributes = sheet(&attributes);
+        let asked = (attributes.selectors.iter()).map(|s| s.subject.attributes.len());
+        assert_eq!(asked.max(), Some(MAX_SELECTOR_CLASSES));
         // Unclosed quotes and blocks end at the end of the sheet, read once.
         let started = std::time::Instant::now();
         sheet(&"{ \"".repeat(200_000));
