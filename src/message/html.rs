@@ -1020,10 +1020,10 @@ impl Open {
 /// selectors with combinators that each passes on. What is not read (a sheet past its
 /// bounds, one linked and not sent, a reader's own style sheet) can still show what these
 /// hide, which is why hidden words are not dropped, only kept apart. Outlook's `mso-hide:
-/// all` hides nothing in the other readers, and hides nothing here: spam that uses it to hide
-/// uses `display: none` with it, and newsletters put it on the buttons everyone else sees.
-/// Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font size>`:
-/// the smallest is 10 pixels.
+/// all` hides nothing in the other readers, and hides nothing here: spam that uses it to
+/// hide uses `display: none` with it, and newsletters put it on the buttons everyone else
+/// sees. Nor does `line-height: 0` alone (the lines overlap, and show), nor any `<font
+/// size>`: the smallest is 10 pixels.
 ///
 /// Elements end as a browser ends them, in outline: an end tag ends the innermost open
 /// element of its name and those inside it, but none outside the cell or table it is in,
