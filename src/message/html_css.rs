@@ -954,24 +954,21 @@ fn list(text: &str) -> impl Iterator<Item = &str> {
             return None;
         }
         let start = at;
-        let (mut depth, mut quote) = (0usize, None);
-        while at < bytes.len() {
-            let b = bytes[at];
-            match quote {
-                Some(_) if b == b'\\' => at += 1,
-                Some(q) if b == q => quote = None,
-                Some(_) => {}
-                None => match b {
-                    b'"' | b'\'' => quote = Some(b),
-                    b'(' | b'[' => depth += 1,
-                    b')' | b']' => depth = depth.saturating_sub(1),
-                    b',' if depth == 0 => break,
-                    _ => {}
-                },
+        let mut depth = 0usize;
+        let end = loop {
+            match find_outside_quotes(bytes, at, b"()[],") {
+                Some(found) if bytes[found] == b',' && depth == 0 => break found,
+                Some(found) => {
+                    match bytes[found] {
+                        b'(' | b'[' => depth += 1,
+                        b')' | b']' => depth = depth.saturating_sub(1),
+                        _ => {}
+                    }
+                    at = found + 1;
+                }
+                None => break bytes.len(),
             }
-            at += 1;
-        }
-        let end = at.min(bytes.len());
+        };
         at = end + 1;
         Some(&text[start..end])
     })
