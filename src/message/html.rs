@@ -13,6 +13,7 @@
 use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::Range;
+use std::rc::Rc;
 use std::sync::LazyLock;
 
 use aho_corasick::AhoCorasick;
@@ -247,12 +248,16 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         maybe_shown_spans: Vec::new(),
     };
     // Most HTML can hide nothing, and is read as it was before hidden text was looked for.
-    let mut hider = (mark_hidden && may_hide(html)).then(|| Hider::new(html, false));
-    // Text is hidden as every reader sees it. Where rules for some readers only may show
-    // some of it, the page is followed as they may see it too, to say which.
-    let mut some_see = (hider.as_ref())
-        .filter(|h| h.sheet.as_ref().is_some_and(StyleSheet::shows_to_some))
-        .map(|_| Hider::new(html, true));
+    let (mut hider, mut some_see) = (None, None);
+    if mark_hidden && may_hide(html) {
+        let page = read_style_sheets(html);
+        // Text is hidden as every reader sees it. Where rules for some readers only may
+        // show some of it, the page is followed as they may see it too, to say which.
+        if page.as_ref().is_some_and(|p| p.sheet.shows_to_some()) {
+            some_see = Some(Hider::new(page.as_ref(), true));
+        }
+        hider = Some(Hider::new(page.as_ref(), false));
+    }
     // A style sheet may hide the page before its first tag (`body { font-size: 0 }`).
     text.hidden = hider.as_ref().is_some_and(Hider::hides);
     text.gone = hider.as_ref().is_some_and(Hider::removes);
@@ -394,7 +399,8 @@ fn markup_at(bytes: &[u8], at: usize) -> Markup {
 /// A page's style sheets, and whether it wrote the tags a reader makes up where it did not
 /// before the last of them.
 struct PageStyle {
-    sheet: StyleSheet,
+    /// Shared by the page's two readers (see [`Hider`]).
+    sheet: Rc<StyleSheet>,
     has_html: bool,
     has_body: bool,
 }
@@ -413,11 +419,8 @@ fn read_style_sheets(html: &str) -> Option<PageStyle> {
             .get(at + 1..at + 6)
             .is_some_and(|name| name.eq_ignore_ascii_case(b"style"))
     })?;
-    let mut page = PageStyle {
-        sheet: StyleSheet::default(),
-        has_html: false,
-        has_body: false,
-    };
+    let mut sheet = StyleSheet::default();
+    let (mut has_html, mut has_body) = (false, false);
     let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
     while let Some(found) = memchr::memchr(b'<', &bytes[at..]) {
@@ -442,8 +445,8 @@ fn read_style_sheets(html: &str) -> Option<PageStyle> {
         let attributes = &html[at + name_len..end.max(at + name_len)];
         at = end;
         let is = |n: &[u8]| name.eq_ignore_ascii_case(n);
-        page.has_html |= is(b"html");
-        page.has_body |= is(b"body");
+        has_html |= is(b"html");
+        has_body |= is(b"body");
         if bytes[..end].ends_with(b"/>") || !RAW_SHOWN.iter().chain(&RAW_TEXT).any(|n| is(n)) {
             continue;
         }
@@ -454,11 +457,15 @@ fn read_style_sheets(html: &str) -> Option<PageStyle> {
             Holds::Never
         };
         if holds > Holds::Never {
-            page.sheet.read(&html[end..content_end], holds);
+            sheet.read(&html[end..content_end], holds);
         }
         at = after;
     }
-    (!page.sheet.is_empty()).then_some(page)
+    (!sheet.is_empty()).then(|| PageStyle {
+        sheet: Rc::new(sheet),
+        has_html,
+        has_body,
+    })
 }
 
 /// For which readers on a screen a `<style>` element with these attributes styles a page:
@@ -1039,7 +1046,7 @@ struct Hider {
     floor: Open,
     colors: ColorStack,
     /// The page's style sheets, when they have a rule that is read.
-    sheet: Option<StyleSheet>,
+    sheet: Option<Rc<StyleSheet>>,
     /// The colours as the rules that hold for some readers only show them, from the first
     /// element whose colour such a rule sets (till then they are `colors`): text is in its
     /// background's colour only if it is both ways.
@@ -1070,9 +1077,9 @@ struct Hider {
 }
 
 impl Hider {
-    /// A reader of `html`'s hidden text as every reader sees it, or (`as_some_see`) with
-    /// what rules for some readers only show shown.
-    fn new(html: &str, as_some_see: bool) -> Hider {
+    /// A reader of the hidden text of a page styled by `page` as every reader sees it, or
+    /// (`as_some_see`) with what rules for some readers only show shown.
+    fn new(page: Option<&PageStyle>, as_some_see: bool) -> Hider {
         let mut hider = Hider {
             as_some_see,
             open: VecDeque::new(),
@@ -1093,11 +1100,11 @@ impl Hider {
             indents: false,
             void_none: false,
         };
-        let Some(page) = read_style_sheets(html) else {
+        let Some(page) = page else {
             return hider;
         };
         hider.chains = page.sheet.chains();
-        hider.sheet = Some(page.sheet);
+        hider.sheet = Some(Rc::clone(&page.sheet));
         // A reader makes up the `<html>` and `<body>` a page leaves out, and its style
         // sheet styles them: `body { font-size: 0 }` hides a page without a `<body>` too.
         // One written later is the same element: it is styled from what is around the one
@@ -1238,7 +1245,7 @@ impl Hider {
         let mut cascaded = std::mem::take(&mut self.cascaded);
         cascaded.clear();
         let declared: &str = if !matched.is_empty() || own.contains('!') {
-            cascade(self.sheet.as_ref(), &matched, &own, false, &mut cascaded);
+            cascade(self.sheet.as_deref(), &matched, &own, false, &mut cascaded);
             &cascaded
         } else {
             &own
