@@ -128,6 +128,15 @@ impl Fixture {
     pub fn messages(&self) -> [u64; 2] {
         self.store.totals().messages
     }
+
+    /// Learns each of `mails` as `ann`'s spam, as moving it into Junk earlier would have.
+    pub fn learned_spam(&self, mails: &[&str]) {
+        let engine = self.engine.current();
+        let lessons: Vec<_> = (mails.iter())
+            .map(|m| engine.lesson(m.as_bytes(), Some(Class::Spam), Some("ann")))
+            .collect();
+        engine.learn(&lessons).unwrap();
+    }
 }
 
 impl Drop for Fixture {
@@ -1107,10 +1116,7 @@ fn a_copy_in_junk_marked_deleted_keeps_no_later_copy_a_rescue() {
     f.place("Junk", "1700000150.A.host:2,ST", &a);
     let p1 = f.place("INBOX", "1700000151.M.host:2,S", &m1);
     let p2 = f.place("INBOX", "1700000152.M.host:2,S", &m2);
-    let engine = f.engine.current();
-    engine
-        .learn(&[engine.lesson(a.as_bytes(), Some(Class::Spam), Some("ann"))])
-        .unwrap();
+    f.learned_spam(&[&a]);
     f.start();
     let filed = f.move_to(&inbox_a, "Archive");
     f.move_to(&p1, "Junk");
@@ -1273,10 +1279,7 @@ fn a_rename_out_of_junk_beside_a_duplicate_deleted_elsewhere_is_a_rescue() {
     let archive_a = f.place("Archive", "1700000194.A.host:2,S", &a);
     let junk_a = f.place("Junk", "1700000194.J.host:2,S", &a);
     let mut markers = Markers::place(&f, 195..196);
-    let engine = f.engine.current();
-    engine
-        .learn(&[engine.lesson(a.as_bytes(), Some(Class::Spam), Some("ann"))])
-        .unwrap();
+    f.learned_spam(&[&a]);
     f.start();
     std::fs::remove_file(&archive_a).unwrap();
     f.move_to(&junk_a, "INBOX");
@@ -1297,9 +1300,7 @@ fn a_copy_out_of_junk_filed_on_by_copying_is_still_a_rescue() {
     let junk_a = f.place("Junk", "1700000196.A.host:2,S", &a);
     let junk_b = f.place("Junk", "1700000197.B.host:2,S", &b);
     let mut markers = Markers::place(&f, 198..201);
-    let engine = f.engine.current();
-    let lessons = [&a, &b].map(|m| engine.lesson(m.as_bytes(), Some(Class::Spam), Some("ann")));
-    engine.learn(&lessons).unwrap();
+    f.learned_spam(&[&a, &b]);
     f.start();
     let inbox_a = copy_to(&f, &junk_a, "INBOX");
     let inbox_b = copy_to(&f, &junk_b, "INBOX");
@@ -1367,9 +1368,7 @@ fn a_copy_out_of_junk_moved_on_is_still_a_rescue() {
     let junk_a = f.place("Junk", "1700000208.A.host:2,S", &a);
     let junk_b = f.place("Junk", "1700000209.B.host:2,S", &b);
     let mut markers = Markers::place(&f, 210..214);
-    let engine = f.engine.current();
-    let lessons = [&a, &b].map(|m| engine.lesson(m.as_bytes(), Some(Class::Spam), Some("ann")));
-    engine.learn(&lessons).unwrap();
+    f.learned_spam(&[&a, &b]);
     f.start();
     let inbox_a = copy_to(&f, &junk_a, "INBOX");
     let inbox_b = copy_to(&f, &junk_b, "INBOX");
