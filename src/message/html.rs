@@ -1876,22 +1876,11 @@ pub(crate) fn attribute<'t>(attributes: &'t str, name: &'t str) -> Option<&'t st
 }
 
 /// A `style` attribute's declarations, in order: each property, trimmed, and its value
-/// without `!important`.
+/// without `!important`. Read as the hidden-text reader reads them: a `;` in quotes ends
+/// none. Split at every `;`, `font-family:"a;color:#fff"` gave the colours white text that
+/// a reader sees black, and a pitch so written was read as hidden.
 pub(crate) fn css_declarations(style: &str) -> impl Iterator<Item = (&str, &str)> {
-    style.split(';').filter_map(|declaration| {
-        let (property, value) = declaration.split_once(':')?;
-        Some((property.trim(), without_important(value)))
-    })
-}
-
-/// A CSS value, trimmed, without its `!important`.
-fn without_important(value: &str) -> &str {
-    let value = value.trim();
-    let cut = value.len().saturating_sub("!important".len());
-    match value.get(cut..) {
-        Some(end) if end.eq_ignore_ascii_case("!important") => value[..cut].trim_end(),
-        _ => value,
-    }
+    declarations(style).map(|(property, value, _)| (property, value))
 }
 
 #[cfg(test)]
@@ -2051,6 +2040,23 @@ mod tests {
         for (html, hidden) in cases {
             assert_eq!(hidden_runs(html), *hidden, "{html:?}");
         }
+    }
+
+    /// A `;` inside a quoted value ends no declaration for the colours either, as for the
+    /// rest of the style: `font-family:"a;color:#fff"` names a font and leaves the text as
+    /// it was. Split at every `;`, a pitch so styled was read as hidden white text.
+    #[test]
+    fn a_quoted_semicolon_ends_no_colour_declaration() {
+        assert_hides(&[
+            (
+                "<p>pitch</p><span style='font-family:\"a;color:#fff;\"'>seen words</span>",
+                &[],
+            ),
+            (
+                "<p>pitch</p><span style='font-family:\"a;b\";color:#fff'>padding</span>",
+                &["padding"],
+            ),
+        ]);
     }
 
     /// Light text on a dark background shows, whatever element the background is painted

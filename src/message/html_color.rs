@@ -713,6 +713,9 @@ mod tests {
                 rgb(0xaabbcc),
             ),
             ("color: inherit", black, white),
+            // A `;` in quotes ends no declaration: this names a font, and no colour.
+            ("font-family: \"a;color:#fff;\"", black, white),
+            ("font-family: 'a;b'; color: #fff ! important", white, white),
         ] {
             assert_eq!(
                 apply_style(style, black, white, rgb(0x123456)),
