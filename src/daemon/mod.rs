@@ -248,12 +248,14 @@ impl Context {
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    // The io::Error is part of the message, not a `source`: a cause chain printed whole
+    // (`{:#}`) would say it twice.
     #[error(
-        "cannot listen on {address}: {source}; free it, or change the address in the configuration"
+        "cannot listen on {address}: {cause}; free it, or change the address in the configuration"
     )]
     Bind {
         address: Address,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error(
         "the database {0} is in use by another process (another daemon, or a `spamnb learn` \
@@ -262,10 +264,10 @@ pub enum Error {
     Busy(std::path::PathBuf),
     #[error(transparent)]
     Store(#[from] crate::store::Error),
-    #[error("cannot create the runtime directory {path}: {source}")]
+    #[error("cannot create the runtime directory {path}: {cause}")]
     RuntimeDir {
         path: std::path::PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
@@ -345,11 +347,11 @@ async fn serve(
                 tracing::warn!("not listening on {} ({kind}, a default): {e}", bind.address);
                 continue;
             }
-            Err(source) => {
+            Err(cause) => {
                 shutdown.cancel();
                 return Err(Error::Bind {
                     address: bind.address,
-                    source,
+                    cause,
                 });
             }
         };
@@ -553,9 +555,9 @@ fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
 /// /tmp): whoever may write there may replace the sockets, root's too.
 fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    let err = |source| Error::RuntimeDir {
+    let err = |cause| Error::RuntimeDir {
         path: dir.into(),
-        source,
+        cause,
     };
     let me = std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid());
     // Root's /run/spamnb is reached by other users' spamc (the sockets' own modes guard
@@ -625,6 +627,28 @@ pub fn init_logging(format: LogFormat, verbose: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// main prints an error with its causes (`{:#}`): the cause written into the message
+    /// is not printed again after it.
+    #[test]
+    fn an_error_names_its_cause_once() {
+        let cause = || std::io::Error::from(std::io::ErrorKind::AddrInUse);
+        let said = cause().to_string();
+        for e in [
+            Error::Bind {
+                address: "inet:127.0.0.1:11332".parse().unwrap(),
+                cause: cause(),
+            },
+            Error::RuntimeDir {
+                path: "/run/spamnb".into(),
+                cause: cause(),
+            },
+            Error::Store(crate::store::Error::Io(cause())),
+        ] {
+            let shown = format!("{:#}", anyhow::Error::new(e));
+            assert_eq!(shown.matches(&said).count(), 1, "{shown}");
+        }
+    }
 
     /// Whoever may write in the sockets' directory may replace them: a directory others
     /// may write in is refused, as one someone else owns is.

@@ -22,10 +22,12 @@ use crate::store::Outcome;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("the daemon's control socket {path}: {source}")]
+    // The io::Error is part of the message, not a `source`: a cause chain printed whole
+    // (`{:#}`) would say it twice.
+    #[error("the daemon's control socket {path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("the daemon at {path} answered {line}")]
     Refused { path: PathBuf, line: String },
@@ -68,7 +70,7 @@ impl Client {
         }
         Err(last.unwrap_or_else(|| ClientError::Io {
             path: PathBuf::from("(none configured)"),
-            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            cause: std::io::Error::from(std::io::ErrorKind::NotFound),
         }))
     }
 
@@ -160,9 +162,9 @@ impl Client {
         if r.code != 0 {
             return Err(self.refused(&r));
         }
-        out.write_all(&r.body).map_err(|source| ClientError::Io {
+        out.write_all(&r.body).map_err(|cause| ClientError::Io {
             path: PathBuf::from("(output)"),
-            source,
+            cause,
         })
     }
 
@@ -248,7 +250,7 @@ impl Client {
         body: Option<&[u8]>,
     ) -> Result<Response, ClientError> {
         // A socket timeout reads as "resource temporarily unavailable": say what it means.
-        let io = |source: std::io::Error| match source.kind() {
+        let io = |cause: std::io::Error| match cause.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
                 ClientError::NoAnswer {
                     path: self.path.clone(),
@@ -257,7 +259,7 @@ impl Client {
             }
             _ => ClientError::Io {
                 path: self.path.clone(),
-                source,
+                cause,
             },
         };
         let mut stream = UnixStream::connect(&self.path).map_err(io)?;
@@ -347,6 +349,20 @@ struct WireStats {
 mod tests {
     use super::*;
     use crate::model::{Decision, Reason, ScoreParts};
+
+    /// main prints an error with its causes (`{:#}`): the cause written into the message
+    /// is not printed again after it.
+    #[test]
+    fn an_error_names_its_cause_once() {
+        let cause = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let said = cause.to_string();
+        let e = ClientError::Io {
+            path: "/run/spamnb/control.sock".into(),
+            cause,
+        };
+        let shown = format!("{:#}", anyhow::Error::new(e));
+        assert_eq!(shown.matches(&said).count(), 1, "{shown}");
+    }
 
     /// A daemon that takes the message and never answers (stopped, stuck) is named as
     /// such, not as "resource temporarily unavailable".

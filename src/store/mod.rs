@@ -166,7 +166,9 @@ pub enum Error {
     CutOff { reason: String },
     #[error("cannot import into {path}: it already holds learned mail; import into a new database")]
     NotEmpty { path: PathBuf },
-    #[error("{0}")]
+    // Transparent, not `{0}` with the io::Error as its source: a cause chain printed
+    // whole (`{:#}`) said it twice.
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 

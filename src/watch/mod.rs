@@ -115,20 +115,28 @@ use crate::store::{Outcome, Store};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("cannot watch {path}: {source}; raise fs.inotify.max_user_watches")]
+    // Causes here are part of the message, not a `source`: a cause chain printed whole
+    // (`{:#}`) would say them twice.
+    #[error("cannot watch {path}: {cause}; raise fs.inotify.max_user_watches")]
     Watch {
         /// Shown with its control characters escaped: a folder's name is a user's choice.
         path: String,
-        source: notify::Error,
+        cause: notify::Error,
     },
     #[error("cannot start watching files: {0}")]
-    Notify(#[from] notify::Error),
+    Notify(notify::Error),
     #[error(transparent)]
     Store(#[from] crate::store::Error),
     #[error("the folder watcher stopped: its event source closed")]
     Closed,
     #[error("the folder watcher crashed: {0}")]
     Crashed(String),
+}
+
+impl From<notify::Error> for Error {
+    fn from(cause: notify::Error) -> Error {
+        Error::Notify(cause)
+    }
 }
 
 /// Runs the watcher on tokio's blocking pool until `shutdown` is cancelled. Returns an
@@ -817,10 +825,10 @@ impl Watcher {
             }
             // The system's limit stops every user's watching: that is the operator's to
             // raise. One folder that cannot be watched stops no one else's.
-            Err(source) if matches!(source.kind, notify::ErrorKind::MaxFilesWatch) => {
+            Err(cause) if matches!(cause.kind, notify::ErrorKind::MaxFilesWatch) => {
                 Err(Error::Watch {
                     path: shown(dir),
-                    source,
+                    cause,
                 })
             }
             Err(e) => {
@@ -1560,11 +1568,29 @@ mod tests {
             path: shown(Path::new(
                 "/m/.evil\n2026-12-06T23:40:00Z  INFO spamnb: FORGED\u{1b}[2K",
             )),
-            source: notify::Error::generic("no room"),
+            cause: notify::Error::generic("no room"),
         };
         let said = e.to_string();
         assert!(!said.contains(['\n', '\u{1b}']), "{said}");
         assert!(said.contains("max_user_watches"), "{said}");
+    }
+
+    /// main prints an error with its causes (`{:#}`): the cause written into the message
+    /// is not printed again after it.
+    #[test]
+    fn an_error_names_its_cause_once() {
+        let cause = || notify::Error::generic("no room");
+        let said = cause().to_string();
+        for e in [
+            Error::Watch {
+                path: "/m/.Junk".into(),
+                cause: cause(),
+            },
+            Error::from(cause()),
+        ] {
+            let shown = format!("{:#}", anyhow::Error::new(e));
+            assert_eq!(shown.matches(&said).count(), 1, "{shown}");
+        }
     }
 
     use super::*;
