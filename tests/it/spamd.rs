@@ -431,7 +431,8 @@ fn contrib_recipes_file_spam() {
     let (spam, ham) = (&spam, &ham);
     let contrib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib");
 
-    // procmail: contrib/procmailrc with spamc pointed at this daemon, and an inbox at the end.
+    // procmail: contrib/procmailrc with spamc pointed at this daemon, and its Maildir here:
+    // ham lands in the Maildir the recipe names as its default, not in /var/mail.
     let maildir = dir.path().join("Maildir");
     for sub in ["cur", "new", "tmp", ".Junk/cur", ".Junk/new", ".Junk/tmp"] {
         std::fs::create_dir_all(maildir.join(sub)).expect("maildir");
@@ -439,11 +440,12 @@ fn contrib_recipes_file_spam() {
     let (host, port) = d.spamd.rsplit_once(':').expect("host:port");
     let recipe = std::fs::read_to_string(contrib.join("procmailrc")).expect("procmailrc");
     assert!(recipe.contains("| spamc\n"), "{recipe}");
-    let rc = format!(
-        "MAILDIR={}/\n{}\n:0\n./\n",
-        maildir.display(),
-        recipe.replace("| spamc\n", &format!("| spamc -d {host} -p {port}\n"))
-    );
+    // procmail -m takes HOME from the password file, so the Maildir is named here.
+    let home_maildir = "MAILDIR=$HOME/Maildir/\n";
+    assert!(recipe.contains(home_maildir), "{recipe}");
+    let rc = recipe
+        .replace("| spamc\n", &format!("| spamc -d {host} -p {port}\n"))
+        .replace(home_maildir, &format!("MAILDIR={}/\n", maildir.display()));
     let rc_path = util::write(dir.path(), "procmailrc", rc);
     for m in [spam, ham] {
         let out = util::run_with_stdin(
@@ -538,10 +540,10 @@ fn contrib_maildroprc_files_spam() {
     let recipe = std::fs::read_to_string(contrib.join("maildroprc")).expect("maildroprc");
     assert!(recipe.contains("xfilter \"/usr/bin/spamc\""), "{recipe}");
     let (host, port) = d.spamd.rsplit_once(':').expect("host:port");
-    // Pointed at this daemon, with the Maildir as the default delivery. maildrop takes
-    // HOME from the password file, so the test's home is set in the filter itself.
+    // Pointed at this daemon; the recipe makes the Maildir the default delivery. maildrop
+    // takes HOME from the password file, so the test's home is set in the filter itself.
     let rc = format!(
-        "HOME=\"{}\"\nDEFAULT=\"$HOME/Maildir/\"\n{}",
+        "HOME=\"{}\"\n{}",
         home.display(),
         recipe.replace(
             "xfilter \"/usr/bin/spamc\"",
