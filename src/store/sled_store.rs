@@ -1214,6 +1214,21 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
             path: path.into(),
             reason,
         }
+    } else if let sled::Error::Io(io) = &e
+        && io.kind() == std::io::ErrorKind::PermissionDenied
+    {
+        // The usual cause is a database made by another user (root's `spamnb learn`, the
+        // daemon's user): say whose permission is missing and what gives it.
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        Error::Open {
+            path: path.into(),
+            reason: format!(
+                "{reason}: this user (uid {uid}) may not write it or the files in it; run \
+                 spamnb as the user it belongs to (the daemon's, under systemd), or give it \
+                 to this one (chown -R)"
+            ),
+        }
     } else {
         Error::Open {
             path: path.into(),
@@ -1912,6 +1927,17 @@ pub(crate) mod tests {
             let e = error_of(damage);
             assert!(matches!(e, Error::Corrupt { .. }), "{e}");
         }
+    }
+
+    /// A database another user made (root's `learn`, the daemon's) refused as "IO error:
+    /// Permission denied", which said neither whose permission nor what to do.
+    #[test]
+    fn a_database_this_user_may_not_write_is_named_with_the_remedy() {
+        let denied = sled::Error::Io(std::io::ErrorKind::PermissionDenied.into());
+        let e = open_error(Path::new("/var/lib/spamnb/db"), denied);
+        let said = e.to_string();
+        assert!(matches!(e, Error::Open { .. }), "{said}");
+        assert!(said.contains("uid") && said.contains("chown -R"), "{said}");
     }
 
     /// The damaged database of the audit made `spamnb stats` spin: its ledger scan
