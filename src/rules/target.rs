@@ -75,7 +75,8 @@ impl Target {
     /// which no check authenticates (`"<boss@partner.example>" <spam@evil.example>`
     /// would pass for the partner), so such values go to mail-parser's address parser.
     pub fn address(value: &str) -> Option<String> {
-        if value.contains(['"', '(']) {
+        let quotes = memchr::memchr2(b'"', b'(', value.as_bytes()).is_some();
+        if quotes && !is_quoted_name_address(value) {
             return parsed_addresses(value).into_iter().next();
         }
         plain_address(value)
@@ -217,8 +218,8 @@ fn addresses(value: &str) -> Vec<String> {
     // to the parser.
     let simple = memchr::memchr(b'@', value.as_bytes())
         .is_some_and(|at| !value[at + 1..].contains('@'))
-        && !value.contains(['"', ',', ';', '(', '\\', ':']);
-    if simple {
+        && !(value.bytes()).any(|b| matches!(b, b'"' | b',' | b';' | b'(' | b'\\' | b':'));
+    if simple || is_quoted_name_address(value) {
         return plain_address(value).into_iter().collect();
     }
     let parsed = parsed_addresses(value);
@@ -227,6 +228,34 @@ fn addresses(value: &str) -> Vec<String> {
     } else {
         parsed
     }
+}
+
+/// Whether `value` is `"Display Name" <local@domain>` and no more, as most From fields
+/// are: the parser reads the address in the brackets, and so does [`plain_address`]
+/// without its allocations (the parser took 9 M instructions over 2,000 messages, which
+/// read From three times each; 1 M with this). Only where nothing could make the parser
+/// read it otherwise: no backslash, line break, bracket or encoded word in the name, and
+/// in the brackets one `@` among characters that are an address's own.
+fn is_quoted_name_address(value: &str) -> bool {
+    // Trimmed as the parser skips: spaces and tabs.
+    let Some(rest) = value.trim_matches([' ', '\t']).strip_prefix('"') else {
+        return false;
+    };
+    let Some((name, rest)) = rest.split_once('"') else {
+        return false;
+    };
+    let rest = rest.trim_start_matches([' ', '\t']);
+    let Some(address) = rest.strip_prefix('<').and_then(|r| r.strip_suffix('>')) else {
+        return false;
+    };
+    let mut before = b' ';
+    let plain_name = name.bytes().all(|b| {
+        let encoded_word = before == b'=' && b == b'?';
+        before = b;
+        !encoded_word && !matches!(b, b'\\' | b'\n' | b'\r' | b'<' | b'>')
+    });
+    let plain = |b: u8| b.is_ascii_graphic() && !b"\"(),:;<>?[]\\".contains(&b);
+    plain_name && address.bytes().all(plain) && address.bytes().filter(|&b| b == b'@').count() == 1
 }
 
 /// The mail addresses mail-parser reads in an address list value.
@@ -259,4 +288,47 @@ pub(super) fn joined<'m, S: Into<Cow<'m, str>>>(
         out.push_str(&v);
     }
     Some(Cow::Owned(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quoted_name_before_an_address_reads_as_the_parser_reads_it() {
+        // (value, whether it takes the short way)
+        for (value, short) in [
+            ("\"Jane Doe\" <jane@example.com>", true),
+            (
+                "  \"Doe, Jane (HR)\"\t<jane.doe+x=y@mail.example.org>  ",
+                true,
+            ),
+            ("\"\" <jane@example.com>", true),
+            ("\"boss@partner.example\" <spam@evil.example>", true),
+            ("\"Jane\"<jane@example.com>", true),
+            // The parser's own cases: escapes, encoded words, comments, lists, brackets
+            // in the name, what follows the address.
+            ("\"Jane \\\" Doe\" <jane@example.com>", false),
+            ("\"=?utf-8?q?Jane?=\" <jane@example.com>", false),
+            ("\"Jane\" <jane@example.com> (home)", false),
+            (
+                "\"Jane\" <jane@example.com>, \"Joe\" <joe@example.com>",
+                false,
+            ),
+            ("\"<boss@partner.example>\" <spam@evil.example>", false),
+            ("\"Jane\" <jane(x)@example.com>", false),
+            ("\"Jane\" <jane @example.com>", false),
+            ("\"Jane\" <jane@a@example.com>", false),
+            ("\"Jane\" <jane?=@example.com>", false),
+            ("\"Jane\" x <jane@example.com>", false),
+            ("\"Jane <jane@example.com>", false),
+        ] {
+            assert_eq!(is_quoted_name_address(value), short, "{value:?}");
+            let parsed = parsed_addresses(value);
+            assert_eq!(Target::address(value), parsed.first().cloned(), "{value:?}");
+            if short {
+                assert_eq!(addresses(value), parsed, "{value:?}");
+            }
+        }
+    }
 }
