@@ -2607,6 +2607,22 @@ fn body_text_is_the_subject_then_each_paragraph_on_one_line() {
     );
 }
 
+#[test]
+fn body_lines_are_trimmed_of_unicode_white_space() {
+    for line in [
+        "",
+        " \t\r\n",
+        "  a b \r\n",
+        "\x0ba\x0b",
+        "\u{a0}x\u{3000}\r\n",
+        " \u{2028} y \u{85}",
+        "\x0c\x1fz\x1c ",
+        "é",
+    ] {
+        assert_eq!(super::trimmed(line), line.trim(), "{line:?}");
+    }
+}
+
 /// Both date tests read one shared parse: each must still judge its own range.
 #[test]
 fn date_tests_in_one_set_judge_their_own_ranges() {
