@@ -290,6 +290,41 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// `listen` of `[spamd]` and `[milter]` is a list, or one address as a plain string,
+    /// as `[control]`'s and `[http]`'s are; a bad address in either form is named.
+    #[test]
+    fn a_listen_list_may_be_one_address() {
+        let p = Path::new("spamnb.toml");
+        let one = "[spamd]\nlisten = \"inet:127.0.0.1:11783\"\n\
+                   [milter]\nlisten = \"unix:/tmp/m.sock\"\n";
+        let many = "[spamd]\nlisten = [\"inet:127.0.0.1:11783\"]\n\
+                    [milter]\nlisten = [\"unix:/tmp/m.sock\"]\n";
+        for text in [one, many] {
+            let c = Config::parse(text, p).unwrap();
+            let spamd = c.spamd.listen.expect("set");
+            assert_eq!(spamd, ["inet:127.0.0.1:11783".parse().unwrap()], "{text}");
+            assert_eq!(
+                c.milter.listen,
+                ["unix:/tmp/m.sock".parse().unwrap()],
+                "{text}"
+            );
+        }
+        assert_eq!(
+            Config::parse("[milter]\nlisten = []\n", p)
+                .unwrap()
+                .milter
+                .listen,
+            []
+        );
+        for bad in [
+            "[spamd]\nlisten = \"nowhere\"\n",
+            "[milter]\nlisten = [\"nowhere\"]\n",
+        ] {
+            let e = Config::parse(bad, p).unwrap_err().to_string();
+            assert!(e.contains("nowhere") && e.contains("inet:HOST:PORT"), "{e}");
+        }
+    }
+
     #[test]
     fn parses_and_validates() {
         let p = Path::new("spamnb.toml");

@@ -136,6 +136,7 @@ pub(crate) fn uid() -> u32 {
 pub struct SpamdConfig {
     /// Addresses; default: inet:127.0.0.1:783 (where spamc looks; bound only when the
     /// daemon may) and unix:RUNTIME_DIR/spamd.sock.
+    #[serde(deserialize_with = "super::listen::some_one_or_many")]
     pub listen: Option<Vec<Address>>,
     /// Whether TCP clients may TELL (learn); the unix sockets always may.
     pub allow_tell: bool,

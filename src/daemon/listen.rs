@@ -53,6 +53,40 @@ impl<'de> serde::Deserialize<'de> for Address {
     }
 }
 
+/// `listen` of `[spamd]` and `[milter]`: a list of addresses, or one written as a plain
+/// string, as `[control]` and `[http]` take theirs (`listen = "inet:127.0.0.1:11332"` was
+/// refused as "expected a sequence").
+pub fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Address>, D::Error> {
+    struct OneOrMany;
+    impl<'de> serde::de::Visitor<'de> for OneOrMany {
+        type Value = Vec<Address>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an address (\"inet:HOST:PORT\" or \"unix:PATH\") or a list of them")
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Vec<Address>, E> {
+            s.parse().map(|a| vec![a]).map_err(E::custom)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut all = Vec::new();
+            while let Some(a) = seq.next_element()? {
+                all.push(a);
+            }
+            Ok(all)
+        }
+    }
+    d.deserialize_any(OneOrMany)
+}
+
+/// As [`one_or_many`], for a `listen` whose absence means the defaults.
+pub fn some_one_or_many<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<Address>>, D::Error> {
+    one_or_many(d).map(Some)
+}
+
 /// A stream from either kind of listener.
 pub trait Stream: AsyncRead + AsyncWrite + AsFd + Unpin + Send {
     /// Whether bytes from the peer wait unread, asked of the socket itself: the runtime

@@ -32,7 +32,8 @@ pub enum SpamAction {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MilterSettings {
-    /// Where to listen: `inet:HOST:PORT` or `unix:PATH`. Empty: no milter.
+    /// Where to listen: `inet:HOST:PORT` or `unix:PATH`, one or a list. Empty: no milter.
+    #[serde(deserialize_with = "crate::daemon::listen::one_or_many")]
     pub listen: Vec<Address>,
     /// What to do with spam: `tag`, `quarantine` or `reject`.
     pub action: SpamAction,
