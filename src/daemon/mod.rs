@@ -344,7 +344,11 @@ async fn serve(
         let listener = match Listener::bind(&bind.address).await {
             Ok(l) => l,
             Err(e) if bind.optional => {
-                tracing::warn!("not listening on {} ({kind}, a default): {e}", bind.address);
+                tracing::warn!(
+                    "not listening on {} ({kind}, a default): {e}; {}",
+                    bind.address,
+                    default_bind_hint(kind, &e)
+                );
                 continue;
             }
             Err(cause) => {
@@ -523,6 +527,27 @@ impl std::fmt::Display for Kind {
     }
 }
 
+/// What to do when a default address cannot be had: an unprivileged daemon started by
+/// hand cannot bind spamd's port 783, and the `spamc` of a mail recipe then passes mail on
+/// untagged without a word.
+fn default_bind_hint(kind: Kind, e: &std::io::Error) -> String {
+    let section = match kind {
+        Kind::Spamd => "[spamd] listen",
+        _ => "[http] listen",
+    };
+    match e.kind() {
+        std::io::ErrorKind::PermissionDenied => format!(
+            "a port below 1024 needs CAP_NET_BIND_SERVICE (systemd/spamnb.service grants it); \
+             or set {section} to a higher port (spamc -p PORT) or a unix socket"
+        ),
+        std::io::ErrorKind::AddrInUse => format!(
+            "another program listens there (a spamd?); stop it, or set {section} to another \
+             address"
+        ),
+        _ => format!("set {section} to an address this host has"),
+    }
+}
+
 fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
     let mut binds: Vec<(Kind, Bind)> = Vec::new();
     for a in &config.milter.listen {
@@ -627,6 +652,18 @@ pub fn init_logging(format: LogFormat, verbose: u8) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A default address the daemon cannot have is a warning that says what to do: an
+    /// unprivileged daemon started by hand is refused port 783, and spamc then passes
+    /// mail on untagged.
+    #[test]
+    fn a_default_address_not_had_says_what_to_do() {
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let hint = default_bind_hint(Kind::Spamd, &denied);
+        assert!(hint.contains("CAP_NET_BIND_SERVICE") && hint.contains("[spamd] listen"));
+        let taken = std::io::Error::from(std::io::ErrorKind::AddrInUse);
+        assert!(default_bind_hint(Kind::Http, &taken).contains("[http] listen"));
+    }
 
     /// main prints an error with its causes (`{:#}`): the cause written into the message
     /// is not printed again after it.
