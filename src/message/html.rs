@@ -8,7 +8,10 @@
 //! words, and lost the space after an inline element that began a block.
 //!
 //! [`render`] also says which words the reader is not shown (`Hider`): Bayes poisoning
-//! pads spam with ham words hidden from its reader, and tokens keep them apart.
+//! pads spam with ham words hidden from its reader, and tokens keep them apart. And of
+//! those, which rules that hold for some readers only (`@media (max-width: 600px)`) may
+//! show: one reader follows the page both ways while they agree, most pages to their end,
+//! and parts in two only at the first element they see otherwise.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -248,20 +251,14 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
         maybe_shown_spans: Vec::new(),
     };
     // Most HTML can hide nothing, and is read as it was before hidden text was looked for.
-    let (mut hider, mut some_see) = (None, None);
+    let mut hider = None;
     if mark_hidden && may_hide(html) {
-        let page = read_style_sheets(html);
-        // Text is hidden as every reader sees it. Where rules for some readers only may
-        // show some of it, the page is followed as they may see it too, to say which.
-        if page.as_ref().is_some_and(|p| p.sheet.shows_to_some()) {
-            some_see = Some(Hider::new(page.as_ref(), true));
-        }
-        hider = Some(Hider::new(page.as_ref(), false));
+        hider = Some(Hider::new(read_style_sheets(html).as_ref()));
     }
     // A style sheet may hide the page before its first tag (`body { font-size: 0 }`).
     text.hidden = hider.as_ref().is_some_and(Hider::hides);
     text.gone = hider.as_ref().is_some_and(Hider::removes);
-    text.maybe_shown = some_see.as_ref().is_some_and(|h| !h.hides());
+    text.maybe_shown = text.hidden && hider.as_ref().is_some_and(Hider::shown_to_some);
     let mut decoded = String::new();
     let mut unclosed = [usize::MAX; 2];
     let mut at = 0;
@@ -310,10 +307,7 @@ fn render_as(html: &str, mark_hidden: bool) -> Rendered {
             text.hidden = hider.hides();
             text.gone = hider.removes();
             undisplayed |= hider.undisplayed();
-            if let Some(some_see) = &mut some_see {
-                some_see.tag(lower, attributes);
-                text.maybe_shown = !some_see.hides();
-            }
+            text.maybe_shown = text.hidden && hider.shown_to_some();
         }
         at = end;
         text.brk(break_of(name), undisplayed);
@@ -936,7 +930,7 @@ impl Layout {
 }
 
 /// An element open at a point of the page, and what it does to the text inside it.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 struct Open {
     name: u128,
     /// `display: none` (or `hidden`) on it or around it: nothing inside shows, whatever it
@@ -1018,11 +1012,17 @@ impl Open {
 /// ([`ColorStack`]), as SpamAssassin's renderer judges the last for its Bayes.
 ///
 /// Declarations are read from the `style` attribute and from the page's style sheets
-/// ([`StyleSheet`]), in the cascade's order, as every reader sees the page; or, for a
-/// second `Hider` beside the first (`as_some_see`), as some may: where a rule that holds
-/// for some readers only (`@media (max-width: 600px)`, a selector not read as written)
-/// wins a property, the element is read again with it, and each way of hiding hides only
-/// if it does both ways ([`Open::or_shown`]); the colours are followed both ways too.
+/// ([`StyleSheet`]), in the cascade's order, as every reader sees the page
+/// ([`Hider::hides`]), and, where the sheets have rules that hold for some readers only
+/// (`@media (max-width: 600px)`, a selector not read as written), as those readers may see
+/// it ([`Hider::shown_to_some`]): where such a rule wins a property, the element is read
+/// again with it, and each way of hiding hides only if it does both ways
+/// ([`Open::or_shown`]); the colours are followed both ways (`shown_colors`). Most such
+/// rules leave every element as it was for hidden text (a width, a padding, a size already
+/// readable), so the two readings are one till an element opens otherwise as some see it:
+/// till then one `Hider` follows both, their elements one stack and only their colours
+/// apart ([`SomeSee::Alongside`]); from that element on, a copy of it as it was there
+/// follows the page as some see it, fed every tag it is ([`SomeSee::Apart`]).
 /// Elements are matched against their ancestors through the states of the sheet's
 /// selectors with combinators that each passes on. What is not read (a sheet past its
 /// bounds, one linked and not sent, a reader's own style sheet) can still show what these
@@ -1037,6 +1037,7 @@ impl Open {
 /// and `<p>`, `<li>`, `<td>`, `<tr>` and their
 /// kin end the one left open before them, so that a paragraph left open cannot hide what
 /// follows it, nor an inner `</div>` end the hidden `<div>` around it.
+#[derive(Clone)]
 struct Hider {
     /// Innermost last; at most [`MAX_OPEN`].
     open: VecDeque<Open>,
@@ -1048,8 +1049,9 @@ struct Hider {
     /// The page's style sheets, when they have a rule that is read.
     sheet: Option<Rc<StyleSheet>>,
     /// The colours as the rules that hold for some readers only show them, from the first
-    /// element whose colour such a rule sets (till then they are `colors`): text is in its
-    /// background's colour only if it is both ways.
+    /// element whose colour such a rule sets (till then they are `colors`), while this
+    /// reader follows those readers: text is in its background's colour, as they see it,
+    /// only if it is both ways.
     shown_colors: Option<ColorStack>,
     /// The states of the sheet's selectors with combinators ([`StyleSheet::states`]) that
     /// each of `open` passes on, `chains` each; those of `floor`.
@@ -1072,16 +1074,81 @@ struct Hider {
     /// Whether the void element (`<br>`, `<hr>`) the last start tag began is not
     /// displayed: it holds nothing, and is not open, but it makes no break either.
     void_none: bool,
-    /// Whether what rules for some readers only show is shown.
+    /// Whether this reader reads the page as some readers may see it, what rules for them
+    /// only show shown: the one [`SomeSee::Apart`] holds.
     as_some_see: bool,
+    /// How the page is read as some readers may see it, beside this reading.
+    some_see: SomeSee,
+}
+
+/// How a [`Hider`] reads a page as some readers may see it: those that rules for some
+/// readers only hold for.
+#[derive(Clone)]
+enum SomeSee {
+    /// Not at all: the page has no such rule that shows anything, or this is the reader
+    /// that reads it as they see it.
+    Unfollowed,
+    /// Alongside its reading as every reader sees it, no element having yet opened
+    /// otherwise as they see it: the open elements are theirs too, and only the colours
+    /// may differ (`shown_colors`).
+    Alongside,
+    /// Apart, from the first element that opened otherwise as they see it: by a reader of
+    /// their own, a copy of this one as it was there.
+    Apart(Box<Hider>),
+}
+
+/// The element a start tag begins, styled, as [`Hider::opening`] opens it.
+struct Styled<'t> {
+    key: u128,
+    /// Lowercase.
+    name: &'t [u8],
+    /// What was around it, if it is the `<html>` or the `<body>` made up for the page.
+    made_up: Option<Open>,
+    /// Its declarations, if it has any.
+    declared: Option<Declared<'t>>,
+    /// Its `hidden` attribute.
+    hidden: bool,
+    /// Its `<font size>`.
+    size: Option<&'t str>,
+}
+
+/// What a start tag opens, as one reader reads it.
+#[derive(Clone, Copy, PartialEq)]
+struct Opening {
+    /// Whether its element ends the line it begins on: the first line of the block around
+    /// it ends there ([`Hider::end_first_line`]).
+    ends_line: bool,
+    open: Open,
+}
+
+impl Opening {
+    /// Whether a reader that opens `other` is left as one that opens this: the same
+    /// element, and the same lines where a first line is indented off the page (`indents`,
+    /// before this element). Elsewhere they change nothing: a line's end changes only such
+    /// first lines ([`Hider::end_first_line`]), and an element opened while there was none
+    /// has none around it or beneath it.
+    fn is_like(self, other: Opening, indents: bool) -> bool {
+        let lines = |opening: Opening| match indents {
+            true => opening,
+            false => Opening {
+                ends_line: false,
+                open: Open {
+                    has_lines: false,
+                    ..opening.open
+                },
+            },
+        };
+        lines(self) == lines(other)
+    }
 }
 
 impl Hider {
-    /// A reader of the hidden text of a page styled by `page` as every reader sees it, or
-    /// (`as_some_see`) with what rules for some readers only show shown.
-    fn new(page: Option<&PageStyle>, as_some_see: bool) -> Hider {
+    /// A reader of the hidden text of a page styled by `page`, as every reader sees it and
+    /// as some may.
+    fn new(page: Option<&PageStyle>) -> Hider {
         let mut hider = Hider {
-            as_some_see,
+            as_some_see: false,
+            some_see: SomeSee::Unfollowed,
             open: VecDeque::new(),
             floor: PAGE,
             colors: ColorStack::new(),
@@ -1105,6 +1172,9 @@ impl Hider {
         };
         hider.chains = page.sheet.chains();
         hider.sheet = Some(Rc::clone(&page.sheet));
+        if page.sheet.shows_to_some() {
+            hider.some_see = SomeSee::Alongside;
+        }
         // A reader makes up the `<html>` and `<body>` a page leaves out, and its style
         // sheet styles them: `body { font-size: 0 }` hides a page without a `<body>` too.
         // One written later is the same element: it is styled from what is around the one
@@ -1114,20 +1184,48 @@ impl Hider {
             (1, b"body", page.has_body),
         ] {
             if !written && hider.sheet.as_ref().is_some_and(|s| s.has_rules_for(name)) {
-                let around = *hider.top();
-                hider.start(name, "");
-                hider.made_up[i] = Some(around);
+                hider.make_up(i, name);
             }
         }
         hider
+    }
+
+    /// Opens the `<html>` (`i` 0) or `<body>` (1) made up for the page.
+    fn make_up(&mut self, i: usize, name: &[u8]) {
+        if let SomeSee::Apart(some_see) = &mut self.some_see {
+            some_see.make_up(i, name);
+        }
+        let around = *self.top();
+        self.start(name, "");
+        self.made_up[i] = Some(around);
+        // A reader that parted from this one at this element had it inside the same.
+        if let SomeSee::Apart(some_see) = &mut self.some_see {
+            some_see.made_up[i].get_or_insert(around);
+        }
     }
 
     fn top(&self) -> &Open {
         self.open.back().unwrap_or(&self.floor)
     }
 
-    /// Whether text here is hidden.
+    /// Whether text here is hidden, as this reader reads the page: as every reader sees it,
+    /// unless it is the one that reads it as some may.
     fn hides(&self) -> bool {
+        self.hides_as(self.as_some_see)
+    }
+
+    /// Whether text here is shown as some readers may see the page: those that rules for
+    /// some readers only hold for.
+    fn shown_to_some(&self) -> bool {
+        match &self.some_see {
+            SomeSee::Apart(some_see) => !some_see.hides(),
+            SomeSee::Alongside | SomeSee::Unfollowed => !self.hides_as(true),
+        }
+    }
+
+    /// Whether text here is hidden as every reader sees the page, or (`as_some_see`) as
+    /// some may: its colours then hide it only if they do both ways.
+    fn hides_as(&self, as_some_see: bool) -> bool {
         let top = self.top();
         top.none
             || top.invisible
@@ -1137,7 +1235,14 @@ impl Hider {
             || top.shift.iter().any(|&px| px <= -OFF_PAGE_PX)
             || top.indented_away
             || (self.colors.hides_text()
-                && (self.shown_colors.as_ref()).is_none_or(ColorStack::hides_text))
+                && (!as_some_see
+                    || (self.shown_colors.as_ref()).is_none_or(ColorStack::hides_text)))
+    }
+
+    /// Whether this reader reads elements as some readers may see them: it is the one
+    /// that reads the page so, or it follows them alongside its own reading.
+    fn follows_some(&self) -> bool {
+        self.as_some_see || matches!(self.some_see, SomeSee::Alongside)
     }
 
     /// Whether the element here is not displayed (`display: none`, `hidden`): it makes
@@ -1154,6 +1259,9 @@ impl Hider {
 
     /// A start tag, with its `attributes` as written, or an end tag: `name` lowercase.
     fn tag(&mut self, name: &[u8], attributes: Option<&str>) {
+        if let SomeSee::Apart(some_see) = &mut self.some_see {
+            some_see.tag(name, attributes);
+        }
         match attributes {
             Some(attributes) => self.start(name, attributes),
             None => self.end(name),
@@ -1241,11 +1349,18 @@ impl Hider {
             self.classes = lower;
         }
         // Declarations in the cascade's order, the last of a property the one that counts:
-        // the style sheet's, and the element's own, `!important` ones last.
+        // the style sheet's, and the element's own, `!important` ones last; and, read as
+        // some readers may see it, with the rules that hold for them, if one matches.
         let mut cascaded = std::mem::take(&mut self.cascaded);
         cascaded.clear();
+        let mut shown_cascaded = std::mem::take(&mut self.shown_cascaded);
+        shown_cascaded.clear();
+        let some_match = self.follows_some()
+            && (self.sheet.as_ref()).is_some_and(|sheet| sheet.shows_any(&matched));
+        let mut shows = 0;
         let declared: &str = if !matched.is_empty() || own.contains('!') {
-            cascade(self.sheet.as_deref(), &matched, &own, false, &mut cascaded);
+            let shown = some_match.then_some(&mut shown_cascaded);
+            shows = cascade(self.sheet.as_deref(), &matched, &own, &mut cascaded, shown);
             &cascaded
         } else {
             &own
@@ -1253,14 +1368,6 @@ impl Hider {
         let declared = Some(declared).filter(|d| !d.is_empty());
         // Read again with the rules that hold for some readers only, if one of them wins a
         // property: its colours, or the rest.
-        let mut shown_cascaded = std::mem::take(&mut self.shown_cascaded);
-        shown_cascaded.clear();
-        let shows = match &self.sheet {
-            Some(sheet) if self.as_some_see && sheet.shows_any(&matched) => {
-                cascade(Some(sheet), &matched, &own, true, &mut shown_cascaded)
-            }
-            _ => 0,
-        };
         let shown_colors = (shows & COLOR_PROPERTIES != 0).then_some(shown_cascaded.as_str());
         let shown = (shows & !COLOR_PROPERTIES != 0).then_some(shown_cascaded.as_str());
         if shown_colors.is_some() && self.shown_colors.is_none() {
@@ -1275,39 +1382,91 @@ impl Hider {
             b"body" => self.made_up[1],
             _ => None,
         };
+        let element = Styled {
+            key,
+            name,
+            made_up,
+            declared: declared.map(Declared::read),
+            hidden,
+            size,
+        };
+        let opening = self.opening(&element, shown.filter(|_| self.as_some_see));
+        // Followed alongside, the reading as some readers may see the page parts from this
+        // one where an element opens otherwise as they see it.
+        if shown.is_some() && !self.as_some_see {
+            let theirs = self.opening(&element, shown);
+            if !theirs.is_like(opening, self.indents) {
+                self.part(theirs);
+            }
+        }
+        self.cascaded = cascaded;
+        self.shown_cascaded = shown_cascaded;
+        self.matched = matched;
+        self.open_element(opening);
+    }
+
+    /// How `element` opens, read with its declarations, and, as some readers may see it,
+    /// with those the rules for them give it too (`shown`).
+    fn opening(&self, element: &Styled, shown: Option<&str>) -> Opening {
+        let Styled {
+            key,
+            name,
+            made_up,
+            ref declared,
+            hidden,
+            size,
+        } = *element;
         // Most elements have no style of their own, nor a first line indented off the page
         // around them that how they are laid out would end: they hide what is around them.
         if declared.is_none() && shown.is_none() && !hidden && size.is_none() && !self.indents {
             let around = made_up.unwrap_or(*self.top());
             if around.indent_px > -OFF_PAGE_PX {
-                self.cascaded = cascaded;
-                self.shown_cascaded = shown_cascaded;
-                self.matched = matched;
-                self.push_element(Open {
+                let open = Open {
                     name: key,
                     has_lines: false,
                     ..around
-                });
-                return;
+                };
+                return Opening {
+                    ends_line: false,
+                    open,
+                };
             }
         }
-        let d = declared.map(Declared::read).unwrap_or_default();
+        let unstyled = Declared::default();
+        let d = declared.as_ref().unwrap_or(&unstyled);
         let shown = shown.map(Declared::read);
-        let layout = Layout::of(name, &d, hidden);
+        let layout = Layout::of(name, d, hidden);
         let shown_layout = shown.as_ref().map(|d| Layout::of(name, d, hidden));
-        if layout.display.ends_line() || shown_layout.is_some_and(|l| l.display.ends_line()) {
-            self.end_first_line();
-        }
-        let around = made_up.unwrap_or(*self.top());
-        let mut open = layout.open(key, around, &d, size);
+        let ends_line =
+            layout.display.ends_line() || shown_layout.is_some_and(|l| l.display.ends_line());
+        let around = made_up.unwrap_or_else(|| self.top_after(ends_line));
+        let mut open = layout.open(key, around, d, size);
         if let (Some(d), Some(layout)) = (&shown, shown_layout) {
             open = open.or_shown(layout.open(key, around, d, size));
         }
+        Opening { ends_line, open }
+    }
+
+    /// Opens the element a start tag begins, as [`Hider::opening`] read it.
+    fn open_element(&mut self, Opening { ends_line, open }: Opening) {
+        if ends_line {
+            self.end_first_line();
+        }
         self.indents |= open.indented_away;
-        self.cascaded = cascaded;
-        self.shown_cascaded = shown_cascaded;
-        self.matched = matched;
         self.push_element(open);
+    }
+
+    /// Parts the reading as some readers may see the page from this one, at the element
+    /// begun, which opens otherwise as they see it (`theirs`): a copy of this reader as it
+    /// is, with the colours as they see them, reads the page so from here on.
+    fn part(&mut self, theirs: Opening) {
+        let shown_colors = self.shown_colors.take();
+        let mut some_see = self.clone();
+        some_see.as_some_see = true;
+        some_see.some_see = SomeSee::Unfollowed;
+        some_see.shown_colors = shown_colors;
+        some_see.open_element(theirs);
+        self.some_see = SomeSee::Apart(Box::new(some_see));
     }
 
     /// Opens the element begun, unless it is void: then it only says whether it is
@@ -1362,6 +1521,16 @@ impl Hider {
                 return;
             }
         }
+    }
+
+    /// The innermost open element, as it is once the line that ends there (`ends_line`), if
+    /// one does, has ended: as [`Hider::end_first_line`] leaves it.
+    fn top_after(&self, ends_line: bool) -> Open {
+        let mut top = *self.top();
+        if ends_line && self.indents && !self.open.is_empty() {
+            top.indented_away = false;
+        }
+        top
     }
 
     /// A line ends (`<br>`, a block begins): what follows in the innermost block is not on

@@ -658,31 +658,51 @@ pub(super) const COLOR_PROPERTIES: u32 = 1 << 0 | 1 << 1 | 1 << 2 | 1 << 4;
 /// order the cascade ranks them: those of its rules, its own, the important ones of its
 /// rules, its own important ones. Only the last of a property is written, since it is the
 /// one that counts, and only [`PROPERTIES`]: however many rules match, a bounded few.
-/// The declarations of rules read for what they show count only where `shown`, and then
-/// only those that show. Returns the properties (a bit each, by their index in
-/// [`PROPERTIES`]) whose last declaration is of such a rule.
+/// The declarations of rules read for what they show do not count in `out`; they do, but
+/// only those that show, in `shown`, if it is given: as some readers may see the element,
+/// written in the same walk. Returns the properties (a bit each, by their index in
+/// [`PROPERTIES`]) whose last declaration in `shown` is of such a rule.
 pub(super) fn cascade(
     sheet: Option<&StyleSheet>,
     matched: &[u64],
     style: &str,
-    shown: bool,
     out: &mut String,
+    mut shown: Option<&mut String>,
 ) -> u32 {
     let mut last = [usize::MAX; PROPERTIES.len()];
+    let mut last_shown = [usize::MAX; PROPERTIES.len()];
     let mut shows = 0u32;
     let mut count = 0;
-    in_cascade(sheet, matched, style, shown, |property, _, shows_only| {
-        last[property] = count;
-        shows = shows & !(1 << property) | u32::from(shows_only) << property;
-        count += 1;
-    });
+    let read_shown = shown.is_some();
+    in_cascade(
+        sheet,
+        matched,
+        style,
+        read_shown,
+        |property, _, shows_only| {
+            if !shows_only {
+                last[property] = count;
+            }
+            last_shown[property] = count;
+            shows = shows & !(1 << property) | u32::from(shows_only) << property;
+            count += 1;
+        },
+    );
+    let write = |out: &mut String, property: usize, value: &str| {
+        out.push_str(PROPERTIES[property]);
+        out.push(':');
+        out.push_str(value);
+        out.push(';');
+    };
     count = 0;
-    in_cascade(sheet, matched, style, shown, |property, value, _| {
+    in_cascade(sheet, matched, style, read_shown, |property, value, _| {
         if last[property] == count {
-            out.push_str(PROPERTIES[property]);
-            out.push(':');
-            out.push_str(value);
-            out.push(';');
+            write(out, property, value);
+        }
+        if let Some(shown) = shown.as_deref_mut()
+            && last_shown[property] == count
+        {
+            write(shown, property, value);
         }
         count += 1;
     });
@@ -1233,7 +1253,7 @@ mod tests {
     fn important_declarations_count_last() {
         let mut out = String::new();
         let style = "display: none !important; color: red; display: inline; margin: 0";
-        cascade(None, &[], style, false, &mut out);
+        cascade(None, &[], style, &mut out, None);
         assert_eq!(out, "color:red;display:none;");
     }
 
@@ -1260,9 +1280,9 @@ mod tests {
         let mut matched = Vec::new();
         let element = sheet.element(name_key(tag.as_bytes()), id, classes, "");
         sheet.matching(&element, &[], &mut matched);
-        let mut out = String::new();
-        cascade(Some(sheet), &matched, "", shown, &mut out);
-        out
+        let (mut out, mut shown_out) = (String::new(), String::new());
+        cascade(Some(sheet), &matched, "", &mut out, Some(&mut shown_out));
+        if shown { shown_out } else { out }
     }
 
     /// Rules for every reader on a screen are read whole, with the selectors read as
@@ -1380,7 +1400,7 @@ mod tests {
         sheet.matching(&element, &[], &mut matched);
         let mut out = String::new();
         let style = "display: block !important; display: inline";
-        cascade(Some(&sheet), &matched, style, false, &mut out);
+        cascade(Some(&sheet), &matched, style, &mut out, None);
         assert_eq!(out, "display:block;");
     }
 
