@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Format;
-use super::Settings;
 use super::route::Missing;
+use super::{IfLost, Settings};
 use crate::mailbox;
 use crate::model::Verdict;
 use crate::store::LedgerEntry;
@@ -37,8 +37,12 @@ const PRELOAD_FROM: usize = 20;
 const CHUNK: usize = 256;
 
 pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let (_, route, (inputs, first)) =
-        super::open_meanwhile(settings, &args.paths, Missing::Empty, |route| {
+    let (_, route, (inputs, first)) = super::open_meanwhile(
+        settings,
+        &args.paths,
+        Missing::Empty,
+        IfLost::Fail,
+        |route| {
             // The first chunk is read here too, while the rules compile, rather than after.
             let listed_and_read = || {
                 let inputs = mailbox::expand(&args.paths);
@@ -59,7 +63,8 @@ pub fn run(settings: &Settings, args: &CheckArgs) -> anyhow::Result<ExitCode> {
                 }
                 Ok((inputs, first))
             }
-        })?;
+        },
+    )?;
     let mut unreadable = Vec::new();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

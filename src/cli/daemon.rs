@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args as ClapArgs;
 
-use super::Args;
+use super::{Args, IfLost};
 use crate::daemon::config::LogFormat;
 
 #[derive(Debug, Clone, ClapArgs)]
@@ -30,7 +30,8 @@ pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     };
     // Logging first, so that what loading the rules has to say reaches the log.
     crate::daemon::init_logging(format, args.verbose);
-    config.extractor.rules = super::on_thread_pool(|| super::load_rules(&args.settings, &config));
+    config.extractor.rules =
+        super::on_thread_pool(|| super::load_rules(&args.settings, &config, IfLost::Fail))?;
     super::ensure_parent(&config.db)?;
     // A reload is a load: configuration, database and rules, as at start-up, but rules
     // that cannot be read leave the ones in force.
@@ -38,8 +39,8 @@ pub fn run(args: &Args, daemon: &DaemonArgs) -> anyhow::Result<ExitCode> {
     let load = move |in_force: &crate::config::Config| {
         super::on_thread_pool(|| {
             let mut config = super::load_settings(&settings)?;
-            let rules = in_force.extractor.rules.as_ref();
-            config.extractor.rules = super::load_rules_over(&settings, &config, rules);
+            let if_lost = (in_force.extractor.rules.as_ref()).map_or(IfLost::Warn, IfLost::Keep);
+            config.extractor.rules = super::load_rules(&settings, &config, if_lost)?;
             anyhow::Ok(config)
         })
         .map_err(|e| format!("{e:#}"))

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use clap::Args as ClapArgs;
 
-use super::Args;
 use super::route::Missing;
+use super::{Args, IfLost};
 use crate::model::Decision;
 use crate::spam_headers::tagged;
 
@@ -151,7 +151,9 @@ fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     // the first, as the daemon scores with its own.
     let stdin = [std::path::PathBuf::from("-")];
     let (config, route, ()) =
-        super::open_meanwhile(&args.settings, &stdin, Missing::Empty, |_| Ok(()))?;
+        super::open_meanwhile(&args.settings, &stdin, Missing::Empty, IfLost::Warn, |_| {
+            Ok(())
+        })?;
     // Scored as `check -` reads it, without an envelope line; the output keeps it.
     let message = crate::message::without_envelope_line(raw);
     let verdict = route.deliver(message)?;

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 
-use super::Settings;
 use super::route::{Missing, Prepared, Route};
+use super::{IfLost, Settings};
 use crate::mailbox::{self, Input, Unreadable};
 use crate::model::Class;
 use crate::store::Outcome;
@@ -98,7 +98,7 @@ pub fn run(settings: &Settings, args: &LearnArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     let (config, route, inputs) =
-        super::open_meanwhile(settings, &args.paths, Missing::Create, |_| {
+        super::open_meanwhile(settings, &args.paths, Missing::Create, IfLost::Fail, |_| {
             Ok(mailbox::expand(&args.paths))
         })?;
     let mut tally = Tally::default();

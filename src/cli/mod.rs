@@ -224,7 +224,7 @@ pub fn load_settings(args: &Settings) -> anyhow::Result<Config> {
 /// default places name loaded and compiled: for the commands that turn mail into features.
 pub fn load_config(args: &Settings) -> anyhow::Result<Config> {
     let mut config = load_settings(args)?;
-    config.extractor.rules = held_to_exit(load_rules(args, &config));
+    config.extractor.rules = held_to_exit(load_rules(args, &config, IfLost::Fail)?);
     Ok(config)
 }
 
@@ -245,21 +245,30 @@ pub fn on_thread_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     rayon::scope(|_| f())
 }
 
-/// The rules the configuration names, compiled; `None` when it names none. A rule that
-/// cannot be used is skipped with a warning, never an error.
-pub fn load_rules(args: &Settings, config: &Config) -> Option<Arc<crate::rules::RuleSet>> {
-    load_rules_over(args, config, None)
+/// What loading rules does about a rule file or directory named that cannot be read at
+/// all (a path that is not there, a file without permission).
+#[derive(Clone, Copy)]
+pub enum IfLost<'r> {
+    /// Stops the command, naming the path: a mistyped one ran every command without the
+    /// rules it named, the GTUBE test and the welcome and block lists among them, and
+    /// said so in one log line.
+    Fail,
+    /// Logs it and goes on with the rules read: mail in transit (`filter`) does not stop
+    /// for it.
+    Warn,
+    /// Keeps the rules in force (a daemon's reload), also when nothing loads where they
+    /// ran: a rule file being rewritten, or a directory moved, must not leave mail
+    /// unfiltered; an administrator who wants no rules says `rules = []`.
+    Keep(&'r Arc<crate::rules::RuleSet>),
 }
 
-/// As [`load_rules`], for a daemon that runs with `in_force`: when a file or directory
-/// named cannot be read, or nothing loads where rules ran before, it keeps those. A rule
-/// file being rewritten, or a directory moved, must not leave mail unfiltered; an
-/// administrator who wants no rules says `rules = "none"`.
-pub fn load_rules_over(
+/// The rules the configuration names, compiled; `None` when it names none. A rule that
+/// cannot be used is skipped with a warning; a file that cannot be read, as `if_lost` says.
+pub fn load_rules(
     args: &Settings,
     config: &Config,
-    in_force: Option<&Arc<crate::rules::RuleSet>>,
-) -> Option<Arc<crate::rules::RuleSet>> {
+    if_lost: IfLost,
+) -> anyhow::Result<Option<Arc<crate::rules::RuleSet>>> {
     let source = rule_source(args, config);
     let started = std::time::Instant::now();
     let loaded = source.load();
@@ -274,7 +283,9 @@ pub fn load_rules_over(
         "rules: {}",
         source.describe()
     );
-    let (set, report) = loaded?;
+    let Some((set, report)) = loaded else {
+        return Ok(None);
+    };
     if report.auth_readers > 0 && !report.trusted_authserv.is_empty() {
         tracing::info!(
             rules = report.auth_readers,
@@ -282,17 +293,24 @@ pub fn load_rules_over(
             report.trusted_authserv.join(", ")
         );
     }
-    let mut lost = false;
-    for p in report.lost_files() {
-        tracing::error!("rules: {}: {}", p.origin.file.display(), p.reason);
-        lost = true;
-    }
-    if let Some(kept) = in_force.filter(|_| lost || set.is_empty()) {
-        tracing::error!(
-            kept = kept.rules().len(),
-            "rules: the new rules could not be read whole; keeping the ones in force"
-        );
-        return Some(kept.clone());
+    let lost: Vec<String> = (report.lost_files())
+        .map(|p| format!("{}: {}", p.origin.file.display(), p.reason))
+        .collect();
+    match if_lost {
+        IfLost::Fail if !lost.is_empty() => anyhow::bail!(
+            "cannot read the rules named ({}); correct the path (--rules, SPAMNB_RULES or \
+             `rules` in the configuration), or switch rules off with --no-rules",
+            lost.join("; ")
+        ),
+        IfLost::Keep(kept) if !lost.is_empty() || set.is_empty() => {
+            lost.iter().for_each(|l| tracing::error!("rules: {l}"));
+            tracing::error!(
+                kept = kept.rules().len(),
+                "rules: the new rules could not be read whole; keeping the ones in force"
+            );
+            return Ok(Some(kept.clone()));
+        }
+        _ => lost.iter().for_each(|l| tracing::error!("rules: {l}")),
     }
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(
@@ -302,7 +320,7 @@ pub fn load_rules_over(
             "some rules were not loaded; `spamnb rules check` lists them"
         );
     }
-    (!set.is_empty()).then(|| Arc::new(set))
+    Ok((!set.is_empty()).then(|| Arc::new(set)))
 }
 
 /// The configuration with its rules, the route to its database, and what `meanwhile` made
@@ -317,6 +335,7 @@ pub fn open_meanwhile<T: Send>(
     args: &Settings,
     paths: &[PathBuf],
     missing: route::Missing,
+    if_lost: IfLost,
     meanwhile: impl FnOnce(&route::Route) -> anyhow::Result<T> + Send,
 ) -> anyhow::Result<(Config, route::Route, T)> {
     let mut config = load_settings(args)?;
@@ -334,20 +353,25 @@ pub fn open_meanwhile<T: Send>(
         // A local hook took 18.7 ms with the rules compiled before the database opened,
         // 16.7 beside it (sled's threads keep the other core busy meanwhile).
         std::thread::scope(|s| {
-            let beside = std::thread::Builder::new().spawn_scoped(s, || load_rules(args, &config));
+            let beside =
+                std::thread::Builder::new().spawn_scoped(s, || load_rules(args, &config, if_lost));
             let opened = open();
             let compiled =
                 (beside.ok()).map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
             (compiled, opened)
         })
     } else {
-        let (rules, opened) = rayon::join(|| load_rules(args, &config), open);
+        let (rules, opened) = rayon::join(|| load_rules(args, &config, if_lost), open);
         (Some(rules), opened)
     };
     // Compiled now where the database turned out to be this command's after all: the daemon
     // let go of it between the look and the open, or no thread was to be had beside it.
     let local = matches!(&opened, Ok((route::Route::Local { .. }, _)));
-    let rules = compiled.unwrap_or_else(|| local.then(|| load_rules(args, &config)).flatten());
+    let rules = match compiled {
+        Some(rules) => rules?,
+        None if local => load_rules(args, &config, if_lost)?,
+        None => None,
+    };
     let rules = held_to_exit(rules);
     let (mut route, made) = opened?;
     route.set_rules(rules.clone());

@@ -411,6 +411,40 @@ fn sighup_keeps_the_rules() {
     d.wait_log("keeping the ones in force", Duration::from_secs(10));
     assert!(rules_hit(), "and after a reload that could not read them");
     assert!(d.log().contains("cannot read the rule file"), "{}", d.log());
+    // At start there are none in force: a daemon named rules it cannot read does not run
+    // without them (GTUBE's and the lists' among them) and one log line to say so.
+    let mut second = Command::new(env!("CARGO_BIN_EXE_spamnb"))
+        .args(["--config", "/dev/null", "--db"])
+        .arg(dir.path().join("db2"))
+        .arg("daemon")
+        .env("SPAMNB_RULES", rules)
+        .env_remove("SPAMNB_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn a second daemon");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = second.try_wait().expect("try_wait") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(30) {
+            let _ = second.kill();
+            panic!("a daemon named rules it cannot read is running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut said = String::new();
+    let _ = second
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut said);
+    assert_eq!(status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("cannot read the rules named") && said.contains(rules),
+        "{said}"
+    );
 }
 
 #[test]

@@ -345,6 +345,48 @@ fn our_rules_tell_spam_from_ham_in_the_corpus() {
 const GTUBE_MAIL: &str = "From: admin@example.org\nTo: postmaster@example.org\nSubject: test\n\n\
                           XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X\n";
 
+/// A rules path that cannot be read (a typo) stops a command with the path named, instead
+/// of running it without every rule, GTUBE's among them, and one log line to say so; a
+/// filter of mail in transit goes on with the rules it could read, and so the message is
+/// still found spam by the others.
+#[test]
+fn a_rules_path_that_cannot_be_read_stops_a_command_but_not_a_filter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let file = write(dir.path(), "gtube.eml", GTUBE_MAIL);
+    let missing = dir.path().join("rules-typo");
+    let both = format!("{}:{}", repo_rules().display(), missing.display());
+    for args in [&["check"][..], &["learn", "--spam"]] {
+        let out = spamnb(&db)
+            .env("SPAMNB_RULES", &both)
+            .args(args)
+            .arg(&file)
+            .output()
+            .expect("run");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("rules-typo") && stderr.contains("--no-rules"),
+            "{stderr}"
+        );
+    }
+    let out = run_with_stdin(
+        spamnb(&db).env("SPAMNB_RULES", &both).arg("filter"),
+        GTUBE_MAIL.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("X-Spam-Flag: YES"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert!(
+        text(&out.stderr).contains("rules-typo"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// A command that finds the daemon's pid file leaves the rules to the daemon; when it then
 /// opens the database itself (the daemon let go between the look and the open), it compiles
 /// them after all, one message or many.
