@@ -115,8 +115,13 @@ impl Route {
             let why = match daemon {
                 Some(pid) => format!(
                     "the daemon holding it is process {pid}, but its socket is not where \
-                     this command looks: set [control] listen, or XDG_RUNTIME_DIR as the \
-                     daemon has it; "
+                     this command looks ({}): give this command the daemon's configuration \
+                     (--config or SPAMNB_CONFIG), or set [control] listen, runtime_dir or \
+                     XDG_RUNTIME_DIR as the daemon has them; ",
+                    (control_sockets(config).iter())
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 None if locked => format!(
                     "waited {}s (--lock-wait); ",

@@ -360,6 +360,11 @@ fn a_daemon_waits_for_a_learn_and_is_named_when_out_of_reach() {
     let err = util::text(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("the daemon holding it is process"), "{err}");
+    // Where it looked, and the remedy that fits a daemon started with its own file.
+    assert!(
+        err.contains("(/nonexistent/control.sock)") && err.contains("--config"),
+        "{err}"
+    );
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "it did not wait: {err}"
