@@ -179,12 +179,14 @@ fn level(score: f64) -> String {
 }
 
 /// Folds header `name`'s value at spaces or commas so no line passes 78 characters (RFC
-/// 5322 recommends it; SpamAssassin does it for the test list).
+/// 5322 recommends it; SpamAssassin does it for the test list). The fold's tab takes the
+/// place of the space it is at: no line ends in white space.
 fn fold(name: &str, value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 16);
     let mut line_len = name.len() + 2;
     for piece in value.split_inclusive([' ', ',']) {
         if line_len + piece.len() > 78 && line_len > 0 {
+            out.truncate(out.trim_end_matches(' ').len());
             out.push_str("\n\t");
             line_len = 1;
         }
@@ -503,6 +505,17 @@ mod tests {
             "{}",
             h[1].1
         );
+    }
+
+    /// The tab of a fold stands where the space was: no line ends in white space, and
+    /// the value unfolds to what it was.
+    #[test]
+    fn a_fold_leaves_no_space_at_a_line_end() {
+        let summary = "score 10.5 = 0.70 x 11.2 (15 strongest of 87 features) + 0.30 x 8.9 (all)";
+        let folded = fold("X-Spam-Report", summary);
+        assert!(folded.contains("\n\t"), "{folded}");
+        assert!(folded.lines().all(|l| !l.ends_with(' ')), "{folded:?}");
+        assert_eq!(folded.replace("\n\t", " "), summary);
     }
 
     #[test]
