@@ -1074,10 +1074,8 @@ struct Hider {
     /// Whether the void element (`<br>`, `<hr>`) the last start tag began is not
     /// displayed: it holds nothing, and is not open, but it makes no break either.
     void_none: bool,
-    /// Whether this reader reads the page as some readers may see it, what rules for them
-    /// only show shown: the one [`SomeSee::Apart`] holds.
-    as_some_see: bool,
-    /// How the page is read as some readers may see it, beside this reading.
+    /// How the page is read as some readers may see it, beside this reading, or whether
+    /// this is that reading.
     some_see: SomeSee,
 }
 
@@ -1085,8 +1083,7 @@ struct Hider {
 /// readers only hold for.
 #[derive(Clone)]
 enum SomeSee {
-    /// Not at all: the page has no such rule that shows anything, or this is the reader
-    /// that reads it as they see it.
+    /// Not at all: the page has no such rule that shows anything.
     Unfollowed,
     /// Alongside its reading as every reader sees it, no element having yet opened
     /// otherwise as they see it: the open elements are theirs too, and only the colours
@@ -1095,6 +1092,9 @@ enum SomeSee {
     /// Apart, from the first element that opened otherwise as they see it: by a reader of
     /// their own, a copy of this one as it was there.
     Apart(Box<Hider>),
+    /// This reader is the one [`SomeSee::Apart`] holds: it reads the page as they may see
+    /// it, what rules for them only show shown.
+    Theirs,
 }
 
 /// The element a start tag begins, styled, as [`Hider::opening`] opens it.
@@ -1147,7 +1147,6 @@ impl Hider {
     /// as some may.
     fn new(page: Option<&PageStyle>) -> Hider {
         let mut hider = Hider {
-            as_some_see: false,
             some_see: SomeSee::Unfollowed,
             open: VecDeque::new(),
             floor: PAGE,
@@ -1211,7 +1210,7 @@ impl Hider {
     /// Whether text here is hidden, as this reader reads the page: as every reader sees it,
     /// unless it is the one that reads it as some may.
     fn hides(&self) -> bool {
-        self.hides_as(self.as_some_see)
+        self.hides_as(self.is_theirs())
     }
 
     /// Whether text here is shown as some readers may see the page: those that rules for
@@ -1219,7 +1218,7 @@ impl Hider {
     fn shown_to_some(&self) -> bool {
         match &self.some_see {
             SomeSee::Apart(some_see) => !some_see.hides(),
-            SomeSee::Alongside | SomeSee::Unfollowed => !self.hides_as(true),
+            SomeSee::Alongside | SomeSee::Unfollowed | SomeSee::Theirs => !self.hides_as(true),
         }
     }
 
@@ -1242,7 +1241,12 @@ impl Hider {
     /// Whether this reader reads elements as some readers may see them: it is the one
     /// that reads the page so, or it follows them alongside its own reading.
     fn follows_some(&self) -> bool {
-        self.as_some_see || matches!(self.some_see, SomeSee::Alongside)
+        matches!(self.some_see, SomeSee::Alongside | SomeSee::Theirs)
+    }
+
+    /// Whether this is the reader that reads the page as some readers may see it.
+    fn is_theirs(&self) -> bool {
+        matches!(self.some_see, SomeSee::Theirs)
     }
 
     /// Whether the element here is not displayed (`display: none`, `hidden`): it makes
@@ -1390,10 +1394,10 @@ impl Hider {
             hidden,
             size,
         };
-        let opening = self.opening(&element, shown.filter(|_| self.as_some_see));
+        let opening = self.opening(&element, shown.filter(|_| self.is_theirs()));
         // Followed alongside, the reading as some readers may see the page parts from this
         // one where an element opens otherwise as they see it.
-        if shown.is_some() && !self.as_some_see {
+        if shown.is_some() && !self.is_theirs() {
             let theirs = self.opening(&element, shown);
             if !theirs.is_like(opening, self.indents) {
                 self.part(theirs);
@@ -1462,8 +1466,7 @@ impl Hider {
     fn part(&mut self, theirs: Opening) {
         let shown_colors = self.shown_colors.take();
         let mut some_see = self.clone();
-        some_see.as_some_see = true;
-        some_see.some_see = SomeSee::Unfollowed;
+        some_see.some_see = SomeSee::Theirs;
         some_see.shown_colors = shown_colors;
         some_see.open_element(theirs);
         self.some_see = SomeSee::Apart(Box::new(some_see));
