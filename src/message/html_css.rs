@@ -674,10 +674,16 @@ pub(super) fn cascade(
     let mut shows = 0u32;
     let mut count = 0;
     let read_shown = shown.is_some();
+    // The element's own declarations, read once for the two walks.
+    let own: Vec<(usize, &str, bool)> = (declarations(style))
+        .filter_map(|(property, value, important)| {
+            Some((property_index(property)?, value, important))
+        })
+        .collect();
     in_cascade(
         sheet,
         matched,
-        style,
+        &own,
         read_shown,
         |property, _, shows_only| {
             if !shows_only {
@@ -695,7 +701,7 @@ pub(super) fn cascade(
         out.push(';');
     };
     count = 0;
-    in_cascade(sheet, matched, style, read_shown, |property, value, _| {
+    in_cascade(sheet, matched, &own, read_shown, |property, value, _| {
         if last[property] == count {
             write(out, property, value);
         }
@@ -711,11 +717,12 @@ pub(super) fn cascade(
 
 /// Calls `each` with every declaration of [`PROPERTIES`] that an element has, in the
 /// order of [`cascade`]: the property's index, the value, and whether it is of a rule read
-/// for what it shows.
+/// for what it shows. `own`: the element's own, each property's index, its value and
+/// whether it is important.
 fn in_cascade(
     sheet: Option<&StyleSheet>,
     matched: &[u64],
-    style: &str,
+    own: &[(usize, &str, bool)],
     shown: bool,
     mut each: impl FnMut(usize, &str, bool),
 ) {
@@ -733,10 +740,8 @@ fn in_cascade(
                 }
             }
         }
-        for (property, value, is_important) in declarations(style) {
-            if is_important == important
-                && let Some(property) = property_index(property)
-            {
+        for &(property, value, is_important) in own {
+            if is_important == important {
                 each(property, value, false);
             }
         }
