@@ -10,20 +10,20 @@
 //! orientation, `prefers-color-scheme`, `all and (max-width: 600px)`), under `@supports`,
 //! `@layer` or `@container`, in a `<style media=…>` for such a query; and so may a rule
 //! whose selector is not read as written (sibling combinators, pseudo-classes, attribute
-//! selectors), taken to apply to every element its last compound matches (`a + .x:hover`
-//! as `.x`, `*[x-apple-data-detectors]` as any element with that attribute). Such a rule keeps the declarations of its that show (`display` other than
-//! `none`, `visibility: visible`, a readable `font-size`, `opacity` that can be seen, a
-//! box that does not clip, a place on the page; colours, which show or hide by what is
-//! behind them); what it hides counts as shown, since other readers see it. The page is
-//! read as every reader sees it, without them; where one of them matches, it is also
-//! followed as some readers may see it, the rule's declarations in their place in the
-//! cascade, by importance, specificity and order, and each way a text can be hidden hiding
-//! it only if it does both ways. Text hidden the first way and not the second is hidden
-//! words that some readers may see (`html::Rendered::maybe_shown`), which the message's
-//! second reading weighs as words: a rule read too widely, or one that holds for no
-//! reader in fact (`div:not(div)`, `@media (min-width: 100000px)`), adds a reading, and
-//! takes none away. `@media print` and `speech`, `not all`, a query that is none, and
-//! other at-rules are not read.
+//! selectors), taken to apply to every element its last compound matches (`a + .x:hover` as
+//! `.x`, `*[x-apple-data-detectors]` as any element with that attribute). Such a rule keeps
+//! the declarations of its that show (`display` other than `none`, `visibility: visible`, a
+//! readable `font-size`, `opacity` that can be seen, a box that does not clip, a place on
+//! the page; colours, which show or hide by what is behind them); what it hides counts as
+//! shown, since other readers see it. The page is read as every reader sees it, without
+//! them; where one of them matches, it is also followed as some readers may see it, the
+//! rule's declarations in their place in the cascade, by importance, specificity and order,
+//! and each way a text can be hidden hiding it only if it does both ways. Text hidden the
+//! first way and not the second is hidden words that some readers may see
+//! (`html::Rendered::maybe_shown`), which the message's second reading weighs as words: a
+//! rule read too widely, or one that holds for no reader in fact (`div:not(div)`, `@media
+//! (min-width: 100000px)`), adds a reading, and takes none away. `@media print` and
+//! `speech`, `not all`, a query that is none, and other at-rules are not read.
 //!
 //! Reading is bounded: at most [`MAX_RULES`] rules of a page are read and [`MAX_SELECTORS`]
 //! selectors kept, [`MAX_PER_KEY`] of them for one tag, id or class; at most
@@ -1003,11 +1003,12 @@ fn list(text: &str) -> impl Iterator<Item = &str> {
 struct Unreadable;
 
 /// A selector as [`Parsed`]: read as written if it is compounds of a tag or `*`, then ids
-/// and classes, joined by descendant and child combinators (`div .x`, `td > span.y`);
-/// else its last compound alone, without its pseudo-classes and pseudo-elements, and its
-/// attribute selectors asking only that the attribute be there (`a + .x:hover` is `.x`); escapes decoded (`.\31 x` is `.1x`).
-/// `None` for one that matches nothing. A namespace or a name that is none (`.1x`) make
-/// the whole rule one that is not read, as it is in a reader.
+/// and classes, joined by descendant and child combinators (`div .x`, `td > span.y`); else
+/// its last compound alone, without its pseudo-classes and pseudo-elements, and its
+/// attribute selectors asking only that the attribute be there (`a + .x:hover` is `.x`);
+/// escapes decoded (`.\31 x` is `.1x`). `None` for one that matches nothing. A namespace or
+/// a name that is none (`.1x`) make the whole rule one that is not read, as it is in a
+/// reader.
 fn selector_of(selector: &str) -> Result<Option<Parsed>, Unreadable> {
     let s = selector.trim_matches(|c: char| c.is_ascii_whitespace());
     let bytes = s.as_bytes();
