@@ -296,21 +296,24 @@ pub fn load_rules(
     let lost: Vec<String> = (report.lost_files())
         .map(|p| format!("{}: {}", p.origin.file.display(), p.reason))
         .collect();
-    match if_lost {
-        IfLost::Fail if !lost.is_empty() => anyhow::bail!(
+    if matches!(if_lost, IfLost::Fail) && !lost.is_empty() {
+        anyhow::bail!(
             "cannot read the rules named ({}); correct the path (--rules, SPAMNB_RULES or \
              `rules` in the configuration), or switch rules off with --no-rules",
             lost.join("; ")
-        ),
-        IfLost::Keep(kept) if !lost.is_empty() || set.is_empty() => {
-            lost.iter().for_each(|l| tracing::error!("rules: {l}"));
-            tracing::error!(
-                kept = kept.rules().len(),
-                "rules: the new rules could not be read whole; keeping the ones in force"
-            );
-            return Ok(Some(kept.clone()));
-        }
-        _ => lost.iter().for_each(|l| tracing::error!("rules: {l}")),
+        );
+    }
+    for l in &lost {
+        tracing::error!("rules: {l}");
+    }
+    if let IfLost::Keep(kept) = if_lost
+        && (!lost.is_empty() || set.is_empty())
+    {
+        tracing::error!(
+            kept = kept.rules().len(),
+            "rules: the new rules could not be read whole; keeping the ones in force"
+        );
+        return Ok(Some(kept.clone()));
     }
     if !report.skipped.is_empty() || !report.problems.is_empty() {
         tracing::warn!(
