@@ -110,6 +110,9 @@ pub trait Stream: AsyncRead + AsyncWrite + AsFd + Unpin + Send {
 }
 impl<T: AsyncRead + AsyncWrite + AsFd + Unpin + Send> Stream for T {}
 
+/// Every unix socket's mode: read and write (connecting takes write) for its owner and group.
+const SOCKET_MODE: u32 = 0o660;
+
 pub enum Listener {
     Tcp(TcpListener),
     /// The socket, its path, and the file it made there (device and inode): what its drop
@@ -159,13 +162,13 @@ impl Listener {
                     }
                 }
                 let listener = UnixListener::bind(path)?;
-                // Never for others, whatever the umask: the control socket teaches and
-                // exports the model. The owner and its group (a mail server's hook) keep
-                // what the umask gives them.
+                // For the owner and its group (Postfix, a mail server's hook), never for
+                // others, whatever the umask: the control socket teaches and exports the
+                // model. Who may reach the socket at all, the directory decides. The
+                // umask is left to the database's files, which the group need not write.
                 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(SOCKET_MODE))?;
                 let made = std::fs::symlink_metadata(path)?;
-                let mode = made.mode() & 0o770;
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
                 Ok(Listener::Unix(
                     listener,
                     path.clone(),
@@ -218,7 +221,8 @@ impl Drop for Listener {
 mod tests {
     use super::*;
 
-    /// A socket is for its owner and group only, whatever the umask; and a listener that
+    /// A socket is for its owner and group, and only them, whatever the umask (the
+    /// tests' is commonly 022, which alone would deny the group); and a listener that
     /// goes removes its own socket file, not one another daemon has put at the path since.
     #[tokio::test]
     async fn unix_sockets_are_kept_from_others_and_removed_only_by_their_maker() {
@@ -228,7 +232,7 @@ mod tests {
         let address = Address::Unix(path.clone());
         let first = Listener::bind(&address).await.unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o007, 0, "{mode:o}");
+        assert_eq!(mode & 0o777, SOCKET_MODE, "{mode:o}");
         // A live socket is not taken over.
         assert!(Listener::bind(&address).await.is_err());
         std::fs::remove_file(&path).unwrap();

@@ -65,21 +65,36 @@ pub fn config_text(dir: &Path, s: &Sections) -> String {
     )
 }
 
+/// How a daemon under test is started, beyond its configuration: as systemd would.
+#[derive(Default)]
+pub struct Launch<'a> {
+    /// systemd's `NOTIFY_SOCKET`.
+    pub notify: Option<&'a Path>,
+    /// The umask it starts under (the unit's `UMask=`); the test process's when none.
+    pub umask: Option<libc::mode_t>,
+}
+
 impl Daemon {
     pub fn start(dir: &Path, db: &Path, sections: &Sections) -> Daemon {
-        Daemon::start_with_notify(dir, db, sections, None)
+        Daemon::start_with(dir, db, sections, Launch::default())
     }
 
-    /// As [`Daemon::start`], with systemd's `NOTIFY_SOCKET` pointing at `notify`.
-    pub fn start_with_notify(
-        dir: &Path,
-        db: &Path,
-        sections: &Sections,
-        notify: Option<&Path>,
-    ) -> Daemon {
+    /// As [`Daemon::start`], started as `launch` says.
+    pub fn start_with(dir: &Path, db: &Path, sections: &Sections, launch: Launch) -> Daemon {
+        use std::os::unix::process::CommandExt;
         let config = dir.join("spamnb.toml");
         util::write(dir, "spamnb.toml", config_text(dir, sections));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_spamnb"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_spamnb"));
+        if let Some(mask) = launch.umask {
+            // SAFETY: umask is async-signal-safe and touches no memory.
+            unsafe {
+                command.pre_exec(move || {
+                    libc::umask(mask);
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command
             .arg("--config")
             .arg(&config)
             .arg("--db")
@@ -97,7 +112,7 @@ impl Daemon {
             )
             .env_remove("SPAMNB_LOG")
             .env_remove("NOTIFY_SOCKET")
-            .envs(notify.map(|p| ("NOTIFY_SOCKET", p)))
+            .envs(launch.notify.map(|p| ("NOTIFY_SOCKET", p)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -1052,6 +1067,66 @@ fn systemd_unit_verifies() {
     );
 }
 
+/// Under the shipped unit's umask, the daemon's sockets let its group connect (Postfix's
+/// user reaches the milter, a hook's user the control socket), and its database lets the
+/// group read and not write: the postfix user, in the group for the socket, cannot
+/// change the model.
+#[test]
+fn under_the_units_umask_the_group_may_connect_and_not_write_the_database() {
+    use std::os::unix::fs::PermissionsExt;
+    let unit = Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd/spamnb.service");
+    let text = std::fs::read_to_string(&unit).expect("systemd/spamnb.service");
+    let umask = text
+        .lines()
+        .find_map(|l| l.strip_prefix("UMask="))
+        .and_then(|m| libc::mode_t::from_str_radix(m.trim(), 8).ok())
+        .expect("the unit sets UMask=");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let mut d = Daemon::start_with(
+        dir.path(),
+        &db,
+        &Sections::default(),
+        Launch {
+            umask: Some(umask),
+            ..Launch::default()
+        },
+    );
+    // Something learned, so that the database has written its files.
+    let learn = util::run_with_stdin(
+        d.cli().args(["learn", "--spam", "-"]),
+        util::message("cheap pills", "buy now").as_bytes(),
+    );
+    assert!(learn.status.success(), "{}", util::text(&learn.stderr));
+    let mode = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .expect("stat")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    for socket in [&d.control, &d.spamd_unix] {
+        assert_eq!(format!("{:o}", mode(socket)), "660", "{}", socket.display());
+    }
+    let mut files = vec![db.clone()];
+    let mut seen = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(
+                std::fs::read_dir(&path)
+                    .expect("read_dir")
+                    .map(|e| e.expect("entry").path()),
+            );
+        }
+        let m = mode(&path);
+        assert_eq!(m & 0o027, 0, "{} is {m:o}", path.display());
+        seen += 1;
+    }
+    assert!(seen > 2, "the database has no files to look at");
+    d.signal("TERM");
+    assert!(d.wait_exit(Duration::from_secs(10)).success());
+}
+
 #[test]
 fn the_example_config_is_valid_and_documents_every_section() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/spamnb.toml");
@@ -1126,11 +1201,14 @@ fn tells_systemd_when_ready_reloading_and_stopping() {
         let n = systemd.recv(&mut buf).expect("a notification");
         String::from_utf8_lossy(&buf[..n]).into_owned()
     };
-    let mut d = Daemon::start_with_notify(
+    let mut d = Daemon::start_with(
         dir.path(),
         &dir.path().join("db"),
         &Sections::default(),
-        Some(&socket),
+        Launch {
+            notify: Some(&socket),
+            ..Launch::default()
+        },
     );
     assert!(next().starts_with("READY=1"));
     d.signal("HUP");
