@@ -134,34 +134,35 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
-/// A request that cannot be served; the reply says why, spamd's way.
+/// A request that cannot be served, and why: the reply puts it in parentheses, spamd's way
+/// ([`crate::spamd::session::protocol_error`]), the log as it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtocolError {
-    #[error("(request line is not METHOD SPAMC/x.y)")]
+    #[error("request line is not METHOD SPAMC/x.y")]
     BadRequestLine,
-    #[error("(unknown method {0})")]
+    #[error("unknown method {0}")]
     UnknownMethod(String),
-    #[error("(header not in 'Name: value' format)")]
+    #[error("header not in 'Name: value' format")]
     BadHeader,
-    #[error("(too many headers)")]
+    #[error("too many headers")]
     TooManyHeaders,
-    #[error("(request head longer than {MAX_HEAD} bytes)")]
+    #[error("request head longer than {MAX_HEAD} bytes")]
     HeadTooLong,
-    #[error("(Content-Length contains non-numeric bytes)")]
+    #[error("Content-Length contains non-numeric bytes")]
     BadLength,
-    #[error("(Message-class header contains invalid class)")]
+    #[error("Message-class header contains invalid class")]
     BadClass,
-    #[error("(User header contains control chars)")]
+    #[error("User header contains control chars")]
     BadUser,
-    #[error("(compression type not supported)")]
+    #[error("compression type not supported")]
     Compressed,
-    #[error("(the compressed message is not zlib data, or is cut short)")]
+    #[error("the compressed message is not zlib data, or is cut short")]
     BadCompressed,
-    #[error("(message of {0} bytes is above this server's limit of {1})")]
+    #[error("message of {0} bytes is above this server's limit of {1}")]
     TooLarge(u64, usize),
-    #[error("(Content-Length mismatch: Expected {expected} bytes, got {got} bytes)")]
+    #[error("Content-Length mismatch: Expected {expected} bytes, got {got} bytes")]
     LengthMismatch { expected: u64, got: usize },
-    #[error("(Unable to set local and remove local in the same operation.)")]
+    #[error("Unable to set local and remove local in the same operation.")]
     SetAndRemove,
 }
 
@@ -823,7 +824,7 @@ mod tests {
         assert_eq!(
             Reply::error(
                 Code::Protocol,
-                format!("Bad header line: {}", ProtocolError::BadLength)
+                format!("Bad header line: ({})", ProtocolError::BadLength)
             )
             .encode(),
             b"SPAMD/1.0 76 Bad header line: (Content-Length contains non-numeric bytes)\r\n"

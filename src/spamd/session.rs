@@ -399,7 +399,7 @@ async fn database(request: &Request, ctx: &Context) -> Reply {
 }
 
 pub fn protocol_error(e: &ProtocolError) -> Reply {
-    Reply::error(e.code(), format!("Bad header line: {e}"))
+    Reply::error(e.code(), format!("Bad header line: ({e})"))
 }
 
 fn user(head: &Head) -> &str {

@@ -237,6 +237,11 @@ fn hostile_clients_do_not_hurt_good_ones() {
             "{bad:?}: {reply:?}"
         );
     }
+    // The log says why, without the reply's parentheses.
+    d.wait_log(
+        "refused a request: Content-Length contains non-numeric bytes",
+        Duration::from_secs(5),
+    );
     // The model (words of users' mail) is never handed to a TCP client, nor pruned by one.
     for method in ["EXPORT", "STATS"] {
         let reply = ask(&d.spamd, format!("{method} SPAMC/1.5\r\n\r\n").as_bytes());
