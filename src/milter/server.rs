@@ -12,10 +12,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::MilterSettings;
 use super::codec::{self, Command, DEFAULT_MAX_FRAME, Response};
-use super::session::{Disposition, Session, Step};
+use super::session::{Disposition, Session, Step, Who};
 use crate::daemon::listen::{Listener, Stream};
 use crate::daemon::metrics::Protocol;
 use crate::daemon::{CheckError, Context, Reading, Scored};
+
+/// Logs at `level` naming whom the session serves, a field for each of queue ID, client and
+/// sender (those known), then the rest as `tracing` takes it.
+macro_rules! log_for {
+    ($level:ident, $who:expr, $($rest:tt)+) => {{
+        let who: &Who = &$who;
+        tracing::$level!(
+            queue_id = who.queue_id.as_deref().map(tracing::field::display),
+            client = who.client.as_deref().map(tracing::field::display),
+            from = who.from.as_deref().map(tracing::field::display),
+            $($rest)+
+        )
+    }};
+}
 
 /// Serves milter connections from `listener` until `shutdown` (the daemon's contract, see
 /// [`crate::daemon`]). Sessions in the middle of a message finish it; idle ones close.
@@ -83,7 +97,11 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
                 Ok(Some(frame)) => frame,
                 Ok(None) => break,
                 Err(e) => {
-                    tracing::warn!(session = %session.describe(), "milter protocol error, closing the connection: {e}");
+                    log_for!(
+                        warn,
+                        session.who(),
+                        "milter protocol error, closing the connection: {e}"
+                    );
                     return;
                 }
             };
@@ -99,7 +117,11 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
                     return;
                 }
                 Err(e) => {
-                    tracing::warn!(session = %session.describe(), "milter protocol error, closing the connection: {e}");
+                    log_for!(
+                        warn,
+                        session.who(),
+                        "milter protocol error, closing the connection: {e}"
+                    );
                     return;
                 }
             }
@@ -107,7 +129,11 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
         buf.drain(..used);
         if !out.is_empty() {
             if let Err(e) = write(&mut stream, &out, read_timeout).await {
-                tracing::warn!(session = %session.describe(), "cannot answer the MTA, closing the connection: {e}");
+                log_for!(
+                    warn,
+                    session.who(),
+                    "cannot answer the MTA, closing the connection: {e}"
+                );
                 return;
             }
             out.clear();
@@ -122,18 +148,23 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
         match read {
             Ok(Ok(0)) => {
                 if session.in_message() {
-                    tracing::info!(session = %session.describe(), "the MTA closed the connection in the middle of a message");
+                    log_for!(
+                        info,
+                        session.who(),
+                        "the MTA closed the connection in the middle of a message"
+                    );
                 }
                 return;
             }
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
-                tracing::info!(session = %session.describe(), "milter connection lost: {e}");
+                log_for!(info, session.who(), "milter connection lost: {e}");
                 return;
             }
             Err(_) => {
-                tracing::info!(
-                    session = %session.describe(),
+                log_for!(
+                    info,
+                    session.who(),
                     "the MTA sent nothing for {}s (milter.read_timeout_secs), closing the connection",
                     settings.read_timeout_secs
                 );
@@ -174,7 +205,7 @@ async fn score(
 ) -> Option<Scored> {
     let limit = Duration::from_millis(settings.scan_timeout_ms);
     let size = raw.len();
-    let who = session.describe();
+    let who = session.who();
     // Context::check scores on the blocking pool (CPU work and sled reads must not stall
     // other sessions' I/O) within a scoring slot, and records the latency.
     let started = std::time::Instant::now();
@@ -186,8 +217,9 @@ async fn score(
     match tokio::time::timeout(limit, ctx.check(Protocol::Milter, raw.into(), reading)).await {
         Ok(Ok(scored)) => {
             let verdict = &scored.verdict;
-            tracing::info!(
-                session = %who,
+            log_for!(
+                info,
+                who,
                 size,
                 ms = format_args!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
                 body_bytes = session.body_seen(),
@@ -203,12 +235,13 @@ async fn score(
             if matches!(e, CheckError::Internal(_)) {
                 ctx.metrics.error(Protocol::Milter);
             }
-            tracing::error!(session = %who, size, "passing the message on untouched: {e}");
+            log_for!(error, who, size, "passing the message on untouched: {e}");
             None
         }
         Err(_) => {
-            tracing::warn!(
-                session = %who,
+            log_for!(
+                warn,
+                who,
                 size,
                 "scoring took over {} ms (milter.scan_timeout_ms), passing the message on untouched",
                 settings.scan_timeout_ms

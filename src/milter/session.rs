@@ -97,6 +97,15 @@ pub struct Session {
     transaction: Transaction,
 }
 
+/// Whom a session serves, as its log lines name it ([`Session::who`]).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Who {
+    pub queue_id: Option<String>,
+    /// The SMTP client's name and, in brackets, its address.
+    pub client: Option<String>,
+    pub from: Option<String>,
+}
+
 impl Session {
     /// A session under `settings`, which it keeps for its whole life: a reload never
     /// changes the rules in the middle of a connection.
@@ -110,24 +119,21 @@ impl Session {
         }
     }
 
-    /// The queue ID (macro `i`), the SMTP client and the sender, for log lines.
-    /// For log lines: control characters the MTA or the sender put in are escaped, so
-    /// they cannot forge lines.
-    pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(id) = self.macros.get("i") {
-            parts.push(format!("queue_id={id}"));
+    /// The queue ID (macro `i`), the SMTP client and the sender, for log lines, each
+    /// when known. Control characters the MTA or the sender put in are escaped, so they
+    /// cannot forge lines.
+    pub fn who(&self) -> Who {
+        let escaped = |s: String| crate::message::escape_control(&s).into_owned();
+        Who {
+            queue_id: self.macros.get("i").cloned().map(escaped),
+            client: self.client.as_ref().map(|c| {
+                escaped(match &c.address {
+                    Some(a) => format!("{}[{a}]", c.name),
+                    None => c.name.clone(),
+                })
+            }),
+            from: self.transaction.sender.clone().map(escaped),
         }
-        if let Some(c) = &self.client {
-            match &c.address {
-                Some(a) => parts.push(format!("client={}[{a}]", c.name)),
-                None => parts.push(format!("client={}", c.name)),
-            }
-        }
-        if let Some(s) = &self.transaction.sender {
-            parts.push(format!("from={s}"));
-        }
-        crate::message::escape_control(&parts.join(" ")).into_owned()
     }
 
     pub fn handle(&mut self, command: Command) -> Result<Step, ProtocolError> {
@@ -947,11 +953,7 @@ mod tests {
             .as_secs() as i64;
         let dated = crate::rules::eval::parse_date(date).expect(date);
         assert!((now - dated).abs() < 60, "{date}");
-        assert!(
-            s.describe().contains("client=c.example[192.0.2.1]"),
-            "{}",
-            s.describe()
-        );
+        assert_eq!(s.who().client.as_deref(), Some("c.example[192.0.2.1]"));
 
         let (responses, d) = finish_as_ham(&mut s);
         assert_eq!(d, Disposition::Tagged);
@@ -1274,7 +1276,11 @@ mod tests {
             Some(&Step::Reply(vec![])),
             "abort gets no reply"
         );
-        assert_eq!(s.describe(), "", "message macros and sender are gone");
+        assert_eq!(
+            s.who(),
+            Who::default(),
+            "message macros and sender are gone"
+        );
         assert_eq!(
             s.macros.get("j").map(String::as_str),
             Some("mx"),
