@@ -93,20 +93,15 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
         // Every whole frame in the buffer first: an MTA may send several before it reads.
         let mut used = 0;
         loop {
-            let (command, n) = match codec::decode(&buf[used..], DEFAULT_MAX_FRAME) {
-                Ok(Some(frame)) => frame,
+            let acted = match codec::decode(&buf[used..], DEFAULT_MAX_FRAME) {
                 Ok(None) => break,
-                Err(e) => {
-                    log_for!(
-                        warn,
-                        session.who(),
-                        "milter protocol error, closing the connection: {e}"
-                    );
-                    return;
+                Ok(Some((command, n))) => {
+                    used += n;
+                    act(&mut session, command, &ctx, &settings).await
                 }
+                Err(e) => Err(e),
             };
-            used += n;
-            match act(&mut session, command, &ctx, &settings).await {
+            match acted {
                 Ok(Some(responses)) => {
                     for r in &responses {
                         codec::encode(r, &mut out);
