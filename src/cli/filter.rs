@@ -57,11 +57,13 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
         }
     }
     let tagged = tag(args, &raw);
-    let (output, is_spam) = match &tagged {
-        Ok((tagged, is_spam)) => (tagged.as_slice(), *is_spam),
+    // The tagged header block, then the body as it came: a copy of a whole big message
+    // would not fit under a hook's memory limit.
+    let (head, body, is_spam) = match &tagged {
+        Ok((head, body_at, is_spam)) => (head.as_slice(), &raw[*body_at..], *is_spam),
         Err(e) => {
             eprintln!("spamnb filter: passing the message on unchanged: {e:#}");
-            (raw.as_slice(), false)
+            (&[][..], raw.as_slice(), false)
         }
     };
     if written.swap(true, Ordering::SeqCst) {
@@ -70,7 +72,7 @@ pub fn run(args: &Args, filter: &FilterArgs) -> ExitCode {
             std::thread::park();
         }
     }
-    match write_out(output) {
+    match write_out(&[head, body]) {
         Ok(()) if filter.exit_code && is_spam => ExitCode::from(1),
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => ExitCode::from(code),
@@ -96,7 +98,7 @@ fn pass_on_after(
             "spamnb filter: no verdict after {}s (--timeout): passing the message on unchanged",
             timeout.as_secs()
         );
-        std::process::exit(write_out(&raw).map_or_else(i32::from, |()| 0));
+        std::process::exit(write_out(&[&raw]).map_or_else(i32::from, |()| 0));
     };
     // A thread that waits needs little of the usual 2 MB of stack: under a hook's memory
     // limit (Dovecot's vsz_limit) it must not be what fails.
@@ -115,7 +117,7 @@ pub fn pass_through(why: &str) -> ExitCode {
         Ok(raw) => raw,
         Err(code) => return code,
     };
-    match write_out(&raw) {
+    match write_out(&[&raw]) {
         Ok(()) => ExitCode::SUCCESS,
         Err(code) => ExitCode::from(code),
     }
@@ -126,7 +128,12 @@ pub fn pass_through(why: &str) -> ExitCode {
 fn read_message() -> Result<Vec<u8>, ExitCode> {
     let mut raw = Vec::new();
     match std::io::stdin().read_to_end(&mut raw) {
-        Ok(_) => Ok(raw),
+        Ok(_) => {
+            // The buffer grew by doubling: up to twice the message, which a hook's memory
+            // limit (Dovecot's vsz_limit) counts whether touched or not.
+            raw.shrink_to_fit();
+            Ok(raw)
+        }
         Err(e) => {
             eprintln!("spamnb filter: cannot read the message from stdin: {e}");
             Err(ExitCode::from(TEMPFAIL))
@@ -134,11 +141,11 @@ fn read_message() -> Result<Vec<u8>, ExitCode> {
     }
 }
 
-/// Writes the message to stdout, or says why it could not (EX_TEMPFAIL: the MTA keeps it).
-fn write_out(message: &[u8]) -> Result<(), u8> {
+/// Writes the message, in `parts`, to stdout, or says why it could not (EX_TEMPFAIL: the
+/// MTA keeps it).
+fn write_out(parts: &[&[u8]]) -> Result<(), u8> {
     let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(message)
+    (parts.iter().try_for_each(|part| stdout.write_all(part)))
         .and_then(|()| stdout.flush())
         .map_err(|e| {
             eprintln!("spamnb filter: cannot write the message to stdout: {e}");
@@ -146,7 +153,9 @@ fn write_out(message: &[u8]) -> Result<(), u8> {
         })
 }
 
-fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
+/// The message's header block tagged with its verdict, where its body starts in `raw`,
+/// and whether it is spam.
+fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, usize, bool)> {
     // The database here, or through the daemon that holds it; the rules compiled only for
     // the first, as the daemon scores with its own.
     let stdin = [std::path::PathBuf::from("-")];
@@ -157,8 +166,11 @@ fn tag(args: &Args, raw: &[u8]) -> anyhow::Result<(Vec<u8>, bool)> {
     // Scored as `check -` reads it, without an envelope line; the output keeps it.
     let message = crate::message::without_envelope_line(raw);
     let verdict = route.deliver(message)?;
+    // Tagging rewrites the header block alone and leaves the body as it is.
+    let head = crate::message::raw_head(raw);
     Ok((
-        tagged(raw, &verdict, &config.model),
+        tagged(head, &verdict, &config.model),
+        head.len(),
         verdict.decision == Decision::Spam,
     ))
 }
