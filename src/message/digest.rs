@@ -17,9 +17,9 @@ pub enum DigestKind {
     /// The fields that say who wrote what to whom and how it is encoded ([`AS_SENT`]),
     /// unfolded, with runs of white space made one space, and the body with LF line
     /// endings. What is added on the way in is left out: delivery's trace fields
-    /// (`Received`, `Return-Path`, `Delivered-To`), other filters' verdicts
-    /// (`Authentication-Results`, a virus scanner's), and spamnb's own; and so is a
-    /// relay's refolding of a field.
+    /// (`Received`, `Return-Path`, `Delivered-To`, an mbox `From ` line), other
+    /// filters' verdicts (`Authentication-Results`, a virus scanner's), and spamnb's own;
+    /// and so is a relay's refolding of a field.
     AsSent,
     /// Every header field as written but spamnb's own, and the body, line endings made LF.
     WholeMessage,
@@ -58,6 +58,9 @@ impl DigestKind {
     }
 
     pub fn of(self, raw: &[u8]) -> Digest {
+        // An mbox `From ` line is the mailbox's, not the message's: procmail pipes mail to
+        // spamc with the one it delivers with, and the copy it delivers to a Maildir has none.
+        let raw = super::without_envelope_line(raw);
         let mut hasher = Sha256::new();
         match self {
             DigestKind::AsSent => {
@@ -291,6 +294,17 @@ Content-Type: text/plain\nX-Spam-Flag: NO\nX-Spam-Status: No, score=-3.1\n\ttest
 \nHello,\nthe report.\n";
         assert_eq!(AsSent.of(scored), AsSent.of(delivered));
         assert_ne!(WholeMessage.of(scored), WholeMessage.of(delivered));
+    }
+
+    /// The copy procmail pipes to a filter, after the `From ` line it delivers with, and the
+    /// copy it delivers to a Maildir, without one.
+    #[test]
+    fn an_envelope_line_is_no_part_of_the_digest() {
+        let delivered = b"From: a@b\nSubject: hi\n\nbody\n";
+        let piped = b"From a@b  Mon Dec  7 16:27:57 2026\nFrom: a@b\nSubject: hi\n\nbody\n";
+        for kind in DigestKind::ALL {
+            assert_eq!(kind.of(piped), kind.of(delivered), "{}", kind.name());
+        }
     }
 
     /// A subject spamnb tagged is read from where it kept the original: the tagged copy

@@ -376,6 +376,51 @@ fn hostile_clients_do_not_hurt_good_ones() {
     drop(idle_http);
 }
 
+/// Issue: procmail pipes a message to `spamc` with the mbox `From ` line it delivers with,
+/// and the daemon named the message in its ledger with that line, as no other copy of it
+/// is named: the copy procmail then delivers to the Maildir, learned as the other class,
+/// was learned a second time instead of moving, and both counted.
+#[test]
+fn a_message_told_with_its_envelope_line_is_the_message_delivered() {
+    if !util::have("spamc") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(dir.path(), &dir.path().join("db"), &Sections::default());
+    let delivered = util::message("invoice 7", "the invoice for May is attached");
+    let piped = format!("From billing@example.org  Mon Dec  7 16:27:57 2026\n{delivered}");
+    let out = d.spamc_unix(&d.spamd_unix, &["-L", "spam"], piped.as_bytes());
+    assert_eq!(
+        text(&out.stdout),
+        "Message successfully un/learned\n",
+        "{}",
+        text(&out.stderr)
+    );
+    let file = util::write(dir.path(), "delivered.eml", &delivered);
+    let out = d
+        .cli()
+        .args(["learn", "--ham"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stats = d
+        .cli()
+        .args(["stats", "--format", "json"])
+        .output()
+        .unwrap();
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats json");
+    assert_eq!(
+        (&stats["messages"], &stats["ledger_entries"]),
+        (
+            &serde_json::json!({"spam": 0, "ham": 1}),
+            &serde_json::json!(1)
+        ),
+        "learn said: {}{stats}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn logs_escape_control_characters_from_mail() {
     let dir = tempfile::tempdir().expect("tempdir");
