@@ -171,19 +171,21 @@ fn write_dump(route: &super::route::Route, out: impl Write) -> anyhow::Result<()
 }
 
 pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
-    let store = super::open_store(config)?;
     let name = args
         .file
         .as_ref()
         .map_or("stdin".into(), |p| p.display().to_string());
-    let tokens = match &args.file {
+    // The whole dump read before the database is opened: one refused makes none.
+    let dump = match &args.file {
         Some(p) => {
             let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-            store::import(&*store, &mut BufReader::new(f))
+            store::read_dump(&mut BufReader::new(f))
         }
-        None => store::import(&*store, &mut std::io::stdin().lock()),
+        None => store::read_dump(&mut std::io::stdin().lock()),
     }
     .with_context(|| format!("importing {name}"))?;
+    let store = super::open_store(config)?;
+    let tokens = (dump.load_into(&*store)).with_context(|| format!("importing {name}"))?;
     let t = store.totals();
     eprintln!(
         "imported {tokens} tokens, {} spam and {} ham messages into {}",

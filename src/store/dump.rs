@@ -82,9 +82,28 @@ fn export_held(store: &dyn Store, out: &mut dyn Write) -> Result<(), Error> {
     Ok(())
 }
 
-/// Reads a dump into `store`, which must be empty. All or nothing: a dump that is
-/// damaged or cut short is refused before anything is written.
-pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> {
+/// A whole dump, read and checked ([`read_dump`]): what [`Dump::load_into`] writes to a store.
+#[derive(Debug)]
+pub struct Dump {
+    totals: Totals,
+    tokens: Vec<(String, TokenCounts)>,
+    ledger: Vec<(Digest, LedgerEntry)>,
+    digest_kind: DigestKind,
+}
+
+impl Dump {
+    /// Writes the dump into `store`, which must be empty, as one batch; returns how many
+    /// tokens it holds.
+    pub fn load_into(&self, store: &dyn Store) -> Result<u64, Error> {
+        store.replace_all(self.totals, &self.tokens, &self.ledger, self.digest_kind)?;
+        store.flush()?;
+        Ok(self.tokens.len() as u64)
+    }
+}
+
+/// Reads a whole dump. A dump that is damaged or cut short is refused, before any store is
+/// opened to load it: a refused import leaves no database behind.
+pub fn read_dump(input: &mut dyn BufRead) -> Result<Dump, Error> {
     let mut totals = Totals::default();
     let mut tokens: Vec<(String, TokenCounts)> = Vec::new();
     // The line of each of `tokens`, to name one given twice.
@@ -97,25 +116,35 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
     // Token records read, those of zero counts (not kept) included: what `end` counts.
     let mut token_records = 0u64;
     let mut end = None;
-    for (i, line) in input.lines().enumerate() {
-        let n = i + 1;
-        // An export is UTF-8 text: a line that is not was changed on its way here, and
-        // its number tells where to look.
-        let line = line.map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidData => Error::Import {
-                line: n,
-                reason: "not UTF-8, as every line of an export is; was the file \
-                         converted to another encoding, or edited?"
-                    .into(),
-            },
-            _ => e.into(),
-        })?;
+    let mut read = Vec::new();
+    for n in 1.. {
+        read.clear();
+        if input.read_until(b'\n', &mut read)? == 0 {
+            break;
+        }
+        // Every line of an export ends in a newline, the last too.
+        if read.pop() != Some(b'\n') {
+            return Err(Error::CutOff {
+                reason: format!("its last line, {n}, ends without a newline"),
+            });
+        }
+        if read.last() == Some(&b'\r') {
+            read.pop();
+        }
         let bad = |reason: &str| Error::Import {
             line: n,
             reason: reason.to_string(),
         };
+        // An export is UTF-8 text: a line that is not was changed on its way here, and
+        // its number tells where to look.
+        let line = std::str::from_utf8(&read).map_err(|_| {
+            bad(
+                "not UTF-8, as every line of an export is; was the file converted to \
+                 another encoding, or edited?",
+            )
+        })?;
         let Some(v) = version else {
-            version = Some(match line.as_str() {
+            version = Some(match line {
                 HEADER => 3,
                 HEADER_V2 => 2,
                 HEADER_V1 => 1,
@@ -226,9 +255,12 @@ pub fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> 
         }
         (_, kind) => kind.unwrap_or(DigestKind::WholeMessage),
     };
-    store.replace_all(totals, &tokens, &ledger, digest_kind)?;
-    store.flush()?;
-    Ok(tokens.len() as u64)
+    Ok(Dump {
+        totals,
+        tokens,
+        ledger,
+        digest_kind,
+    })
 }
 
 /// A version 2 or 3 dump is whole when its `end` record counts the records before it.
@@ -374,6 +406,11 @@ mod tests {
     use crate::model::CountSource;
     use crate::store::{Lesson, SledStore, StoreOptions};
 
+    /// What `spamnb import` does, the dump read whole and then loaded.
+    fn import(store: &dyn Store, input: &mut dyn BufRead) -> Result<u64, Error> {
+        read_dump(input)?.load_into(store)
+    }
+
     fn open(dir: &std::path::Path) -> SledStore {
         SledStore::open(dir, &StoreOptions::default()).unwrap()
     }
@@ -477,6 +514,14 @@ mod tests {
                 "{result:?} for the first {cut} lines of\n{dump}"
             );
             assert_eq!(contents(&store), empty, "after the first {cut} lines");
+        }
+        // Cut inside a line: before each newline, the last one's included.
+        for (cut, _) in dump.match_indices('\n') {
+            let result = import(&store, &mut &dump.as_bytes()[..cut]);
+            assert!(
+                matches!(&result, Err(Error::CutOff { reason }) if reason.contains("newline")),
+                "{result:?} for the first {cut} bytes of\n{dump}"
+            );
         }
         import(&store, &mut dump.as_bytes()).unwrap();
         assert_eq!(contents(&store), contents(want));

@@ -10,7 +10,7 @@ mod sled_store;
 use std::cell::OnceCell;
 use std::path::PathBuf;
 
-pub use dump::{export, import};
+pub use dump::{Dump, export, read_dump};
 pub use sled_store::{SledStore, StoreOptions};
 
 use crate::features::{Features, feature_hash};
