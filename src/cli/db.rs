@@ -175,7 +175,11 @@ pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
         .file
         .as_ref()
         .map_or("stdin".into(), |p| p.display().to_string());
-    // The whole dump read before the database is opened: one refused makes none.
+    // The whole dump is read before the database is opened, so that one refused makes
+    // none; but a database the daemon holds is named at once, before a dump it cannot take.
+    let held = (crate::store::daemon_may_hold(&config.db))
+        .then(|| super::open_store(config))
+        .transpose()?;
     let dump = match &args.file {
         Some(p) => {
             let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
@@ -184,7 +188,10 @@ pub fn import(config: &Config, args: &ImportArgs) -> anyhow::Result<ExitCode> {
         None => store::read_dump(&mut std::io::stdin().lock()),
     }
     .with_context(|| format!("importing {name}"))?;
-    let store = super::open_store(config)?;
+    let store = match held {
+        Some(store) => store,
+        None => super::open_store(config)?,
+    };
     let tokens = (dump.load_into(&*store)).with_context(|| format!("importing {name}"))?;
     let t = store.totals();
     eprintln!(
