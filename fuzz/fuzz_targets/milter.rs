@@ -52,5 +52,5 @@ fuzz_target!(|data: &[u8]| {
         }
         out.clear();
     }
-    session.describe();
+    session.who();
 });
