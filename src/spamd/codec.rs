@@ -164,6 +164,8 @@ pub enum ProtocolError {
     LengthMismatch { expected: u64, got: usize },
     #[error("Unable to set local and remove local in the same operation.")]
     SetAndRemove,
+    #[error("TELL needs Content-length: without it, a message cut short would be learned as whole")]
+    TellWithoutLength,
 }
 
 impl ProtocolError {
@@ -435,6 +437,11 @@ fn head_of(method: Method, version: u32, lines: &[&[u8]]) -> Result<Head, Protoc
     }
     if head.set.local && head.remove.local {
         return Err(ProtocolError::SetAndRemove);
+    }
+    // A body without a length ends where the client stops sending, which a client that
+    // dies halfway does too; spamc always sends one.
+    if method == Method::Tell && head.content_length.is_none() {
+        return Err(ProtocolError::TellWithoutLength);
     }
     Ok(head)
 }
@@ -729,6 +736,11 @@ mod tests {
             (
                 "TELL SPAMC/1.5\r\nSet: local\r\nRemove: local\r\n\r\n",
                 ProtocolError::SetAndRemove,
+            ),
+            // A TELL is learned from: one without its length might be a message cut short.
+            (
+                "TELL SPAMC/1.5\r\nMessage-class: spam\r\nSet: local\r\n\r\nSubject: hi\r\n",
+                ProtocolError::TellWithoutLength,
             ),
             (&four_gb, ProtocolError::TooLarge(1 << 32, 1024)),
             (&huge, ProtocolError::TooLarge(u64::MAX, 1024)),
