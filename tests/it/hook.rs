@@ -118,10 +118,10 @@ fn one_message_learn_and_filter_work_under_dovecots_memory_limit() {
     }
 }
 
-/// Issue: `spamnb filter` of a 70 MB message under Dovecot's 256 MB address-space limit
-/// read it whole, then aborted ("memory allocation of … bytes failed") and wrote nothing:
-/// beside a read buffer grown to twice the message, it made a copy of the whole message to
-/// add a few header lines to it.
+/// `spamnb filter` passes a 70 MB message on, tagged, under Dovecot's 256 MB address-space
+/// limit: the body goes out from the buffer read. A copy of the whole message with the
+/// headers added, beside a read buffer grown to twice the message, did not fit, and the
+/// filter aborted ("memory allocation of … bytes failed") and wrote nothing.
 #[test]
 fn filter_passes_on_a_70_mb_message_under_dovecots_memory_limit() {
     let dir = tempfile::tempdir().unwrap();

@@ -376,10 +376,10 @@ fn hostile_clients_do_not_hurt_good_ones() {
     drop(idle_http);
 }
 
-/// Issue: procmail pipes a message to `spamc` with the mbox `From ` line it delivers with,
-/// and the daemon named the message in its ledger with that line, as no other copy of it
-/// is named: the copy procmail then delivers to the Maildir, learned as the other class,
-/// was learned a second time instead of moving, and both counted.
+/// procmail pipes a message to `spamc` with the mbox `From ` line it delivers with; the copy
+/// it delivers to the Maildir has none. They are one message in the ledger: the delivered
+/// copy learned as the other class moves the lesson (named with the line, it was learned a
+/// second time, and both counted).
 #[test]
 fn a_message_told_with_its_envelope_line_is_the_message_delivered() {
     if !util::have("spamc") {
