@@ -286,8 +286,7 @@ const AUTOLEARN_WAITING: usize = 64;
 
 /// Runs the daemon until SIGTERM or SIGINT, with `config` as first loaded.
 pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } == 0 {
+    if config::uid() == 0 {
         tracing::warn!(
             "running as root, which spamnb never needs: it parses mail from strangers. Run \
              it as a user of its own, as systemd/spamnb.service does (port 783 needs only \
@@ -584,7 +583,7 @@ fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
         path: dir.into(),
         cause,
     };
-    let me = std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid());
+    let me = config::uid();
     // Root's /run/spamnb is reached by other users' spamc (the sockets' own modes guard
     // them); a user's daemon keeps its directory to itself.
     let mode = if me == 0 { 0o755 } else { 0o700 };

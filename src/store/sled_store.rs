@@ -1219,8 +1219,7 @@ fn open_error(path: &Path, e: sled::Error) -> Error {
     {
         // The usual cause is a database made by another user (root's `spamnb learn`, the
         // daemon's user): say whose permission is missing and what gives it.
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
+        let uid = crate::daemon::config::uid();
         Error::Open {
             path: path.into(),
             reason: format!(
