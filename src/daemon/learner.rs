@@ -6,6 +6,11 @@
 //! count buckets its message touches. A group costs about what one message costs, and the
 //! store keeps its promises per batch (all or nothing, a message twice in a batch counted
 //! once), so each TELL still gets its own exact outcome.
+//!
+//! A TELL is answered once its group is on disk: `spamc -L` saying "learned" promises that a
+//! crash of the daemon does not take it back. The disk write is the group's too, so under
+//! load a write waits for one sync, not one per TELL. Autolearning, which nobody awaits,
+//! leaves its lessons to the database's own flush within a second.
 
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -24,18 +29,29 @@ pub struct Learner {
 
 struct Waiting {
     lesson: Lesson,
+    durable: Durable,
     answer: Arc<OnceLock<Learned>>,
+}
+
+/// Whether a lesson's answer waits until it is on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durable {
+    /// A TELL: the client is told what was learned, and may rely on it.
+    Synced,
+    /// Autolearning: nobody is told; a crash within the database's flush interval loses it.
+    Eventually,
 }
 
 impl Learner {
     /// Learns `lesson` with the lessons waiting beside it. Blocking: call it off the runtime.
-    pub fn learn(&self, engine: &Engine, lesson: Lesson) -> Learned {
+    pub fn learn(&self, engine: &Engine, lesson: Lesson, durable: Durable) -> Learned {
         let answer = Arc::new(OnceLock::new());
         self.waiting
             .lock()
             .expect("waiting lock is never poisoned")
             .push(Waiting {
                 lesson,
+                durable,
                 answer: answer.clone(),
             });
         let _writing = self.writing.lock().expect("writing lock is never poisoned");
@@ -45,9 +61,16 @@ impl Learner {
         }
         let group =
             std::mem::take(&mut *self.waiting.lock().expect("waiting lock is never poisoned"));
+        let synced = group.iter().any(|w| w.durable == Durable::Synced);
         let (lessons, answers): (Vec<Lesson>, Vec<_>) =
             group.into_iter().map(|w| (w.lesson, w.answer)).unzip();
-        match engine.learn(&lessons) {
+        let learned = engine.learn(&lessons).and_then(|outcomes| {
+            if synced {
+                engine.store.flush()?;
+            }
+            Ok(outcomes)
+        });
+        match learned {
             Ok(outcomes) => {
                 for (answer, outcome) in answers.iter().zip(outcomes) {
                     let _ = answer.set(Ok(outcome));
@@ -103,7 +126,9 @@ mod tests {
                 let (learner, engine) = (learner.clone(), engine.clone());
                 let lesson = engine.lesson(raw, Some(class), None);
                 let waiting = learner.clone();
-                let tell = std::thread::spawn(move || learner.learn(&engine, lesson).unwrap());
+                let tell = std::thread::spawn(move || {
+                    learner.learn(&engine, lesson, Durable::Synced).unwrap()
+                });
                 while waiting.waiting.lock().unwrap().len() <= i {
                     std::thread::yield_now();
                 }

@@ -218,7 +218,7 @@ impl Context {
         let metrics = self.metrics.clone();
         let class = lesson.target.map_or("", crate::model::Class::name);
         self.tasks.spawn_blocking(move || {
-            let learned = learner.learn(&engine, lesson);
+            let learned = learner.learn(&engine, lesson, learner::Durable::Eventually);
             waiting.fetch_sub(1, Ordering::Relaxed);
             match learned {
                 Ok(crate::store::Outcome::Learned) => {

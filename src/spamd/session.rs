@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use super::codec::{Code, Head, Method, ProtocolError, Reply, Request, SpamLine};
 use crate::config::Config;
+use crate::daemon::learner::Durable;
 use crate::daemon::listen::Peer;
 use crate::daemon::metrics::Protocol;
 use crate::daemon::{CheckError, Context, Reading, Scored};
@@ -220,7 +221,7 @@ async fn tell(request: Request, peer: Peer, ctx: &Context, config: &Config) -> R
     let learner = ctx.learner.clone();
     let learned = tokio::task::spawn_blocking(move || {
         let lesson = engine.lesson(&body, target, user_name.as_deref());
-        learner.learn(&engine, lesson)
+        learner.learn(&engine, lesson, Durable::Synced)
     })
     .await;
     match learned {

@@ -421,6 +421,42 @@ fn a_message_told_with_its_envelope_line_is_the_message_delivered() {
     );
 }
 
+/// What `spamc -L` was told is learned is on disk: the daemon killed right after the
+/// answers (no flush of its own, no drain) leaves a database that holds every message.
+#[test]
+fn a_tell_answered_survives_the_daemon_killed() {
+    if !util::have("spamc") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut d = Daemon::start(dir.path(), &dir.path().join("db"), &Sections::default());
+    let told = 5;
+    for i in 0..told {
+        let message = util::message(&format!("offer {i}"), &format!("cheap pills, batch {i}"));
+        let out = d.spamc_unix(&d.spamd_unix, &["-L", "spam"], message.as_bytes());
+        assert_eq!(
+            text(&out.stdout),
+            "Message successfully un/learned\n",
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    d.signal("KILL");
+    d.wait_exit(Duration::from_secs(10));
+    let stats = d
+        .cli()
+        .args(["stats", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(stats.status.success(), "{}", text(&stats.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&stats.stdout).expect("stats json");
+    assert_eq!(
+        stats["messages"],
+        serde_json::json!({"spam": told, "ham": 0}),
+        "{stats}"
+    );
+}
+
 #[test]
 fn logs_escape_control_characters_from_mail() {
     let dir = tempfile::tempdir().expect("tempdir");
