@@ -113,6 +113,11 @@ impl Route {
                 continue;
             }
             let why = match daemon {
+                Some(pid) if !unanswered.is_absent() => format!(
+                    "the daemon holding it is process {pid}, but this command could not use \
+                     its socket: run it as the daemon's user or as a member of its group \
+                     (spamnb, under the shipped unit); "
+                ),
                 Some(pid) => format!(
                     "the daemon holding it is process {pid}, but its socket is not where \
                      this command looks ({}): give this command the daemon's configuration \

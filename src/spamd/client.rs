@@ -37,6 +37,16 @@ pub enum ClientError {
     NoAnswer { path: PathBuf, waited: Duration },
 }
 
+impl ClientError {
+    /// Whether no daemon is there at all: no socket file, or one that nothing listens on.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, ClientError::Io { cause, .. } if matches!(
+            cause.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+        ))
+    }
+}
+
 /// Replies beyond this are not the daemon's: verdicts and status lines are small, and an
 /// export of a large model is some hundreds of megabytes at most.
 const MAX_REPLY: usize = 1 << 30;
@@ -55,9 +65,12 @@ struct Response {
 }
 
 impl Client {
-    /// A client of the first of `candidates` where a daemon answers PING.
+    /// A client of the first of `candidates` where a daemon answers PING. When none does,
+    /// the error is the first from a socket that is there (one this user may not connect
+    /// to, say), else the last: "no such file" at the system's path said nothing of the
+    /// socket that refused.
     pub fn connect(candidates: &[PathBuf], timeout: Duration) -> Result<Client, ClientError> {
-        let mut last = None;
+        let (mut present, mut last) = (None, None);
         for path in candidates {
             let client = Client {
                 path: path.clone(),
@@ -65,10 +78,11 @@ impl Client {
             };
             match client.ping() {
                 Ok(()) => return Ok(client),
+                Err(e) if present.is_none() && !e.is_absent() => present = Some(e),
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.unwrap_or_else(|| ClientError::Io {
+        Err(present.or(last).unwrap_or_else(|| ClientError::Io {
             path: PathBuf::from("(none configured)"),
             cause: std::io::Error::from(std::io::ErrorKind::NotFound),
         }))
@@ -362,6 +376,23 @@ mod tests {
         };
         let shown = format!("{:#}", anyhow::Error::new(e));
         assert_eq!(shown.matches(&said).count(), 1, "{shown}");
+    }
+
+    /// Of the places a daemon's socket may be, the error shown is from the one where a
+    /// socket is: a user refused the daemon's socket was told only that there was none at
+    /// the system's path.
+    #[test]
+    fn connect_names_the_socket_that_is_there_over_one_that_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let there = dir.path().join("control.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&there).unwrap();
+        // Something that is no daemon: it hangs up without a word.
+        let hanger = std::thread::spawn(move || drop(listener.accept().unwrap()));
+        let absent = dir.path().join("none/control.sock");
+        let e = Client::connect(&[there.clone(), absent], Duration::from_secs(5)).unwrap_err();
+        assert!(!e.is_absent(), "{e}");
+        assert!(e.to_string().contains(&there.display().to_string()), "{e}");
+        hanger.join().unwrap();
     }
 
     /// A daemon that takes the message and never answers (stopped, stuck) is named as
