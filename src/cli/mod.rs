@@ -377,6 +377,16 @@ pub fn open_meanwhile<T: Send>(
     };
     let rules = held_to_exit(rules);
     let (mut route, made) = opened?;
+    if matches!(route, route::Route::Daemon { .. }) && (args.no_rules || args.rules.is_some()) {
+        // A `check --no-rules` answered with the daemon's GTUBE hit, or a mistyped
+        // `--rules` path taken without a word, looked like the flag doing nothing.
+        tracing::warn!(
+            "the daemon holding {} scores and learns with the rules it loaded: --rules, \
+             --no-rules and SPAMNB_RULES go unused through it; give the daemon these rules \
+             (`rules` in its configuration, then SIGHUP), or stop it to use them here",
+            config.db.display()
+        );
+    }
     route.set_rules(rules.clone());
     config.extractor.rules = rules;
     Ok((config, route, made))

@@ -386,6 +386,54 @@ fn a_daemon_waits_for_a_learn_and_is_named_when_out_of_reach() {
     );
 }
 
+/// Issue: `check --no-rules` through the daemon was decided by the daemon's GTUBE rule,
+/// and a mistyped `--rules` path was taken without a word: a command that goes through
+/// the daemon scores with the daemon's rules, and now says so when it was given its own.
+#[test]
+fn rules_named_for_a_command_through_the_daemon_are_said_to_go_unused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    let sections = Sections {
+        rules: rules.to_str().expect("UTF-8 path"),
+        ..Sections::default()
+    };
+    let d = Daemon::start(dir.path(), &dir.path().join("db"), &sections);
+    let gtube = util::write(
+        dir.path(),
+        "gtube.eml",
+        util::message(
+            "test",
+            "XJS*C4JDBQADN1.NSBN3*2IDNEN*GTUBE-STANDARD-ANTI-UBE-TEST-EMAIL*C.34X",
+        ),
+    );
+    for named in [
+        vec!["--no-rules"],
+        vec!["--rules", "/nonexistent/local.cf"],
+        vec!["--rules", "none"],
+    ] {
+        let out = d
+            .cli()
+            .args(&named)
+            .arg("check")
+            .arg(&gtube)
+            .output()
+            .expect("check");
+        let (said, err) = (util::text(&out.stdout), util::text(&out.stderr));
+        assert!(
+            said.contains("GTUBE"),
+            "{named:?}: the daemon's rules decide: {said}{err}"
+        );
+        assert!(
+            err.contains("go unused through it"),
+            "{named:?}: nothing said of the rules named:\n{err}"
+        );
+    }
+    // Without rules named, nothing to say.
+    let out = d.cli().arg("check").arg(&gtube).output().expect("check");
+    let err = util::text(&out.stderr);
+    assert!(!err.contains("go unused"), "{err}");
+}
+
 /// A reload loads the rules again, as start-up does: it once rebuilt the configuration
 /// without them, and the daemon went on scoring on words alone.
 #[test]
