@@ -17,6 +17,10 @@
 # Dovecot runs this under default_vsz_limit (256 MB of address space): `spamnb learn` of
 # one message takes 60-90 MB of it with spamnb's own rules, ~160 MB with SpamAssassin's.
 #
+# Dovecot runs this without a PATH: the shell's default finds spamnb in /usr/local/bin or
+# /usr/bin; installed elsewhere (~/.cargo/bin), write its path as the default of SPAMNB
+# below (where "spamnb" is).
+#
 # Dovecot logs whatever this writes to stderr as an error: the one-line summary of a learn
 # that worked is dropped, and everything spamnb or spamc said is passed on when it failed.
 set -eu
