@@ -262,6 +262,11 @@ pub enum Error {
          still running); the daemon needs it to itself: let that process finish or stop it"
     )]
     Busy(std::path::PathBuf),
+    #[error(
+        "the database {path} is held by a spamnb daemon already running (process {pid}); \
+         stop that one first, or give this one a database of its own (--db)"
+    )]
+    HeldByDaemon { path: std::path::PathBuf, pid: u32 },
     #[error(transparent)]
     Store(#[from] crate::store::Error),
     #[error("cannot create the runtime directory {path}: {cause}")]
@@ -321,7 +326,12 @@ pub fn run(config: Config, load: Box<ConfigLoader>) -> Result<(), Error> {
 /// the daemon (re)starts lets go in moments, and so does the daemon before this one.
 fn open_store(config: &Config) -> Result<SledStore, Error> {
     match SledStore::open_waiting(&config.db, &config.store, || true) {
-        Err(crate::store::Error::Locked { path }) => Err(Error::Busy(path)),
+        // A daemon already running is named: "another daemon, or a learn" left the one
+        // who started a second by mistake to find which.
+        Err(crate::store::Error::Locked { path }) => match crate::store::holding_daemon(&path) {
+            Some(pid) => Err(Error::HeldByDaemon { path, pid }),
+            None => Err(Error::Busy(path)),
+        },
         opened => Ok(opened?),
     }
 }

@@ -1267,6 +1267,31 @@ fn tells_systemd_when_ready_reloading_and_stopping() {
     assert!(d.wait_exit(Duration::from_secs(10)).success());
 }
 
+/// Issue: a second `spamnb daemon` started on a database a daemon holds said only "in use
+/// by another process (another daemon, or a `spamnb learn` still running)"; it names the
+/// daemon that holds it.
+#[test]
+fn a_second_daemon_names_the_one_that_holds_the_database() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = Daemon::start(dir.path(), &dir.path().join("db"), &Sections::default());
+    let out = d
+        .cli()
+        .args(["--lock-wait", "0", "daemon"])
+        .env("SPAMNB_RULES", "none")
+        .stdin(Stdio::null())
+        .output()
+        .expect("second daemon");
+    let err = util::text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "daemon already running (process {})",
+            d.child.id()
+        )),
+        "{err}"
+    );
+}
+
 /// `--lock-wait` is the daemon's too: told not to wait for a database another process
 /// holds, it refuses at once and says what holds it; told to wait, it starts once the
 /// database is free. Run as root, it says that it needs no such thing.
