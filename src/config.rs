@@ -251,6 +251,25 @@ impl Config {
                 ))
             })?,
         };
+        // A shell expands `~`, TOML does not: `db = "~/spamdb"` made a directory named `~`
+        // in whichever directory spamnb ran from, a different one for the daemon and a hook.
+        let paths = (raw.db.iter().map(|p| ("db", p)))
+            .chain(raw.rules.iter().flatten().map(|p| ("rules", p)))
+            .chain(
+                raw.daemon
+                    .runtime_dir
+                    .iter()
+                    .map(|p| ("daemon.runtime_dir", p)),
+            );
+        for (key, p) in paths {
+            if p.to_string_lossy().starts_with('~') {
+                return Err(invalid(format!(
+                    "{key} {:?}: `~` is not expanded in the configuration; write the home \
+                     directory out (/home/ann/…)",
+                    p.display().to_string()
+                )));
+            }
+        }
         crate::daemon::config::validate(&raw.daemon, &raw.spamd, &raw.http).map_err(invalid)?;
         raw.milter.validate().map_err(invalid)?;
         let watch = raw
@@ -369,6 +388,17 @@ mod tests {
                 "absolute path",
             ),
             ("[watch]\nspam_folder = []\n", Some(2), "unknown field"),
+            ("db = \"~/spamdb\"\n", None, "`~` is not expanded"),
+            (
+                "rules = [\"/etc/spamnb/rules\", \"~ann/local.cf\"]\n",
+                None,
+                "\"~ann/local.cf\"",
+            ),
+            (
+                "[daemon]\nruntime_dir = \"~/run\"\n",
+                None,
+                "daemon.runtime_dir",
+            ),
         ] {
             let e = Config::parse(text, p).unwrap_err();
             assert_eq!(e.line, line, "{text:?}: {e}");
