@@ -28,9 +28,16 @@ impl std::str::FromStr for Address {
             Some((port, host)) => format!("{host}:{port}"),
             None => hostport.to_string(),
         };
-        if !hostport.contains(':') {
+        let Some((_, port)) = hostport.rsplit_once(':') else {
             return Err(format!(
                 "{s:?} is not an address: write inet:HOST:PORT or unix:PATH"
+            ));
+        };
+        // Checked here, where the configuration's file is named: at bind time it was
+        // "invalid port value; free it", as if the port were taken.
+        if port.parse::<u16>().is_err() {
+            return Err(format!(
+                "{s:?}: the port {port:?} is not a number from 0 to 65535"
             ));
         }
         Ok(Address::Inet(hostport))
@@ -263,6 +270,10 @@ mod tests {
                 Some(Address::Unix("/run/spamnb/milter.sock".into())),
             ),
             ("inet:nohost", None),
+            ("inet:127.0.0.1:99999", None),
+            ("inet:127.0.0.1:", None),
+            ("inet:smtp@localhost", None),
+            ("inet:[::1]:783", Some(Address::Inet("[::1]:783".into()))),
         ] {
             assert_eq!(s.parse::<Address>().ok(), want, "{s}");
         }
