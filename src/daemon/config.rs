@@ -124,6 +124,15 @@ impl DaemonConfig {
     }
 }
 
+/// Whether `dir` is a directory (not a link to one) that this user owns and no one else
+/// may write in: the daemon serves its default sockets from no other, and a client trusts
+/// no other, since a name like /tmp/spamnb-UID is anyone's to take first.
+pub(crate) fn is_private_dir(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(dir)
+        .is_ok_and(|m| m.is_dir() && m.uid() == uid() && m.mode() & 0o022 == 0)
+}
+
 /// This process's effective user id: whose files it may write, and who owns those it makes.
 pub(crate) fn uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.

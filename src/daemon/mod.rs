@@ -588,7 +588,7 @@ fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
 /// to make, and refuses one that someone else owns or may write in (a planted directory in
 /// /tmp): whoever may write there may replace the sockets, root's too.
 fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     let err = |cause| Error::RuntimeDir {
         path: dir.into(),
         cause,
@@ -605,8 +605,7 @@ fn make_runtime_dir(dir: &Path) -> Result<(), Error> {
         Ok(()) => {}
         Err(e) => return Err(err(e)),
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(err)?;
-    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o022 != 0 {
+    if !config::is_private_dir(dir) {
         return Err(err(std::io::Error::other(
             "it exists but is not a directory that this user owns and only it may write in; \
              remove it or set daemon.runtime_dir",
