@@ -928,15 +928,21 @@ fn ipv4(host: &str) -> Option<String> {
 }
 
 /// Text from a message made safe for one log line or terminal: control characters
-/// (CR and LF among them, which would let a sender forge log lines) become `\u{..}` escapes.
+/// (CR and LF among them, which would let a sender forge log lines), the Unicode line and
+/// paragraph separators (which JSON leaves as they are, and viewers break lines at) and the
+/// bidirectional overrides (which make a line read other than it is) become `\u{..}` escapes.
 pub fn escape_control(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    fn unsafe_in_log(c: char) -> bool {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !text.chars().any(unsafe_in_log) {
         return Cow::Borrowed(text);
     }
     Cow::Owned(
         text.chars()
             .map(|c| {
-                if c.is_control() {
+                if unsafe_in_log(c) {
                     c.escape_unicode().to_string()
                 } else {
                     c.to_string()
@@ -1291,6 +1297,15 @@ Content-Disposition: attachment; filename=\"inv.zip\"\nContent-Transfer-Encoding
             escape_control("a\r\nfake: line\x1b[31m"),
             "a\\u{d}\\u{a}fake: line\\u{1b}[31m"
         );
+        for (text, want) in [
+            ("a\u{85}b", "a\\u{85}b"),
+            ("a\u{2028}fake: line", "a\\u{2028}fake: line"),
+            ("a\u{2029}b", "a\\u{2029}b"),
+            ("user \u{202e}gnp.exe", "user \\u{202e}gnp.exe"),
+            ("\u{2067}x\u{2069}", "\\u{2067}x\\u{2069}"),
+        ] {
+            assert_eq!(escape_control(text), want, "{text:?}");
+        }
     }
 
     #[test]
