@@ -34,7 +34,7 @@ pub async fn serve(
         Method::Ping => Reply::Pong,
         Method::Skip => {
             tracing::debug!(
-                user = user(head),
+                user = &*user(head),
                 "spamd: client skipped a message (too large for it)"
             );
             Reply::Nothing
@@ -74,7 +74,7 @@ async fn check(request: Request, ctx: &Context, protocol: Protocol) -> Reply {
         Ok(Scored { verdict, engine }) => {
             tracing::info!(
                 method = head.method.name(),
-                user = user(&head),
+                user = &*user(&head),
                 message_id = message_id(&raw).as_deref(),
                 verdict = verdict.decision.name(),
                 score = format_args!("{:.2}", verdict.score),
@@ -91,7 +91,7 @@ async fn check(request: Request, ctx: &Context, protocol: Protocol) -> Reply {
             }
             tracing::warn!(
                 method = head.method.name(),
-                user = user(&head),
+                user = &*user(&head),
                 "spamd: passing the message on unscored: {e}"
             );
             Reply::error(Code::TempFail, format!("Service Unavailable: {e}"))
@@ -233,7 +233,7 @@ async fn tell(request: Request, peer: Peer, ctx: &Context, config: &Config) -> R
                 ctx.metrics.learned(1);
             }
             tracing::info!(
-                user = user(&head),
+                user = &*user(&head),
                 class = target.map_or("forget", Class::name),
                 outcome = outcome.name(),
                 "spamd: told"
@@ -403,8 +403,10 @@ pub fn protocol_error(e: &ProtocolError) -> Reply {
     Reply::error(e.code(), format!("Bad header line: ({e})"))
 }
 
-fn user(head: &Head) -> &str {
-    head.user.as_deref().unwrap_or("-")
+/// The `User:` a client sent, for the log: the codec refuses control characters in it,
+/// and the JSON log writes the Unicode line separators as they are.
+fn user(head: &Head) -> std::borrow::Cow<'_, str> {
+    escape_control(head.user.as_deref().unwrap_or("-"))
 }
 
 /// The Message-ID, for the log: read from the raw header block (no full parse for a log
@@ -450,6 +452,21 @@ mod tests {
             note: None,
             parts: None,
             decided_by: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_user_with_line_separators_is_logged_escaped() {
+        for sent in ["a\u{2028}b", "a\u{2029}b", "a\u{85}b"] {
+            let mut h = head(Method::Check);
+            h.user = Some(sent.into());
+            let shown = user(&h);
+            assert!(
+                !shown
+                    .chars()
+                    .any(|c| matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}')),
+                "{sent:?} logged as {shown:?}"
+            );
         }
     }
 
