@@ -83,6 +83,8 @@ pub struct Context {
     /// for them to finish.
     pub tasks: TaskTracker,
     connections: Arc<Semaphore>,
+    /// The share of `connections` that TCP peers may hold: see [`Context::admit_network`].
+    network_connections: Arc<Semaphore>,
     sessions: Arc<Semaphore>,
 }
 
@@ -90,6 +92,7 @@ pub struct Context {
 /// metrics) until it drops.
 pub struct Admission {
     _permit: OwnedSemaphorePermit,
+    _network: Option<OwnedSemaphorePermit>,
     ctx: Arc<Context>,
     protocol: Protocol,
 }
@@ -124,6 +127,9 @@ impl Context {
             learner: Arc::default(),
             autolearn_waiting: Arc::default(),
             connections: Arc::new(Semaphore::new(config.daemon.max_connections)),
+            network_connections: Arc::new(Semaphore::new(network_share(
+                config.daemon.max_connections,
+            ))),
             sessions: Arc::new(Semaphore::new(config.daemon.max_sessions)),
             config: RwLock::new(Arc::new(config)),
             metrics: Arc::default(),
@@ -144,11 +150,35 @@ impl Context {
     /// Admits a new connection, or `None` when `max_connections` are open: the caller
     /// closes it at once (a client retries; an MTA applies its default action).
     pub fn admit(self: &Arc<Self>, protocol: Protocol) -> Option<Admission> {
+        self.admit_with(protocol, None)
+    }
+
+    /// Admits a connection from a TCP peer (spamd's clients), within a share of
+    /// `max_connections` that leaves the rest to the MTA's milter and the local sockets:
+    /// whoever may reach spamd's port (every local user, on loopback) could otherwise hold
+    /// every connection open, trickling a byte at a time, and lock out the MTA (whose
+    /// mail then passes unscored) and the control socket.
+    pub fn admit_network(self: &Arc<Self>, protocol: Protocol) -> Option<Admission> {
+        match self.network_connections.clone().try_acquire_owned() {
+            Ok(network) => self.admit_with(protocol, Some(network)),
+            Err(_) => {
+                self.metrics.rejected_connection(protocol);
+                None
+            }
+        }
+    }
+
+    fn admit_with(
+        self: &Arc<Self>,
+        protocol: Protocol,
+        network: Option<OwnedSemaphorePermit>,
+    ) -> Option<Admission> {
         match self.connections.clone().try_acquire_owned() {
             Ok(permit) => {
                 self.metrics.session_opened(protocol);
                 Some(Admission {
                     _permit: permit,
+                    _network: network,
                     ctx: self.clone(),
                     protocol,
                 })
@@ -584,6 +614,13 @@ fn binds(config: &Config, runtime_dir: &Path) -> Vec<(Kind, Bind)> {
     binds
 }
 
+/// How many of `max_connections` TCP peers may hold together: all but a sixteenth (at
+/// least one), kept for the milter and the unix sockets.
+fn network_share(max_connections: usize) -> usize {
+    let kept = (max_connections / 16).max(1);
+    max_connections.saturating_sub(kept).max(1)
+}
+
 /// Creates the directory for the default sockets, private to this user when it is ours
 /// to make, and refuses one that someone else owns or may write in (a planted directory in
 /// /tmp): whoever may write there may replace the sockets, root's too.
@@ -692,6 +729,41 @@ mod tests {
         ] {
             let shown = format!("{:#}", anyhow::Error::new(e));
             assert_eq!(shown.matches(&said).count(), 1, "{shown}");
+        }
+    }
+
+    /// Slow TCP clients of spamd, as many as may connect, leave room for the MTA's milter
+    /// and the control socket.
+    #[tokio::test]
+    async fn tcp_clients_cannot_take_every_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let store =
+            Arc::new(crate::store::SledStore::open(dir.path(), &Default::default()).unwrap());
+        for max in [2, 16, 100] {
+            let engine = crate::engine::Engine {
+                extractor: Default::default(),
+                model: Default::default(),
+                store: store.clone(),
+            };
+            let mut config = Config::default();
+            config.daemon.max_connections = max;
+            let ctx = Context::new(engine, config);
+            let held: Vec<Admission> = std::iter::from_fn(|| ctx.admit_network(Protocol::Spamd))
+                .take(max + 1)
+                .collect();
+            assert!(
+                !held.is_empty() && held.len() < max,
+                "max {max}: {}",
+                held.len()
+            );
+            assert!(
+                ctx.admit(Protocol::Milter).is_some(),
+                "max {max}: milter locked out"
+            );
+            assert!(
+                ctx.admit(Protocol::Control).is_some() || max == 2,
+                "max {max}"
+            );
         }
     }
 

@@ -61,7 +61,11 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Some(admission) = ctx.admit(protocol) else {
+        let admission = match peer {
+            Peer::Network(_) => ctx.admit_network(protocol),
+            Peer::Local => ctx.admit(protocol),
+        };
+        let Some(admission) = admission else {
             tracing::debug!("spamd: max_connections reached; closing a new connection");
             drop(stream);
             continue;
