@@ -174,6 +174,24 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Makes a new directory in `parent` (the shared /tmp) for this process alone. The name
+/// has the process id in it, which anyone may guess: a directory already there, another
+/// user's, is never used (sled would open whatever database was left in it), nor is a
+/// link; the next name is tried.
+fn make_scratch_dir(parent: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    loop {
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = parent.join(format!("spamnb-empty-{}-{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 impl SledStore {
     /// [`SledStore::open`], waiting up to `opts.lock_wait` while another process holds the
     /// database and `worth_waiting()` says it will let go (a `learn` or a hook does in
@@ -200,9 +218,7 @@ impl SledStore {
     /// An empty database of its own, gone when dropped: what the commands that only read
     /// score against where no database is, instead of leaving one behind.
     pub fn open_empty(opts: &StoreOptions) -> Result<SledStore, Error> {
-        static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!("spamnb-empty-{}-{n}", std::process::id()));
+        let path = make_scratch_dir(&std::env::temp_dir()).map_err(Error::Io)?;
         SledStore::open_at(&path, opts, Some(ScratchDir(path.clone())))
     }
 
@@ -1281,6 +1297,30 @@ impl Hasher for PrehashedKey {
 pub(crate) mod tests {
     use super::*;
     use crate::store::layout::count_fields;
+
+    /// Another user may make /tmp/spamnb-empty-PID-N first (the names are easy to guess),
+    /// with a database of their choosing in it: the empty store never opens there, and
+    /// leaves what it found alone.
+    #[test]
+    fn an_empty_store_never_opens_a_directory_someone_made_first() {
+        let planted: Vec<PathBuf> = (0..200)
+            .map(|n| std::env::temp_dir().join(format!("spamnb-empty-{}-{n}", std::process::id())))
+            .filter(|p| std::fs::create_dir(p).is_ok())
+            .collect();
+        for p in &planted {
+            std::fs::write(p.join("planted"), "x").unwrap();
+        }
+        let store = SledStore::open_empty(&StoreOptions::default());
+        drop(store);
+        let gone: Vec<_> = planted
+            .iter()
+            .filter(|p| !p.join("planted").exists())
+            .collect();
+        for p in &planted {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        assert!(gone.is_empty(), "the empty store took {gone:?}");
+    }
 
     /// The store at `path` again, once the one dropped before has let go of it: sled's
     /// flusher thread can hold the files a moment after the last handle is dropped.
