@@ -86,6 +86,11 @@ pub async fn run(listener: Listener, ctx: Arc<Context>, shutdown: CancellationTo
 async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: CancellationToken) {
     let settings = Arc::new(ctx.config().milter.clone());
     let read_timeout = Duration::from_secs(settings.read_timeout_secs);
+    // An MTA negotiates as soon as it connects. Until then the peer may be any local user
+    // (the milter listens on TCP), and read_timeout_secs, as long as Postfix's own timeouts,
+    // would let idle connections hold every session slot, the MTA's mail then passing
+    // unscored: a silent newcomer gets the daemon's read_timeout.
+    let first_timeout = ctx.config().daemon.read_timeout().min(read_timeout);
     let mut session = Session::new(settings.clone());
     let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
     let mut out: Vec<u8> = Vec::with_capacity(1024);
@@ -135,7 +140,10 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
         }
         buf.reserve(16 * 1024);
         let read = tokio::select! {
-            r = tokio::time::timeout(read_timeout, stream.read_buf(&mut buf)) => r,
+            r = tokio::time::timeout(
+                if session.negotiated() { read_timeout } else { first_timeout },
+                stream.read_buf(&mut buf),
+            ) => r,
             // Between messages a connection can close at once; in the middle of one it
             // is served to the end (the timeout still bounds that).
             () = shutdown.cancelled(), if !session.in_message() => return,
@@ -154,6 +162,14 @@ async fn connection(mut stream: Box<dyn Stream>, ctx: Arc<Context>, shutdown: Ca
             Ok(Ok(_)) => {}
             Ok(Err(e)) => {
                 log_for!(info, session.who(), "milter connection lost: {e}");
+                return;
+            }
+            Err(_) if !session.negotiated() => {
+                tracing::info!(
+                    "a milter client sent no negotiation within {}s (daemon.read_timeout), \
+                     closing the connection",
+                    first_timeout.as_secs()
+                );
                 return;
             }
             Err(_) => {

@@ -1220,6 +1220,40 @@ fn session_limit_queues_connections() {
     daemon.stop();
 }
 
+/// Anyone who may connect to the milter's port can hold its sessions: one that never
+/// negotiates is closed after the daemon's read_timeout, not the milter's, which is as
+/// long as the MTA's own, so that an idle squatter cannot keep the MTA out.
+#[test]
+fn a_connection_that_never_negotiates_gives_its_session_up_soon() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let milter =
+        format!("listen = [\"inet:127.0.0.1:{port}\"]\nmax_sessions = 1\nread_timeout_secs = 300");
+    let mut daemon = Daemon::start(
+        dir.path(),
+        &dir.path().join("db"),
+        &Sections {
+            daemon: "read_timeout = 1",
+            milter: &milter,
+            ..Sections::default()
+        },
+    );
+    let idle = TcpStream::connect(milter_addr(port)).expect("connect");
+    std::thread::sleep(Duration::from_millis(200));
+    let started = Instant::now();
+    let mut client = Client::connect(&milter_addr(port), Duration::from_secs(20))
+        .expect("served once the silent one is closed");
+    let responses = client.message(b"Subject: hi\n\nhello\n").expect("answered");
+    assert_eq!(responses.last(), Some(&Response::Continue));
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "waited {:?}",
+        started.elapsed()
+    );
+    drop(idle);
+    daemon.stop();
+}
+
 /// SIGHUP: connections opened after a reload get the new `[milter]` settings; one opened
 /// before keeps the settings it started with.
 #[test]
