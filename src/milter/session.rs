@@ -587,12 +587,12 @@ impl Session {
             && by_this_mta
     }
 
-    /// Whether a message is under way (begun and not yet ended or aborted).
     /// Whether the MTA has negotiated: until then the peer may be anyone who can connect.
     pub fn negotiated(&self) -> bool {
         self.negotiated.is_some()
     }
 
+    /// Whether a message is under way (begun and not yet ended or aborted).
     pub fn in_message(&self) -> bool {
         let t = &self.transaction;
         t.sender.is_some() || !t.header.is_empty() || !t.forged.is_empty() || t.body_seen > 0
