@@ -379,30 +379,49 @@ pub fn control_sockets(config: &Config) -> Vec<PathBuf> {
         return vec![path.clone()];
     }
     let runtime_dir = config.daemon.runtime_dir();
-    control_sockets_in(&runtime_dir, config.daemon.runtime_dir.is_some())
-}
-
-/// The control sockets in `runtime_dir` and the system daemon's. A runtime directory the
-/// configuration did not name is this user's own (`/tmp/spamnb-UID` where nothing else
-/// says): one that another user made, or may write in, is passed over, as the daemon
-/// refuses to serve from it. Another local user could make /tmp/spamnb-UID before this
-/// user's daemon ever starts and listen there, and would then read every message a
-/// `filter`, `check` or `learn` sends and write the verdicts it returns.
-fn control_sockets_in(runtime_dir: &std::path::Path, configured: bool) -> Vec<PathBuf> {
-    let mut paths = Vec::new();
-    if configured || crate::daemon::config::is_private_dir(runtime_dir) {
-        paths.push(runtime_dir.join("control.sock"));
-    } else if runtime_dir.exists() {
+    let (paths, passed_over) = control_sockets_in(
+        &runtime_dir,
+        config.daemon.runtime_dir.is_some(),
+        std::path::Path::new(SYSTEM_RUNTIME_DIR),
+    );
+    if let Some(dir) = passed_over {
         tracing::warn!(
             "not using {}: it is not a directory that only this user owns and writes",
-            runtime_dir.display()
+            dir.display()
         );
     }
-    let system = PathBuf::from("/run/spamnb/control.sock");
+    paths
+}
+
+/// The system daemon's runtime directory (systemd's `RuntimeDirectory=`, root's default).
+const SYSTEM_RUNTIME_DIR: &str = "/run/spamnb";
+
+/// The control sockets in `runtime_dir` and in `system_dir`, and the runtime directory
+/// passed over, if one was. A runtime directory the configuration did not name is this
+/// user's own (`/tmp/spamnb-UID` where nothing else says): one that another user made, or
+/// may write in, is passed over, as the daemon refuses to serve from it. Another local user
+/// could make /tmp/spamnb-UID before this user's daemon ever starts and listen there, and
+/// would then read every message a `filter`, `check` or `learn` sends and write the
+/// verdicts it returns. The system's is trusted whoever owns it: only root makes
+/// directories in /run, and the system daemon's user owns it under the shipped unit.
+fn control_sockets_in<'d>(
+    runtime_dir: &'d std::path::Path,
+    configured: bool,
+    system_dir: &std::path::Path,
+) -> (Vec<PathBuf>, Option<&'d std::path::Path>) {
+    let mut paths = Vec::new();
+    let mut passed_over = None;
+    if configured || runtime_dir == system_dir || crate::daemon::config::is_private_dir(runtime_dir)
+    {
+        paths.push(runtime_dir.join("control.sock"));
+    } else if runtime_dir.exists() {
+        passed_over = Some(runtime_dir);
+    }
+    let system = system_dir.join("control.sock");
     if !paths.contains(&system) {
         paths.push(system);
     }
-    paths
+    (paths, passed_over)
 }
 
 #[cfg(test)]
@@ -410,35 +429,42 @@ mod tests {
     use super::*;
 
     /// A directory where this user's daemon would put its socket, made first by someone
-    /// else (here: made writable by all, as a planted one in /tmp is), is not trusted.
+    /// else (here: made writable by all, as a planted one in /tmp is), is not trusted; the
+    /// system daemon's is, whoever owns it.
     #[test]
     fn a_runtime_directory_others_may_write_in_is_no_place_for_the_control_socket() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
+        let system = dir.path().join("run-spamnb");
+        let found = |run: &std::path::Path, configured| {
+            let (paths, passed_over) = control_sockets_in(run, configured, &system);
+            assert!(paths.contains(&system.join("control.sock")), "{paths:?}");
+            let trusted = paths.contains(&run.join("control.sock"));
+            assert_eq!(passed_over.is_some(), !trusted, "{run:?}: {paths:?}");
+            trusted
+        };
         let run = dir.path().join("spamnb-1");
-        let socket = run.join("control.sock");
         for (mode, trusted) in [(0o700, true), (0o750, true), (0o777, false), (0o770, false)] {
-            std::fs::create_dir_all(&run).unwrap();
-            std::fs::set_permissions(&run, std::fs::Permissions::from_mode(mode)).unwrap();
-            let found = control_sockets_in(&run, false);
-            assert_eq!(found.contains(&socket), trusted, "mode {mode:o}: {found:?}");
+            for d in [&run, &system] {
+                std::fs::create_dir_all(d).unwrap();
+                std::fs::set_permissions(d, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+            assert_eq!(found(&run, false), trusted, "mode {mode:o}");
             // Named in the configuration, the directory is the administrator's choice.
-            assert!(
-                control_sockets_in(&run, true).contains(&socket),
-                "mode {mode:o}"
-            );
+            assert!(found(&run, true), "mode {mode:o}");
+            // Root's default is the system daemon's directory, the unit's user's.
+            assert!(found(&system, false), "mode {mode:o}");
         }
         // One that another user owns (only root may give a directory away).
         if crate::daemon::config::uid() == 0 {
             std::os::unix::fs::chown(&run, Some(65534), None).unwrap();
-            assert!(!control_sockets_in(&run, false).contains(&socket));
+            assert!(!found(&run, false));
             std::os::unix::fs::chown(&run, Some(0), None).unwrap();
         }
         // A link to this user's own directory is not that directory.
         std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&run, &link).unwrap();
-        let found = control_sockets_in(&link, false);
-        assert!(!found.contains(&link.join("control.sock")), "{found:?}");
+        assert!(!found(&link, false));
     }
 }
