@@ -157,39 +157,11 @@ pub struct SledStore {
     /// The number of the last flush that made new counts durable, as the database and the
     /// marker file hold it: see [`SledStore::check_generation`]. Held through a flush.
     generation: Mutex<Generation>,
-    /// Declared after `db`, so dropped after it.
-    _scratch: Option<ScratchDir>,
-}
-
-/// The directory of an [`SledStore::open_empty`] store, removed when the store is dropped.
-/// Not sled's `temporary`: sled removes the files when the last of its threads lets go,
-/// which may be an I/O thread the process's exit cuts short, leaving them behind.
-struct ScratchDir(PathBuf);
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.0) {
-            tracing::warn!("cannot remove {}: {e}", self.0.display());
-        }
-    }
-}
-
-/// Makes a new directory in `parent` (the shared /tmp) for this process alone. The name
-/// has the process id in it, which anyone may guess: a directory already there, another
-/// user's, is never used (sled would open whatever database was left in it), nor is a
-/// link; the next name is tried.
-fn make_scratch_dir(parent: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    static MADE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    loop {
-        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = parent.join(format!("spamnb-empty-{}-{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => return Ok(path),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1000 => {}
-            Err(e) => return Err(e),
-        }
-    }
+    /// The directory of an [`SledStore::open_empty`] store, removed when the store is
+    /// dropped: declared after `db`, so dropped after it. Not sled's `temporary`: sled
+    /// removes the files when the last of its threads lets go, which may be an I/O thread
+    /// the process's exit cuts short, leaving them behind.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl SledStore {
@@ -216,16 +188,24 @@ impl SledStore {
     }
 
     /// An empty database of its own, gone when dropped: what the commands that only read
-    /// score against where no database is, instead of leaving one behind.
+    /// score against where no database is, instead of leaving one behind. Its directory is
+    /// new, private, and named at random: a name anyone could guess (the process id) would
+    /// let another user make it first, with a database of their own in it.
     pub fn open_empty(opts: &StoreOptions) -> Result<SledStore, Error> {
-        let path = make_scratch_dir(&std::env::temp_dir()).map_err(Error::Io)?;
-        SledStore::open_at(&path, opts, Some(ScratchDir(path.clone())))
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("spamnb-empty-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(Error::Io)?;
+        let path = dir.path().to_path_buf();
+        SledStore::open_at(&path, opts, Some(dir))
     }
 
     fn open_at(
         path: &Path,
         opts: &StoreOptions,
-        scratch: Option<ScratchDir>,
+        scratch: Option<tempfile::TempDir>,
     ) -> Result<SledStore, Error> {
         // sled starts its threads as it opens, and where it can start none at all it waits
         // for them for ever: one that cannot start here says so first.
@@ -1310,7 +1290,11 @@ pub(crate) mod tests {
         for p in &planted {
             std::fs::write(p.join("planted"), "x").unwrap();
         }
-        let store = SledStore::open_empty(&StoreOptions::default());
+        let store = SledStore::open_empty(&StoreOptions::default()).unwrap();
+        // Private to this user, whoever may write in the directory it is made in.
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&store.path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{}", store.path.display());
         drop(store);
         let gone: Vec<_> = planted
             .iter()
