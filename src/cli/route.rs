@@ -90,6 +90,10 @@ impl Route {
         // this one) is waited for: procmail starts a `filter` per delivery, and a second
         // one at the same moment used to pass its message on untagged.
         let mut wait = crate::store::LockWait::up_to(config.store.lock_wait);
+        // Looked for when first needed, and once: each look at the runtime directory may
+        // warn of it, and the wait for the lock looks again and again.
+        let sockets = std::cell::OnceCell::new();
+        let sockets = || sockets.get_or_init(|| control_sockets(config));
         loop {
             let unopened = match SledStore::open(&config.db, &config.store) {
                 Ok(store) => {
@@ -102,7 +106,7 @@ impl Route {
                 Err(e @ (Error::Locked { .. } | Error::Open { .. })) => e,
                 Err(e) => return Err(e.into()),
             };
-            let unanswered = match Route::through_daemon(config) {
+            let unanswered = match Route::through_daemon(config, sockets()) {
                 Ok(route) => return Ok(route),
                 Err(e) => e,
             };
@@ -123,7 +127,7 @@ impl Route {
                      this command looks ({}): give this command the daemon's configuration \
                      (--config or SPAMNB_CONFIG), or set [control] listen, runtime_dir or \
                      XDG_RUNTIME_DIR as the daemon has them; ",
-                    (control_sockets(config).iter())
+                    (sockets().iter())
                         .map(|p| p.display().to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
@@ -140,9 +144,9 @@ impl Route {
         }
     }
 
-    /// The daemon that holds the database, through its control socket.
-    fn through_daemon(config: &Config) -> Result<Route, ClientError> {
-        let client = Client::connect(&control_sockets(config), DAEMON_TIMEOUT)?;
+    /// The daemon that holds the database, through the first of `sockets` it answers on.
+    fn through_daemon(config: &Config, sockets: &[PathBuf]) -> Result<Route, ClientError> {
+        let client = Client::connect(sockets, DAEMON_TIMEOUT)?;
         tracing::info!(
             "the daemon holds {}; going through {}",
             config.db.display(),
