@@ -386,7 +386,7 @@ pub fn control_sockets(config: &Config) -> Vec<PathBuf> {
     let (paths, passed_over) = control_sockets_in(
         &runtime_dir,
         config.daemon.runtime_dir.is_some(),
-        std::path::Path::new(SYSTEM_RUNTIME_DIR),
+        std::path::Path::new(crate::daemon::config::SYSTEM_RUNTIME_DIR),
     );
     if let Some(dir) = passed_over {
         tracing::warn!(
@@ -396,9 +396,6 @@ pub fn control_sockets(config: &Config) -> Vec<PathBuf> {
     }
     paths
 }
-
-/// The system daemon's runtime directory (systemd's `RuntimeDirectory=`, root's default).
-const SYSTEM_RUNTIME_DIR: &str = "/run/spamnb";
 
 /// The control sockets in `runtime_dir` and in `system_dir`, and the runtime directory
 /// passed over, if one was. A runtime directory the configuration did not name is this

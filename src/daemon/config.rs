@@ -87,7 +87,7 @@ impl DaemonConfig {
         }
         let uid = uid();
         if uid == 0 {
-            PathBuf::from("/run/spamnb")
+            PathBuf::from(SYSTEM_RUNTIME_DIR)
         } else {
             std::env::temp_dir().join(format!("spamnb-{uid}"))
         }
@@ -123,6 +123,10 @@ impl DaemonConfig {
         Ok(())
     }
 }
+
+/// The system daemon's runtime directory: systemd's `RuntimeDirectory=` under the shipped
+/// unit, root's default, and where the commands look for the daemon last.
+pub(crate) const SYSTEM_RUNTIME_DIR: &str = "/run/spamnb";
 
 /// Whether `dir` is a directory (not a link to one) that this user owns and no one else
 /// may write in: the daemon serves its default sockets from no other, and a client trusts
